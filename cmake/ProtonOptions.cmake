@@ -1,0 +1,30 @@
+# Warnings and sanitizers shared by every target of the project.
+#
+# PROTON_WERROR      turn warnings into errors (CI sets it).
+# PROTON_SANITIZE    comma list passed to -fsanitize= (e.g. "address,undefined" or "thread").
+
+option(PROTON_WERROR "Treat warnings as errors" OFF)
+set(PROTON_SANITIZE "" CACHE STRING "Sanitizers for the C++ test build (address,undefined | thread)")
+
+add_library(proton_options INTERFACE)
+target_compile_features(proton_options INTERFACE cxx_std_20)
+target_compile_options(proton_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+                       -Wnon-virtual-dtor -Wno-unused-parameter)
+if(PROTON_WERROR)
+  target_compile_options(proton_options INTERFACE -Werror)
+endif()
+if(PROTON_SANITIZE)
+  target_compile_options(proton_options INTERFACE -fsanitize=${PROTON_SANITIZE}
+                         -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(proton_options INTERFACE -fsanitize=${PROTON_SANITIZE})
+endif()
+
+# Adds a GoogleTest executable registered with ctest.
+#   proton_add_test(NAME name SOURCES a.cpp b.cpp LIBS lib1 lib2)
+function(proton_add_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} proton_options GTest::gtest_main)
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60)
+endfunction()

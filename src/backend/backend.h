@@ -1,0 +1,55 @@
+// What a GPU backend (CUPTI, ROCm, ...) provides to the session layer.
+//
+// A backend does two things: on each kernel launch it calls LaunchStage::tag() from the launch
+// callback (the hot path), and when activity records complete it translates them to
+// KernelRecords and hands them to the RecordProcessor it was given. It never knows about
+// sessions, trees or output formats.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/device_info.h"
+
+namespace proton {
+
+class RecordProcessor;
+
+struct BackendOptions {
+  size_t buffer_bytes = 4u << 20;  // size of each activity buffer
+  size_t max_buffers = 64;         // buffers in flight before records are dropped
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+
+  /// Subscribes callbacks and enables activity collection, delivering to `sink`.
+  /// Returns false and sets `why` (one line a user can act on) when it cannot start.
+  /// Must never throw or abort.
+  virtual bool start(RecordProcessor* sink, const BackendOptions& options, std::string& why) = 0;
+
+  /// Stops launch callbacks (all sessions inactive) without losing records in flight;
+  /// resume() turns them back on. Cheap: no flush.
+  virtual void pause() = 0;
+  virtual void resume() = 0;
+
+  /// Delivers every record of kernels that have completed so far; returns when done.
+  virtual void flush() = 0;
+
+  /// Flushes, disables everything, unsubscribes. start() may be called again afterwards.
+  virtual void stop() = 0;
+
+  /// Properties of device `id` (for the device map).
+  virtual DeviceInfo device(uint32_t id) = 0;
+};
+
+/// Creates the backend named `name` ("cupti", ...) or nullptr with `why` set when this build
+/// or machine has none.
+std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why);
+
+}  // namespace proton

@@ -1,0 +1,24 @@
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace proton {
+
+#ifdef PROTON_HAVE_CUPTI
+std::unique_ptr<Backend> make_cupti_backend(std::string& why);
+#endif
+
+std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why) {
+  if (name.empty() || name == "cupti") {
+#ifdef PROTON_HAVE_CUPTI
+    return make_cupti_backend(why);
+#else
+    why = "this build of proton has no CUPTI backend (CUPTI headers were not found at build time)";
+    return nullptr;
+#endif
+  }
+  why = "unknown backend '" + std::string(name) + "' (available: cupti)";
+  return nullptr;
+}
+
+}  // namespace proton

@@ -1,0 +1,95 @@
+#include "backend/launch_stage.h"
+
+#include <algorithm>
+
+namespace proton {
+
+ThreadStage::ThreadStage() : tail_(new Block()), head_(tail_) {}
+
+ThreadStage::~ThreadStage() {
+  for (Block* b = head_; b != nullptr;) {
+    Block* next = b->next.load(std::memory_order_relaxed);
+    delete b;
+    b = next;
+  }
+  for (Block* b = free_.load(std::memory_order_relaxed); b != nullptr;) {
+    Block* next = b->next.load(std::memory_order_relaxed);
+    delete b;
+    b = next;
+  }
+}
+
+ThreadStage::Block* ThreadStage::next_block() {
+  Block* b = free_.load(std::memory_order_acquire);
+  while (b != nullptr &&
+         !free_.compare_exchange_weak(b, b->next.load(std::memory_order_relaxed),
+                                      std::memory_order_acquire, std::memory_order_acquire)) {
+  }
+  if (b == nullptr) {
+    b = new Block();  // warm-up only: drained blocks come back through free_
+  } else {
+    b->count.store(0, std::memory_order_relaxed);
+    b->next.store(nullptr, std::memory_order_relaxed);
+  }
+  tail_->next.store(b, std::memory_order_release);
+  tail_ = b;
+  return b;
+}
+
+void ThreadStage::recycle(Block* b) {
+  Block* top = free_.load(std::memory_order_relaxed);
+  do {
+    b->next.store(top, std::memory_order_relaxed);
+  } while (
+      !free_.compare_exchange_weak(top, b, std::memory_order_release, std::memory_order_relaxed));
+}
+
+namespace {
+
+// Guards g_stages (registration once per thread, and draining).
+std::mutex g_stages_mu;
+std::vector<ThreadStage*>& stages() {
+  static auto* v = new std::vector<ThreadStage*>();  // leaked: threads may exit after main
+  return *v;
+}
+
+// Marks the thread's stage orphaned at thread exit; the consumer frees it.
+struct StageOwner {
+  ThreadStage* stage = nullptr;
+  ~StageOwner() {
+    if (stage != nullptr) stage->orphaned.store(true, std::memory_order_release);
+  }
+};
+thread_local StageOwner tls_owner;
+
+}  // namespace
+
+constinit thread_local ThreadStage* LaunchStage::tls_stage = nullptr;
+
+ThreadStage* LaunchStage::register_thread() {
+  auto* s = new ThreadStage();
+  {
+    std::lock_guard lock(g_stages_mu);
+    stages().push_back(s);
+  }
+  tls_owner.stage = s;
+  tls_stage = s;
+  return s;
+}
+
+void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {
+  std::lock_guard lock(g_stages_mu);
+  auto& all = stages();
+  for (ThreadStage*& s : all) {
+    bool orphaned = s->orphaned.load(std::memory_order_acquire);
+    s->drain(fn);
+    if (orphaned) {
+      delete s;
+      s = nullptr;
+    }
+  }
+  all.erase(std::remove_if(all.begin(), all.end(), [](ThreadStage* s) { return s == nullptr; }),
+            all.end());
+}
+
+}  // namespace proton

@@ -1,0 +1,119 @@
+// Per-thread staging of launch tags: the hot path of the profiler.
+//
+// A launch callback calls LaunchStage::tag(correlation): it reads the thread's context id and
+// the active-session mask and appends a 32-byte LaunchTag to a queue owned by the calling
+// thread. No lock, no allocation (blocks are recycled), no strings. The record-processing
+// thread drains every thread's queue before it attributes a batch of activity records.
+//
+// Queue layout: a single-producer single-consumer chain of fixed blocks. The owning thread
+// appends to the tail block and publishes with a release store of the block's count; the
+// consumer reads up to that count. Full blocks are linked to a fresh block taken from a free
+// stack that the consumer refills with drained blocks, so steady state allocates nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "common/ids.h"
+#include "context/thread_context.h"
+
+namespace proton {
+
+struct LaunchTag {
+  uint64_t correlation;
+  SessionMask sessions;   // sessions active at launch time
+  ContextId context;      // shadow context (scopes + state)
+  ContextId alt_context;  // Python-frame context when a python session is active, else root
+  uint32_t fanout;        // kernels this launch produces: 1, N for a graph, 0 = unknown
+  uint32_t flags;
+};
+static_assert(sizeof(LaunchTag) == 32);
+
+/// LaunchTag::flags: the record had no launch tag and was attributed to the root.
+inline constexpr uint32_t kTagUnattributed = 1;
+
+class ThreadStage {
+ public:
+  static constexpr uint32_t kBlockTags = 1024;
+
+  ThreadStage();
+  ~ThreadStage();
+  ThreadStage(const ThreadStage&) = delete;
+  ThreadStage& operator=(const ThreadStage&) = delete;
+
+  /// Producer side (owning thread only).
+  void push(const LaunchTag& tag) {
+    Block* b = tail_;
+    uint32_t n = b->count.load(std::memory_order_relaxed);
+    if (n == kBlockTags) [[unlikely]] {
+      b = next_block();
+      n = 0;
+    }
+    b->tags[n] = tag;
+    b->count.store(n + 1, std::memory_order_release);
+  }
+
+  /// Consumer side (one thread at a time): calls fn for every tag not yet drained.
+  template <typename Fn>
+  void drain(Fn&& fn) {
+    for (;;) {
+      uint32_t n = head_->count.load(std::memory_order_acquire);
+      for (uint32_t i = consumed_; i < n; ++i)
+        fn(head_->tags[i]);
+      consumed_ = n;
+      if (n < kBlockTags) return;
+      Block* next = head_->next.load(std::memory_order_acquire);
+      if (next == nullptr) return;  // producer has not linked the next block yet
+      recycle(head_);
+      head_ = next;
+      consumed_ = 0;
+    }
+  }
+
+  /// Set when the owning thread exits; the consumer frees the stage after a final drain.
+  std::atomic<bool> orphaned{false};
+
+ private:
+  struct Block {
+    std::atomic<uint32_t> count{0};
+    std::atomic<Block*> next{nullptr};
+    LaunchTag tags[kBlockTags];
+  };
+
+  Block* next_block();     // producer: link a fresh block after the full tail
+  void recycle(Block* b);  // consumer: return a drained block to the free stack
+
+  Block* tail_;                        // producer only
+  Block* head_;                        // consumer only
+  uint32_t consumed_ = 0;              // consumer only
+  std::atomic<Block*> free_{nullptr};  // Treiber stack: consumer pushes, producer pops (no ABA:
+                                       // a single popper)
+};
+
+/// The process-wide set of thread stages and the session mask launches are tagged with.
+class LaunchStage {
+ public:
+  /// Hot path: tags the launch `correlation` with the calling thread's context.
+  static void tag(uint64_t correlation, uint32_t fanout = 1) {
+    ThreadStage* s = tls_stage;
+    if (s == nullptr) [[unlikely]]
+      s = register_thread();
+    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed),
+                      ThreadContext::launch_context(), kRootContext, fanout, 0});
+  }
+
+  /// Drains all threads' tags (consumer; called by the RecordProcessor under its lock).
+  static void drain(const std::function<void(const LaunchTag&)>& fn);
+
+  /// Sessions that launches are currently attributed to (bit i = session i).
+  static inline std::atomic<SessionMask> active_sessions{0};
+
+ private:
+  static ThreadStage* register_thread();
+  static constinit thread_local ThreadStage* tls_stage;
+};
+
+}  // namespace proton

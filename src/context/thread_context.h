@@ -1,0 +1,74 @@
+// Per-thread calling context: the scope stack and state of one thread.
+//
+// The only thing a kernel launch needs is `launch_context()`: one thread_local load and, for a
+// thread that never opened a scope of its own, one relaxed atomic load of the main thread's
+// context. Everything else (interning, trie lookups, mismatch checks) happens when scopes change.
+//
+// Threads that never opened a scope (autograd's backward threads, pools) attribute their
+// kernels to the main thread's current context. When such a thread opens its first scope, the
+// new scope is placed under the main thread's scopes at that moment, as triton.profiler does.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "common/ids.h"
+
+namespace proton {
+
+namespace detail {
+/// Hot per-thread fields; trivially constructible so TLS access needs no init guard.
+struct HotContext {
+  bool attached;        // this thread has scopes or a state of its own
+  ContextId effective;  // path incl. state, valid when attached
+};
+extern constinit thread_local HotContext tls_hot;
+/// The main thread's current path with and without its state (published on every change).
+extern std::atomic<ContextId> main_effective;
+extern std::atomic<ContextId> main_scopes;
+}  // namespace detail
+
+class ThreadContext {
+ public:
+  /// The calling thread's context.
+  static ThreadContext& current();
+
+  /// Marks the calling thread as the one others inherit from (the Python main thread).
+  static void set_main_thread();
+
+  /// Hot path: the context a kernel launched now by this thread belongs to.
+  static ContextId launch_context() {
+    const detail::HotContext& hot = detail::tls_hot;
+    return hot.attached ? hot.effective : detail::main_effective.load(std::memory_order_relaxed);
+  }
+
+  void enter_scope(NameId name);
+  /// Throws std::logic_error when no scope is open or `name` is not the innermost scope
+  /// (pass kNoName to skip the name check).
+  void exit_scope(NameId name);
+
+  /// Replaces the thread's state (kNoName clears it).
+  void set_state(NameId state);
+  NameId state() const { return state_; }
+
+  /// Number of frames in the current effective path (inherited scopes, own scopes, state).
+  uint32_t depth() const;
+  /// Open scopes of this thread alone.
+  size_t open_scopes() const { return stack_.size(); }
+  /// Current path without the state.
+  ContextId scope_context() const;
+
+  /// Forgets this thread's scopes and state (tests, and after fork).
+  void reset();
+
+ private:
+  void recompute();
+
+  bool is_main_ = false;
+  ContextId base_ = kRootContext;  // inherited from the main thread when this thread attached
+  std::vector<ContextId> stack_;   // one entry per open scope: the path it created
+  NameId state_ = kNoName;
+};
+
+}  // namespace proton

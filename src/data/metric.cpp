@@ -1,0 +1,78 @@
+#include "data/metric.h"
+
+#include <algorithm>
+
+namespace proton {
+
+namespace {
+
+bool ends_with_tag(std::string_view name, std::string_view tag) {
+  return name.size() >= tag.size() && name.substr(name.size() - tag.size()) == tag;
+}
+
+template <typename T>
+void add_vectors(std::vector<T>& into, const std::vector<T>& from) {
+  if (from.size() > into.size()) into.resize(from.size(), T{});
+  for (size_t i = 0; i < from.size(); ++i)
+    into[i] += from[i];
+}
+
+}  // namespace
+
+const char* metric_type_name(MetricType t) {
+  switch (t) {
+    case MetricType::kInt:
+      return "int";
+    case MetricType::kFloat:
+      return "float";
+    case MetricType::kIntVector:
+      return "list[int]";
+    case MetricType::kFloatVector:
+      return "list[float]";
+  }
+  return "?";
+}
+
+MetricRule metric_rule(std::string_view name) {
+  if (ends_with_tag(name, "(exc)")) return MetricRule::kExclusive;
+  if (ends_with_tag(name, "(pty)")) return MetricRule::kProperty;
+  return MetricRule::kSum;
+}
+
+MetricValue coerce_metric(std::string_view name, MetricValue value) {
+  if (name.starts_with("flops")) {
+    if (auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+    if (auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+      return std::vector<double>(v->begin(), v->end());
+    }
+  } else if (name == "bytes") {
+    if (auto* d = std::get_if<double>(&value)) return static_cast<int64_t>(*d);
+    if (auto* v = std::get_if<std::vector<double>>(&value)) {
+      std::vector<int64_t> out(v->size());
+      std::transform(v->begin(), v->end(), out.begin(),
+                     [](double x) { return static_cast<int64_t>(x); });
+      return out;
+    }
+  }
+  return value;
+}
+
+void combine_metric(MetricRule rule, MetricValue& current, const MetricValue& incoming) {
+  if (rule == MetricRule::kProperty) {
+    current = incoming;
+    return;
+  }
+  std::visit(
+      [&](auto& cur) {
+        using T = std::decay_t<decltype(cur)>;
+        const T& in = std::get<T>(incoming);
+        if constexpr (std::is_arithmetic_v<T>) {
+          cur += in;
+        } else {
+          add_vectors(cur, in);
+        }
+      },
+      current);
+}
+
+}  // namespace proton

@@ -1,0 +1,39 @@
+// Metric values and the rules that combine them.
+//
+// Names carry the semantics, as in triton.profiler:
+//   "<name> (exc)" or "<name>(exc)"  exclusive: summed on the node, never rolled up into parents
+//   "<name> (pty)" or "<name>(pty)"  a property: each new value overwrites the old one
+//   anything else                    summed
+// "flops*" metrics are stored as floats and "bytes" as an int, whatever the caller passed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace proton {
+
+enum class MetricType : uint8_t { kInt, kFloat, kIntVector, kFloatVector };
+enum class MetricRule : uint8_t { kSum, kExclusive, kProperty };
+
+using MetricValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>>;
+
+const char* metric_type_name(MetricType t);
+inline MetricType metric_type(const MetricValue& v) {
+  return static_cast<MetricType>(v.index());
+}
+
+/// The rule encoded in a metric's name.
+MetricRule metric_rule(std::string_view name);
+
+/// Applies the name-based type coercions ("flops*" -> float, "bytes" -> int).
+MetricValue coerce_metric(std::string_view name, MetricValue value);
+
+/// Folds `incoming` into `current` following `rule`. Both must have the same type
+/// (callers check, see CallTree::add_metric). Vectors combine element-wise; a longer
+/// incoming vector extends the stored one.
+void combine_metric(MetricRule rule, MetricValue& current, const MetricValue& incoming);
+
+}  // namespace proton

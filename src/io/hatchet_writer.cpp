@@ -1,0 +1,120 @@
+#include "io/hatchet_writer.h"
+
+#include <variant>
+#include <vector>
+
+#include "common/name_table.h"
+#include "io/json_writer.h"
+
+namespace proton {
+
+namespace {
+
+void write_metric_value(JsonWriter& w, const MetricValue& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_arithmetic_v<T>) {
+          w.value(x);
+        } else {
+          w.begin_array();
+          for (auto e : x)
+            w.value(e);
+          w.end_array();
+        }
+      },
+      v);
+}
+
+void write_metrics(JsonWriter& w, const CallTree& tree, CallTree::NodeId id,
+                   const CollectionStats& stats) {
+  const CallTree::Node& n = tree.node(id);
+  auto& names = NameTable::global();
+  w.key("metrics").begin_object();
+  if (id == CallTree::kRoot) {
+    if (tree.has_kernels()) {
+      w.key("time (ns)").value(uint64_t{0});
+      w.key("count").value(uint64_t{0});
+    }
+    if (stats.dropped_records) w.key("dropped_records").value(stats.dropped_records);
+    if (stats.unattributed_kernels) {
+      w.key("unattributed_kernels").value(stats.unattributed_kernels);
+    }
+  }
+  if (n.has_kernel) {
+    w.key("time (ns)").value(n.kernel.time_ns);
+    w.key("count").value(n.kernel.count);
+    w.key("device_id").value(std::to_string(n.kernel.device_id));
+    w.key("device_type").value(device_type_name(n.kernel.device_type));
+  }
+  for (const auto& [metric, value] : n.metrics) {
+    w.key(names.name(metric));
+    write_metric_value(w, value);
+  }
+  w.end_object();
+}
+
+void write_device_map(JsonWriter& w, std::span<const DeviceInfo> devices) {
+  w.begin_object();
+  for (DeviceType type : {DeviceType::kCuda, DeviceType::kHip}) {
+    bool opened = false;
+    for (const DeviceInfo& d : devices) {
+      if (d.type != type) continue;
+      if (!opened) w.key(device_type_name(type)).begin_object();
+      opened = true;
+      w.key(std::to_string(d.id)).begin_object();
+      w.key("arch").value(d.arch);
+      w.key("num_sms").value(uint64_t{d.num_sms});
+      w.key("clock_rate").value(d.clock_rate);
+      w.key("memory_clock_rate").value(d.memory_clock_rate);
+      w.key("bus_width").value(uint64_t{d.bus_width});
+      w.end_object();
+    }
+    if (opened) w.end_object();
+  }
+  w.end_object();
+}
+
+}  // namespace
+
+std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
+                         const CollectionStats& stats) {
+  std::string out;
+  out.reserve(256 + tree.size() * 160);
+  JsonWriter w(out);
+  auto& names = NameTable::global();
+  w.begin_array();
+  // Iterative pre-order walk: Python call paths can be deep, the stack must not be.
+  struct Frame {
+    CallTree::NodeId id;
+    size_t next_child;
+  };
+  std::vector<Frame> stack;
+  auto open = [&](CallTree::NodeId id) {
+    w.begin_object();
+    w.key("frame").begin_object();
+    w.key("name").value(names.name(tree.node(id).name));
+    w.key("type").value("function");
+    w.end_object();
+    write_metrics(w, tree, id, stats);
+    w.key("children").begin_array();
+    stack.push_back({id, 0});
+  };
+  open(CallTree::kRoot);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const auto& children = tree.node(f.id).children;
+    if (f.next_child < children.size()) {
+      open(children[f.next_child++]);  // may reallocate stack: f is not used after this
+    } else {
+      w.end_array().end_object();
+      stack.pop_back();
+    }
+  }
+  write_device_map(w, devices);
+  w.end_array();
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace proton

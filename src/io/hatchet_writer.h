@@ -1,0 +1,29 @@
+// Hatchet JSON output: the format triton.profiler writes and its viewer and llnl-hatchet read.
+//
+//   [ {"frame": {"name": "ROOT", "type": "function"}, "metrics": {...}, "children": [...]},
+//     {"CUDA": {"0": {"arch": "90", "num_sms": 132, "clock_rate": ..., ...}}} ]
+//
+// Kernel nodes carry "time (ns)", "count", "device_id" (a string) and "device_type"; metric
+// values are exclusive to their node (viewers compute inclusive sums). When any kernel ran, the
+// root carries zero "time (ns)" and "count" so Hatchet creates those columns on every row.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "data/call_tree.h"
+#include "data/device_info.h"
+
+namespace proton {
+
+/// Counters about collection itself, written on the root when non-zero.
+struct CollectionStats {
+  uint64_t dropped_records = 0;       // activity records the backend lost
+  uint64_t unattributed_kernels = 0;  // kernels whose launch context was unknown
+};
+
+std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
+                         const CollectionStats& stats);
+
+}  // namespace proton

@@ -1,0 +1,60 @@
+// A Backend that emits the records a test gives it, as a GPU backend would.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/record_processor.h"
+
+namespace proton::testing {
+
+class FakeBackend : public Backend {
+ public:
+  struct Log {
+    int starts = 0, stops = 0, pauses = 0, resumes = 0, flushes = 0;
+  };
+  explicit FakeBackend(Log* log) : log_(log) {}
+
+  std::string_view name() const override { return "fake"; }
+  bool start(RecordProcessor* sink, const BackendOptions&, std::string&) override {
+    sink_ = sink;
+    ++log_->starts;
+    return true;
+  }
+  void pause() override { ++log_->pauses; }
+  void resume() override { ++log_->resumes; }
+  void flush() override {
+    ++log_->flushes;
+    sink_->process(pending_);
+    pending_.clear();
+  }
+  void stop() override { ++log_->stops; }
+  DeviceInfo device(uint32_t id) override {
+    DeviceInfo d;
+    d.id = id;
+    d.arch = "90";
+    d.num_sms = 132;
+    d.clock_rate = 1980000;
+    d.memory_clock_rate = 2619000;
+    d.bus_width = 5120;
+    return d;
+  }
+
+  /// Queues a completed kernel; delivered at the next flush.
+  void complete(uint64_t correlation, NameId name, uint64_t duration, uint32_t device = 0) {
+    KernelRecord r;
+    r.correlation = correlation;
+    r.start_ns = 1000;
+    r.end_ns = 1000 + duration;
+    r.name = name;
+    r.device_id = device;
+    pending_.push_back(r);
+  }
+
+ private:
+  Log* log_;
+  RecordProcessor* sink_ = nullptr;
+  std::vector<KernelRecord> pending_;
+};
+
+}  // namespace proton::testing

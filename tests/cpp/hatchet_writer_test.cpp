@@ -1,0 +1,76 @@
+#include "io/hatchet_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "io/json_writer.h"
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+using json = nlohmann::json;
+using testing::id;
+
+TEST(JsonWriter, EscapesAndSeparates) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object().key("a\"b").value("x\n\x01y").key("n").begin_array().value(int64_t{-3});
+  w.value(2.0).value(0.5).null().end_array().end_object();
+  EXPECT_EQ(out, R"({"a\"b":"x\n\u0001y","n":[-3,2.0,0.5,null]})");
+  auto j = json::parse(out);
+  EXPECT_EQ(j["a\"b"], "x\n\x01y");
+}
+
+TEST(HatchetWriter, WritesTheContract) {
+  CallTree t;
+  auto scope = t.child(CallTree::kRoot, id("scope \"quoted\""));
+  auto k = t.child(scope, id("_Z6kernelv"));
+  t.add_kernel(k, 12, 1, DeviceType::kCuda);
+  t.add_metric(scope, id("flops16"), int64_t{4});
+  t.add_metric(scope, id("hist"), std::vector<int64_t>{1, 2});
+  DeviceInfo d;
+  d.id = 1;
+  d.arch = "90";
+  d.num_sms = 132;
+  std::vector<DeviceInfo> devices = {d};
+  json j = json::parse(hatchet_json(t, devices, {3, 2}));
+  ASSERT_EQ(j.size(), 2u);
+  const json& root = j[0];
+  EXPECT_EQ(root["frame"], (json{{"name", "ROOT"}, {"type", "function"}}));
+  EXPECT_EQ(root["metrics"]["time (ns)"], 0);
+  EXPECT_EQ(root["metrics"]["count"], 0);
+  EXPECT_EQ(root["metrics"]["dropped_records"], 3);
+  EXPECT_EQ(root["metrics"]["unattributed_kernels"], 2);
+  const json& s = root["children"][0];
+  EXPECT_EQ(s["frame"]["name"], "scope \"quoted\"");
+  EXPECT_TRUE(s["metrics"]["flops16"].is_number_float());
+  EXPECT_EQ(s["metrics"]["hist"], (json{1, 2}));
+  const json& kernel = s["children"][0];
+  EXPECT_EQ(kernel["metrics"],
+            (json{{"time (ns)", 12}, {"count", 1}, {"device_id", "1"}, {"device_type", "CUDA"}}));
+  EXPECT_EQ(kernel["children"], json::array());
+  EXPECT_EQ(j[1]["CUDA"]["1"]["num_sms"], 132);
+  EXPECT_FALSE(j[1].contains("HIP"));
+}
+
+TEST(HatchetWriter, DeepTreesDoNotRecurse) {
+  CallTree t;
+  CallTree::NodeId n = CallTree::kRoot;
+  for (int i = 0; i < 100000; ++i)
+    n = t.child(n, id("f"));
+  std::string out = hatchet_json(t, {}, {});
+  EXPECT_EQ(out.substr(0, 2), "[{");
+  EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(HatchetWriter, EmptyTreeHasNoKernelColumns) {
+  CallTree t;
+  json j = json::parse(hatchet_json(t, {}, {}));
+  EXPECT_EQ(j[0]["metrics"], json::object());
+  EXPECT_EQ(j[1], json::object());
+}
+
+}  // namespace
+}  // namespace proton

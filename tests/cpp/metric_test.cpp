@@ -1,0 +1,49 @@
+#include "data/metric.h"
+
+#include <gtest/gtest.h>
+
+namespace proton {
+namespace {
+
+TEST(Metric, RuleComesFromName) {
+  EXPECT_EQ(metric_rule("bytes"), MetricRule::kSum);
+  EXPECT_EQ(metric_rule("peak (exc)"), MetricRule::kExclusive);
+  EXPECT_EQ(metric_rule("peak(exc)"), MetricRule::kExclusive);
+  EXPECT_EQ(metric_rule("version (pty)"), MetricRule::kProperty);
+  EXPECT_EQ(metric_rule("exc"), MetricRule::kSum);
+}
+
+TEST(Metric, FlopsBecomeFloatsAndBytesInts) {
+  EXPECT_EQ(metric_type(coerce_metric("flops16", int64_t{3})), MetricType::kFloat);
+  EXPECT_EQ(std::get<double>(coerce_metric("flops", int64_t{3})), 3.0);
+  EXPECT_EQ(std::get<int64_t>(coerce_metric("bytes", 7.9)), 7);
+  EXPECT_EQ(metric_type(coerce_metric("flops8", std::vector<int64_t>{1, 2})),
+            MetricType::kFloatVector);
+  EXPECT_EQ(metric_type(coerce_metric("bytes", std::vector<double>{1.5})), MetricType::kIntVector);
+  EXPECT_EQ(metric_type(coerce_metric("other", int64_t{1})), MetricType::kInt);
+}
+
+TEST(Metric, SumAddsScalarsAndVectors) {
+  MetricValue v = int64_t{2};
+  combine_metric(MetricRule::kSum, v, int64_t{5});
+  EXPECT_EQ(std::get<int64_t>(v), 7);
+
+  MetricValue vec = std::vector<double>{1.0, 2.0};
+  combine_metric(MetricRule::kSum, vec, std::vector<double>{0.5, 0.5, 4.0});
+  EXPECT_EQ(std::get<std::vector<double>>(vec), (std::vector<double>{1.5, 2.5, 4.0}));
+}
+
+TEST(Metric, ExclusiveMetricsStillSumOnTheirNode) {
+  MetricValue v = 1.5;
+  combine_metric(MetricRule::kExclusive, v, 2.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(v), 3.5);
+}
+
+TEST(Metric, PropertyOverwrites) {
+  MetricValue v = int64_t{2};
+  combine_metric(MetricRule::kProperty, v, int64_t{9});
+  EXPECT_EQ(std::get<int64_t>(v), 9);
+}
+
+}  // namespace
+}  // namespace proton

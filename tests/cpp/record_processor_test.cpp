@@ -1,0 +1,139 @@
+#include "backend/record_processor.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+struct Delivery {
+  SessionMask sessions;
+  uint64_t correlation;
+  ContextId context;
+  uint32_t flags;
+};
+
+class RecordingSink : public RecordSink {
+ public:
+  void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override {
+    got.push_back({sessions, r.correlation, tag.context, tag.flags});
+  }
+  void dropped(uint64_t count) override { dropped_total += count; }
+  std::vector<Delivery> got;
+  uint64_t dropped_total = 0;
+};
+
+KernelRecord record(uint64_t correlation) {
+  KernelRecord r;
+  r.correlation = correlation;
+  r.start_ns = 10;
+  r.end_ns = 20;
+  r.name = testing::id("k");
+  return r;
+}
+
+class Processor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LaunchStage::drain([](const LaunchTag&) {});
+    LaunchStage::active_sessions = 1;
+  }
+  void TearDown() override { LaunchStage::active_sessions = 0; }
+  testing::MainThreadFixture main_;
+  RecordingSink sink_;
+  RecordProcessor proc_{sink_};
+};
+
+TEST_F(Processor, RecordsGoToTheContextOfTheirLaunch) {
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(testing::id("a"));
+  LaunchStage::tag(1);
+  tc.exit_scope(testing::id("a"));
+  tc.enter_scope(testing::id("b"));
+  LaunchStage::tag(2);
+  tc.exit_scope(testing::id("b"));
+  std::vector<KernelRecord> batch = {record(2), record(1)};  // completion order differs
+  proc_.process(batch);
+  ASSERT_EQ(sink_.got.size(), 2u);
+  EXPECT_EQ(testing::path_of(sink_.got[0].context), "b");
+  EXPECT_EQ(testing::path_of(sink_.got[1].context), "a");
+  EXPECT_EQ(proc_.stats().pending_tags, 0u);
+}
+
+TEST_F(Processor, SessionsAreThoseActiveAtLaunchTime) {
+  LaunchStage::active_sessions = 0b11;
+  LaunchStage::tag(5);
+  LaunchStage::active_sessions = 0b10;
+  std::vector<KernelRecord> batch = {record(5)};
+  proc_.process(batch);
+  ASSERT_EQ(sink_.got.size(), 1u);
+  EXPECT_EQ(sink_.got[0].sessions, 0b11u);
+}
+
+TEST_F(Processor, UnknownCorrelationWaitsOneBatchThenGoesToRoot) {
+  std::vector<KernelRecord> first = {record(99)};
+  proc_.process(first);
+  EXPECT_TRUE(sink_.got.empty());
+  EXPECT_EQ(proc_.stats().waiting, 1u);
+  proc_.process({});
+  ASSERT_EQ(sink_.got.size(), 1u);
+  EXPECT_EQ(sink_.got[0].context, kRootContext);
+  EXPECT_EQ(sink_.got[0].flags, kTagUnattributed);
+  EXPECT_EQ(proc_.stats().unattributed, 1u);
+}
+
+TEST_F(Processor, LateTagIsFoundOnRetry) {
+  std::vector<KernelRecord> first = {record(7)};
+  proc_.process(first);
+  ThreadContext::current().enter_scope(testing::id("late"));
+  LaunchStage::tag(7);
+  ThreadContext::current().exit_scope(testing::id("late"));
+  proc_.process({});
+  ASSERT_EQ(sink_.got.size(), 1u);
+  EXPECT_EQ(testing::path_of(sink_.got[0].context), "late");
+  EXPECT_EQ(proc_.stats().unattributed, 0u);
+}
+
+TEST_F(Processor, SettleAttributesWaitingRecords) {
+  std::vector<KernelRecord> first = {record(123)};
+  proc_.process(first);
+  proc_.settle();
+  ASSERT_EQ(sink_.got.size(), 1u);
+  EXPECT_EQ(sink_.got[0].flags, kTagUnattributed);
+  EXPECT_EQ(proc_.stats().waiting, 0u);
+}
+
+TEST_F(Processor, OneLaunchFansOutToSeveralKernels) {
+  LaunchStage::tag(10, 3);
+  std::vector<KernelRecord> batch = {record(10), record(10)};
+  proc_.process(batch);
+  EXPECT_EQ(proc_.stats().pending_tags, 1u);
+  std::vector<KernelRecord> last = {record(10)};
+  proc_.process(last);
+  EXPECT_EQ(sink_.got.size(), 3u);
+  EXPECT_EQ(proc_.stats().pending_tags, 0u);
+}
+
+TEST_F(Processor, UnknownFanOutIsKeptUntilForgotten) {
+  LaunchStage::tag(11, 0);
+  std::vector<KernelRecord> batch(5, record(11));
+  proc_.process(batch);
+  EXPECT_EQ(sink_.got.size(), 5u);
+  EXPECT_EQ(proc_.stats().pending_tags, 1u);
+  proc_.settle(/*forget_open_tags=*/true);
+  EXPECT_EQ(proc_.stats().pending_tags, 0u);
+}
+
+TEST_F(Processor, DroppedRecordsAreCountedAndReported) {
+  proc_.report_dropped(0);
+  proc_.report_dropped(12);
+  proc_.report_dropped(3);
+  EXPECT_EQ(sink_.dropped_total, 15u);
+  EXPECT_EQ(proc_.stats().dropped, 15u);
+}
+
+}  // namespace
+}  // namespace proton

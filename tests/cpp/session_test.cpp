@@ -1,0 +1,184 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "backend/launch_stage.h"
+#include "fake_backend.h"
+#include "session/runtime.h"
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using testing::id;
+
+class Sessions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("proton_session_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    auto backend = std::make_unique<testing::FakeBackend>(&log_);
+    fake_ = backend.get();
+    rt_.set_backend_for_testing(std::move(backend));
+  }
+  void TearDown() override {
+    rt_.finalize_all("");
+    rt_.set_backend_for_testing(nullptr);
+    fs::remove_all(dir_);
+  }
+  SessionConfig config(const std::string& name) {
+    SessionConfig c;
+    c.name = (dir_ / name).string();
+    return c;
+  }
+  json read(const std::string& name) {
+    std::ifstream in(dir_ / (name + ".hatchet"));
+    return json::parse(in);
+  }
+  /// Launches a kernel named `kernel` now and completes it with `ns` of GPU time.
+  void launch(const std::string& kernel, uint64_t ns) {
+    LaunchStage::tag(++correlation_);
+    fake_->complete(correlation_, id(kernel), ns);
+  }
+  static const json* child(const json& node, const std::string& name) {
+    for (const auto& c : node["children"]) {
+      if (c["frame"]["name"] == name) return &c;
+    }
+    return nullptr;
+  }
+
+  testing::MainThreadFixture main_;
+  Runtime& rt_ = Runtime::get();
+  testing::FakeBackend::Log log_;
+  testing::FakeBackend* fake_ = nullptr;
+  fs::path dir_;
+  uint64_t correlation_ = 1000;
+};
+
+TEST_F(Sessions, KernelsLandUnderTheirScopes) {
+  SessionId s = rt_.start(config("p"));
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("model"));
+  launch("gemm", 100);
+  launch("gemm", 50);
+  tc.set_state(id("decode"));
+  launch("gemm", 10);
+  tc.set_state(kNoName);
+  tc.exit_scope(id("model"));
+  launch("copy", 7);
+  rt_.finalize(s, "");
+  json j = read("p");
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  const json& root = j[0];
+  EXPECT_EQ(root["frame"]["name"], "ROOT");
+  EXPECT_EQ(root["metrics"]["time (ns)"], 0);
+  const json* model = child(root, "model");
+  ASSERT_NE(model, nullptr);
+  const json* gemm = child(*model, "gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ((*gemm)["metrics"]["time (ns)"], 150);
+  EXPECT_EQ((*gemm)["metrics"]["count"], 2);
+  EXPECT_EQ((*gemm)["metrics"]["device_id"], "0");
+  EXPECT_EQ((*gemm)["metrics"]["device_type"], "CUDA");
+  const json* decode = child(*model, "decode");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_EQ((*child(*decode, "gemm"))["metrics"]["count"], 1);
+  EXPECT_EQ((*child(root, "copy"))["metrics"]["time (ns)"], 7);
+  EXPECT_EQ(j[1]["CUDA"]["0"]["arch"], "90");
+  EXPECT_EQ(j[1]["CUDA"]["0"]["num_sms"], 132);
+  EXPECT_FALSE(rt_.has_sessions());
+  EXPECT_EQ(log_.stops, 1);
+}
+
+TEST_F(Sessions, DeactivatedSessionsMissKernels) {
+  SessionId a = rt_.start(config("a"));
+  SessionId b = rt_.start(config("b"));
+  EXPECT_NE(a, b);
+  launch("both", 1);
+  rt_.deactivate(a, /*flush=*/true);
+  EXPECT_FALSE(rt_.is_active(a));
+  launch("only_b", 1);
+  rt_.deactivate(b, false);
+  EXPECT_EQ(log_.pauses, 1);
+  launch("none", 1);
+  int resumes = log_.resumes;
+  rt_.activate(a);
+  EXPECT_EQ(log_.resumes, resumes + 1);
+  launch("only_a", 1);
+  rt_.finalize_all("");
+  json ja = read("a"), jb = read("b");
+  EXPECT_NE(child(ja[0], "both"), nullptr);
+  EXPECT_NE(child(jb[0], "both"), nullptr);
+  EXPECT_EQ(child(ja[0], "only_b"), nullptr);
+  EXPECT_NE(child(jb[0], "only_b"), nullptr);
+  EXPECT_EQ(child(ja[0], "none"), nullptr);
+  EXPECT_EQ(child(jb[0], "none"), nullptr);
+  EXPECT_NE(child(ja[0], "only_a"), nullptr);
+  EXPECT_EQ(child(jb[0], "only_a"), nullptr);
+}
+
+TEST_F(Sessions, StartingTheSamePathReactivates) {
+  SessionId s = rt_.start(config("same"));
+  rt_.deactivate(s, false);
+  EXPECT_EQ(rt_.start(config("same")), s);
+  EXPECT_TRUE(rt_.is_active(s));
+}
+
+TEST_F(Sessions, ScopeMetricsGoToCurrentContextOfActiveSessions) {
+  SessionId s = rt_.start(config("m"));
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("load"));
+  std::vector<std::pair<NameId, MetricValue>> m = {{id("bytes"), int64_t{64}}};
+  rt_.add_metrics(m);
+  rt_.add_metrics(m);
+  std::vector<std::pair<NameId, MetricValue>> bad = {{id("bytes"), std::vector<int64_t>{1}}};
+  EXPECT_THROW(rt_.add_metrics(bad), MetricTypeError);
+  tc.exit_scope(id("load"));
+  rt_.finalize(s, "hatchet");
+  json j = read("m");
+  EXPECT_EQ((*child(j[0], "load"))["metrics"]["bytes"], 128);
+  EXPECT_EQ(j[1], json::object());  // no kernels, no devices
+}
+
+TEST_F(Sessions, ErrorsAreClear) {
+  EXPECT_THROW(rt_.activate(63), std::invalid_argument);
+  EXPECT_THROW(rt_.finalize(7, ""), std::invalid_argument);
+  SessionConfig bad = config("x");
+  bad.context = "weird";
+  EXPECT_THROW(rt_.start(bad), std::invalid_argument);
+  SessionConfig nowhere;
+  nowhere.name = (dir_ / "missing" / "p").string();
+  try {
+    rt_.start(nowhere);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Sessions, BadFormatKeepsTheSession) {
+  SessionId s = rt_.start(config("keep"));
+  launch("k", 3);
+  EXPECT_THROW(rt_.finalize(s, "xml"), std::invalid_argument);
+  EXPECT_TRUE(rt_.has_sessions());
+  rt_.finalize(s, "");
+  EXPECT_EQ((*child(read("keep")[0], "k"))["metrics"]["count"], 1);
+}
+
+TEST_F(Sessions, HatchetJsonFlushesFirst) {
+  SessionId s = rt_.start(config("live"));
+  launch("k", 5);
+  json j = json::parse(rt_.hatchet_json(s));
+  EXPECT_EQ((*child(j[0], "k"))["metrics"]["time (ns)"], 5);
+}
+
+}  // namespace
+}  // namespace proton
