@@ -1,0 +1,131 @@
+"""Kernels land under the scopes (and states) that launched them, with exact counts."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+import proton  # noqa: E402
+
+
+@pytest.fixture
+def xy():
+    # Made before any session starts: tensor creation launches fill kernels of its own.
+    x = torch.ones(16, device="cuda")
+    y = torch.ones(16, device="cuda")
+    torch.cuda.synchronize()
+    return x, y
+
+
+def test_torch_launches_counted_under_scope(out_name, read_profile, xy):
+    x, y = xy
+    proton.start(out_name)
+    with proton.scope("adds"):
+        for _ in range(100):
+            x + y
+    proton.finalize()
+
+    prof = read_profile()
+    adds = prof.node("adds")
+    kernels = prof.kernels(adds)
+    assert len(kernels) == 1, prof.render()
+    assert kernels[0]["metrics"]["count"] == 100
+    assert kernels[0]["metrics"]["time (ns)"] > 0
+    assert kernels[0]["metrics"]["device_type"] == "CUDA"
+    assert kernels[0]["metrics"]["device_id"] == "0"
+    assert prof.kernels(direct=True) == [], "a kernel escaped its scope:\n" + prof.render()
+
+
+def test_nested_scopes(out_name, read_profile, xy):
+    x, y = xy
+    proton.start(out_name)
+    with proton.scope("outer"):
+        for _ in range(3):
+            x * y
+        with proton.scope("inner"):
+            for _ in range(5):
+                x + y
+            with proton.scope("innermost"):
+                x - y
+        x * y
+    with proton.scope("sibling"):
+        x + y
+    proton.finalize()
+
+    prof = read_profile()
+    outer = prof.node("outer")
+    assert prof.count(outer, direct=True) == 4, prof.render()
+    assert prof.count(prof.node("outer", "inner"), direct=True) == 5, prof.render()
+    assert prof.count(prof.node("outer", "inner", "innermost"), direct=True) == 1
+    assert prof.count(outer) == 10
+    assert prof.count(prof.node("sibling")) == 1
+    assert prof.count() == 11
+
+
+def test_enter_exit_scope_match_context_manager(out_name, read_profile, xy):
+    x, y = xy
+    proton.start(out_name)
+    proton.enter_scope("manual")
+    x + y
+    proton.exit_scope()
+    with proton.scope("manual"):
+        x + y
+    proton.finalize()
+    prof = read_profile()
+    assert prof.count(prof.node("manual")) == 2, prof.render()
+
+
+def test_state_is_a_frame_above_the_kernel(out_name, read_profile, xy):
+    x, y = xy
+    proton.start(out_name)
+    with proton.scope("work"):
+        with proton.state("s"):
+            for _ in range(4):
+                x + y
+        x * y  # after the state ends: directly under the scope again
+    proton.finalize()
+
+    prof = read_profile()
+    state = prof.node("work", "s")
+    assert prof.count(state, direct=True) == 4, prof.render()
+    assert prof.count(prof.node("work"), direct=True) == 1, prof.render()
+
+
+def test_several_streams(out_name, read_profile, xy):
+    x, y = xy
+    streams = [torch.cuda.Stream() for _ in range(3)]
+    proton.start(out_name)
+    for i, stream in enumerate(streams):
+        with torch.cuda.stream(stream), proton.scope(f"stream{i}"):
+            for _ in range(10 * (i + 1)):
+                x + y
+    torch.cuda.synchronize()
+    proton.finalize()
+
+    prof = read_profile()
+    for i in range(len(streams)):
+        assert prof.count(prof.node(f"stream{i}")) == 10 * (i + 1), prof.render()
+
+
+def test_backward_kernels_land_under_callers_scope(out_name, read_profile):
+    # Backward runs on autograd's device thread, which has no scopes of its own.
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 256)).cuda()
+    inp = torch.randn(64, 256, device="cuda")
+    model(inp).sum().backward()  # warm-up: cuBLAS handles, autograd threads
+    model.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+
+    proton.start(out_name)
+    with proton.scope("forward"):
+        loss = model(inp).sum()
+    with proton.scope("backward"):
+        loss.backward()
+    proton.finalize()
+
+    prof = read_profile()
+    assert prof.count(prof.node("backward")) >= 4, prof.render()  # 2 layers x (dgrad, wgrad)
+    assert prof.count(prof.node("forward")) >= 3, prof.render()
+    assert prof.kernels(direct=True) == [], "a backward kernel escaped:\n" + prof.render()
+    assert {c["frame"]["name"] for c in prof.root["children"]} == {"forward", "backward"}
