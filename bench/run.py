@@ -1,0 +1,230 @@
+"""Profiler overhead benchmark: every workload under every profiler, one process per run.
+
+    python3 bench/run.py [--quick] [--out DIR] [--variants a,b] [--workloads a,b]
+
+Rounds are interleaved (for each round, for each workload, every variant in a rotated order),
+so slow drifts of clocks or temperature hit all variants alike. Each (round, workload,
+variant) runs in a fresh process: by default a fork of this one, which has imported torch and
+triton but never touched CUDA (so a child pays for CUDA initialization, not for 5 s of
+imports); `--isolation spawn` starts `python3 bench/child.py` instead.
+
+Writes DIR/<date>-<gpu>.json (every measurement) and .md (the table, also printed).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import report
+import variants
+import workloads
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+# rounds: processes per (workload, variant); loops: timed regions per process.
+PRESETS = {
+    "default": {"rounds": 5, "loops": 7, "warmup": 2, "budget_s": 330},
+    "quick": {"rounds": 2, "loops": 3, "warmup": 1, "budget_s": 110},
+}
+JOB_TIMEOUT_S = 180
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer rounds and loops (~2 min)")
+    p.add_argument("--out", default=str(HERE / "results"), help="folder for the .json and .md")
+    p.add_argument("--variants", default=",".join(variants.ALL), help="comma-separated")
+    p.add_argument("--workloads", default=",".join(workloads.ALL), help="comma-separated")
+    p.add_argument("--rounds", type=int, help="override the preset's rounds")
+    p.add_argument("--budget-s", type=float, help="start no round that would end past this")
+    p.add_argument("--isolation", choices=("fork", "spawn"), default="fork")
+    args = p.parse_args(argv)
+    args.variants = _names(args.variants, variants.ALL)
+    args.workloads = _names(args.workloads, workloads.ALL)
+    if "none" not in args.variants:
+        args.variants.insert(0, "none")  # every ratio is against it
+    return args
+
+
+def _names(text, known):
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"unknown {unknown}; choose from {sorted(known)}")
+    return names
+
+
+def round_jobs(round_index, args, config, skip):
+    """One round: each workload under each variant, the variant order rotated per round."""
+    shift = round_index % len(args.variants)
+    order = args.variants[shift:] + args.variants[:shift]
+    for workload in args.workloads:
+        for variant in order:
+            if variant not in skip:
+                yield {"variant": variant, "workload": workload, "round": round_index,
+                       "loops": config["loops"], "warmup": config["warmup"]}
+
+
+def run_forked(job):
+    """run_job in a forked child; the result comes back through a pipe."""
+    import child
+
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: measure, report, and leave without running the parent's exit hooks
+        os.close(read_fd)
+        code = 0
+        try:
+            with os.fdopen(write_fd, "w") as pipe:
+                pipe.write(json.dumps(child.run_job(job)))
+        except BaseException:
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(write_fd)
+    text = _read_until(read_fd, pid, JOB_TIMEOUT_S)
+    _, status = os.waitpid(pid, 0)
+    why = f"killed after {JOB_TIMEOUT_S} s" if text is None else f"wait status {status}"
+    return _parse(job, text or "", why)
+
+
+def _read_until(fd, pid, timeout_s):
+    """Everything the child writes before it closes the pipe; None (child killed) past the
+    timeout."""
+    chunks, deadline = [], time.monotonic() + timeout_s
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks).decode()
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def run_spawned(job):
+    """run_job in a fresh interpreter: `python3 bench/child.py JOB`."""
+    cmd = [sys.executable, str(HERE / "child.py"), json.dumps(job)]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return _parse(job, "", "timed out")
+    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return _parse(job, last[-1] if last else "", f"exit code {proc.returncode}")
+
+
+def _parse(job, text, why):
+    try:
+        return json.loads(text)
+    except ValueError:
+        base = {k: job[k] for k in ("variant", "workload", "round")}
+        return {**base, "error": f"no result from the child ({why})"}
+
+
+def preload_for_fork():
+    """Imports the heavy modules once, in the parent, without initializing CUDA."""
+    import torch
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        pass
+    if torch.cuda.is_initialized():
+        print("CUDA got initialized in the parent; falling back to spawn", file=sys.stderr)
+        return run_spawned
+    return run_forked
+
+
+def run_rounds(args, config, runner):
+    results, skip, round_s = [], set(), 0.0
+    began = time.monotonic()
+    for r in range(config["rounds"]):
+        elapsed = time.monotonic() - began
+        if r and elapsed + round_s > config["budget_s"]:
+            print(f"stopping after {r} rounds: the next would pass the {config['budget_s']:.0f} s "
+                  "budget", file=sys.stderr)
+            break
+        t0 = time.monotonic()
+        for job in round_jobs(r, args, config, skip):
+            result = runner(job)
+            results.append(result)
+            _progress(result, time.monotonic() - began)
+            if "skipped" in result:
+                skip.add(job["variant"])  # the same in every round: don't pay for it again
+        round_s = time.monotonic() - t0
+    return results
+
+
+def _progress(result, elapsed):
+    what = (result.get("error") or (f"skipped: {result['skipped']}" if "skipped" in result
+            else f"{result['median_ms']:.2f} ms"))
+    print(f"[{elapsed:6.1f}s] r{result['round']} {result['workload']:<12} "
+          f"{result['variant']:<7} {what}", file=sys.stderr, flush=True)
+
+
+def _git_commit():
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                             capture_output=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_outputs(out_dir, meta, results, table):
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gpu = re.sub(r"[^a-z0-9]+", "-", (meta.get("device") or "unknown-gpu").lower()).strip("-")
+    stem = out_dir / f"{meta['date']}-{gpu}"
+    data = {"meta": meta, "summary": report.summarize(results), "results": results}
+    stem.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+    stem.with_suffix(".md").write_text(table)
+    return stem
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    config = dict(PRESETS["quick" if args.quick else "default"])
+    if args.rounds:
+        config["rounds"] = args.rounds
+    if args.budget_s:
+        config["budget_s"] = args.budget_s
+    runner = run_spawned if args.isolation == "spawn" else preload_for_fork()
+
+    began = time.monotonic()
+    results = run_rounds(args, config, runner)
+    ok = [r for r in results if "median_ms" in r]
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "device": ok[0]["device"] if ok else None,
+        "versions": ok[0]["versions"] if ok else {},
+        "commit": _git_commit(),
+        "config": {**config, "isolation": args.isolation, "variants": args.variants,
+                   "workloads": args.workloads},
+        "wall_s": round(time.monotonic() - began, 1),
+    }
+    table = report.markdown(meta, results)
+    print(table)
+    stem = write_outputs(args.out, meta, results, table)
+    print(f"wrote {stem}.json and {stem}.md", file=sys.stderr)
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

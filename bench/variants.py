@@ -1,0 +1,116 @@
+"""The profilers under comparison, each behind the same four calls.
+
+`load()` imports what the variant needs (timed apart from start, and raises `Unavailable`
+when the variant cannot run here), `start(out_dir)` begins profiling, `scope(name)` marks a
+region the way a user of that profiler would, and `stop()` ends profiling with its output
+written under out_dir (the child measures its size).
+"""
+
+import contextlib
+import os
+
+
+class Unavailable(Exception):
+    """This variant cannot run on this machine or build; the run records why and goes on."""
+
+
+class Variant:
+    name = ""
+
+    def load(self):
+        pass
+
+    def start(self, out_dir):
+        pass
+
+    def scope(self, name):
+        return contextlib.nullcontext()
+
+    def stop(self):
+        pass
+
+
+class NoProfiler(Variant):
+    name = "none"
+
+
+class CuptiFloor(Variant):
+    """CUPTI kernel-activity tracing alone, no callbacks or attribution: the cost floor."""
+
+    name = "floor"
+
+    def load(self):
+        try:
+            from proton import _proton
+        except ImportError as e:
+            raise Unavailable(f"proton's extension does not import: {e}") from e
+        self.lib = _proton
+        if not (hasattr(_proton, "_floor_start") and hasattr(_proton, "_floor_stop")):
+            raise Unavailable("this build of proton has no _floor_start/_floor_stop")
+
+    def start(self, out_dir):
+        self.lib._floor_start()
+
+    def stop(self):
+        self.lib._floor_stop()
+
+
+class Proton(Variant):
+    """This project: shadow context, tree data."""
+
+    name = "proton"
+    module = "proton"
+
+    def load(self):
+        self.lib = _import(self.module)
+
+    def start(self, out_dir):
+        self.lib.start(os.path.join(out_dir, "profile"), context="shadow", data="tree")
+
+    def scope(self, name):
+        return self.lib.scope(name)
+
+    def stop(self):
+        self.lib.finalize()
+
+
+class TritonProfiler(Proton):
+    """Proton as shipped inside Triton (`triton.profiler`)."""
+
+    name = "triton"
+    module = "triton.profiler"
+
+
+class TorchProfiler(Variant):
+    """torch.profiler with CUDA activity only; its output is a Chrome trace."""
+
+    name = "torch"
+
+    def load(self):
+        from torch import profiler
+
+        self.lib = profiler
+
+    def start(self, out_dir):
+        self.out_dir = out_dir
+        self.prof = self.lib.profile(activities=[self.lib.ProfilerActivity.CUDA])
+        self.prof.start()
+
+    def scope(self, name):
+        return self.lib.record_function(name)
+
+    def stop(self):
+        self.prof.stop()
+        self.prof.export_chrome_trace(os.path.join(self.out_dir, "trace.json"))
+
+
+def _import(module):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise Unavailable(f"cannot import {module}: {e}") from e
+
+
+ALL = {v.name: v for v in (NoProfiler, CuptiFloor, Proton, TritonProfiler, TorchProfiler)}

@@ -1,0 +1,150 @@
+"""The benchmark workloads. Each one times a region that the child process repeats.
+
+A workload is built in three steps so that every profiler variant sees the same thing:
+`setup()` before any profiler starts (allocate, compile, warm up), `after_start()` once the
+profiler runs (CUDA graphs are captured there, as profilers ask), then `region()` is the timed
+body. `kernels` is how many kernels one region launches where that is known exactly; the
+report turns time differences into microseconds per kernel with it.
+"""
+
+import torch
+
+LAUNCHES = 5000
+
+
+class Workload:
+    name = ""
+    kernels = None  # kernels per region, where known exactly
+
+    def setup(self):
+        pass
+
+    def after_start(self):
+        pass
+
+    def region(self):
+        raise NotImplementedError
+
+
+class TinyTorch(Workload):
+    """5,000 `x + y` on one-element tensors: pure launch overhead."""
+
+    name = "tiny_torch"
+    kernels = LAUNCHES
+
+    def setup(self):
+        self.x = torch.ones(1, device="cuda")
+        self.y = torch.ones(1, device="cuda")
+
+    def region(self):
+        x, y = self.x, self.y
+        for _ in range(LAUNCHES):
+            x + y
+
+
+class TinyTriton(Workload):
+    """5,000 launches of a one-block Triton add kernel."""
+
+    name = "tiny_triton"
+    kernels = LAUNCHES
+
+    def setup(self):
+        self.kernel = _triton_add_kernel()
+        self.x = torch.ones(128, device="cuda")
+        self.y = torch.ones(128, device="cuda")
+        self.out = torch.empty_like(self.x)
+        self.region()  # compiles once; later processes load it from Triton's cache
+
+    def region(self):
+        kernel, x, y, out = self.kernel, self.x, self.y, self.out
+        for _ in range(LAUNCHES):
+            kernel[(1,)](x, y, out, 128, BLOCK=128)
+
+
+class MlpTraining(Workload):
+    """Training steps of an 8-layer MLP (width 1024, batch 256): forward, backward, SGD."""
+
+    name = "mlp_train"
+    steps = 20
+
+    def setup(self):
+        layers = []
+        for _ in range(8):
+            layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+        self.model = torch.nn.Sequential(*layers).cuda()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-3)
+        self.inp = torch.randn(256, 1024, device="cuda")
+        self.region()
+
+    def region(self):
+        for _ in range(self.steps):
+            self.opt.zero_grad(set_to_none=True)
+            self.model(self.inp).square().mean().backward()
+            self.opt.step()
+
+
+class BigGemm(Workload):
+    """4096x4096x4096 bf16 matrix products: GPU-bound, the profiler should vanish."""
+
+    name = "gemm_bf16"
+    kernels = None  # cuBLAS may split one product into several kernels
+    products = 50
+
+    def setup(self):
+        self.a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        self.b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        self.out = torch.empty_like(self.a)
+        self.region()
+
+    def region(self):
+        for _ in range(self.products):
+            torch.matmul(self.a, self.b, out=self.out)
+
+
+class GraphReplay(Workload):
+    """Replays of a CUDA graph of 100 small kernels (one launch fans out to 100 kernels)."""
+
+    name = "cuda_graph"
+    nodes = 100
+    replays = 50
+    kernels = nodes * replays
+
+    def setup(self):
+        self.x = torch.zeros(1024, device="cuda")
+        self.body()  # warm up on the capture stream's allocator pool before capture
+
+    def body(self):
+        for _ in range(self.nodes):
+            self.x.add_(1.0)
+
+    def after_start(self):
+        # Captured after the profiler starts: profilers map graph nodes back to their capture.
+        self.graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            self.body()
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(self.graph):
+            self.body()
+
+    def region(self):
+        for _ in range(self.replays):
+            self.graph.replay()
+
+
+def _triton_add_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def tiny_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+                 mask=mask)
+
+    return tiny_add
+
+
+ALL = {w.name: w for w in (TinyTorch, TinyTriton, MlpTraining, BigGemm, GraphReplay)}
