@@ -1,0 +1,79 @@
+// Host buffers for CUPTI activity records, and the two process-wide buffer callbacks.
+//
+// CUPTI asks for an empty buffer when its current one fills (on whichever thread is running
+// then, often a launching thread) and hands full ones back on its own worker thread, or on the
+// thread calling cuptiActivityFlushAll. Buffers come from a pool that recycles completed ones,
+// so steady state performs no allocation; the pool is capped, and past the cap the request is
+// declined and CUPTI counts the records it drops (reported through the processor).
+//
+// The callbacks have no user-data pointer, so the consumer (the backend, or the benchmark
+// floor) is registered globally; the pool outlives every consumer because CUPTI may return a
+// buffer after the consumer has gone.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace proton::cupti {
+
+class BufferPool {
+ public:
+  struct Stats {
+    size_t buffer_bytes = 0;
+    size_t allocated = 0;  // buffers of the current size alive (free or lent to CUPTI)
+    size_t free = 0;
+    uint64_t declined = 0;  // requests refused at the cap
+  };
+
+  BufferPool() = default;
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  /// Sets the size of future buffers (rounded up to CUPTI's 8-byte record alignment) and the
+  /// cap. Free buffers of another size are released now; lent ones when they come back.
+  void configure(size_t buffer_bytes, size_t max_buffers);
+
+  /// A buffer of `size` bytes, or nullptr (size 0) at the cap.
+  uint8_t* acquire(size_t& size);
+  /// Takes back a buffer `acquire` returned with that `size`.
+  void release(uint8_t* buffer, size_t size);
+
+  Stats stats() const;
+
+ private:
+  mutable std::mutex mu_;  // guards every field below; held for a few instructions
+  size_t bytes_ = 4u << 20;
+  size_t max_ = 64;
+  std::vector<uint8_t*> free_;  // capacity reserved up to max_, so release never allocates
+  size_t allocated_ = 0;
+  uint64_t declined_ = 0;
+};
+
+/// Receives completed buffers. consume() runs on CUPTI's thread or a flushing thread, one call
+/// at a time, and must not throw.
+class BufferConsumer {
+ public:
+  virtual void consume(uint8_t* buffer, size_t valid_bytes) noexcept = 0;
+
+ protected:
+  ~BufferConsumer() = default;
+};
+
+/// The process-wide pool (never destroyed: CUPTI may return buffers during exit).
+BufferPool& buffer_pool();
+
+/// Registers the consumer of completed buffers (nullptr: none; buffers are recycled unread).
+/// Clearing waits for a consume() in progress, so the old consumer may be destroyed after.
+void set_buffer_consumer(BufferConsumer* consumer);
+
+/// The callbacks passed to cuptiActivityRegisterCallbacks.
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer,
+                                  size_t size, size_t valid_bytes);
+
+}  // namespace proton::cupti

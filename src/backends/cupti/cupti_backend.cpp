@@ -1,0 +1,230 @@
+#include "backends/cupti/cupti_backend.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "backend/record_processor.h"
+#include "backends/cupti/cupti_errors.h"
+#include "backends/cupti/launch_callbacks.h"
+
+namespace proton {
+
+std::unique_ptr<Backend> make_cupti_backend(std::string& why) {
+  (void)why;  // libraries are looked for in start(), where a failure can be explained
+  return std::make_unique<cupti::CuptiBackend>();
+}
+
+namespace cupti {
+
+namespace {
+
+constexpr const char* kOwner = "profiler";
+
+std::string driver_error(const DriverApi& d, const char* call, CUresult r) {
+  const char* text = nullptr;
+  if (d.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = nullptr;
+  return std::string(call) +
+         " failed: " + (text != nullptr ? std::string(text) : "CUDA error " + std::to_string(r));
+}
+
+bool env_true(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "true");
+}
+
+}  // namespace
+
+CuptiBackend::~CuptiBackend() {
+  if (running_) stop();
+}
+
+bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, std::string& why) {
+  if (running_) return true;
+  driver_ = load_driver(why);
+  if (driver_ == nullptr) return false;
+  CUresult r = driver_->cuInit(0);
+  int devices = 0;
+  if (r == CUDA_SUCCESS) r = driver_->cuDeviceGetCount(&devices);
+  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && devices == 0)) {
+    why = "no CUDA device is visible to this process (check CUDA_VISIBLE_DEVICES)";
+    return false;
+  }
+  if (r != CUDA_SUCCESS) {
+    why = driver_error(*driver_, "cuInit", r);
+    return false;
+  }
+  api_ = load_cupti(why);
+  if (api_ == nullptr) return false;
+  if (!claim_activity(kOwner, why)) return false;
+  processor_ = sink;
+  batcher_ = std::make_unique<KernelBatcher>(api_->cuptiActivityGetNextRecord,
+                                             api_->cuptiActivityGetNumDroppedRecords);
+  if (!subscribe(why)) {
+    undo_start();
+    return false;
+  }
+  // Forget drops from before this start (an earlier session or the benchmark floor).
+  size_t stale = 0;
+  api_->cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
+
+  buffer_pool().configure(options.buffer_bytes, options.max_buffers);
+  set_buffer_consumer(this);
+  CUptiResult cr = api_->cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+  if (cr != CUPTI_SUCCESS) {
+    why = cupti_error(*api_, "cuptiActivityRegisterCallbacks", cr);
+    undo_start();
+    return false;
+  }
+  reset_launch_nesting();
+  std::string error;
+  if (set_launch_callbacks(*api_, subscriber_, true, error) == 0) {
+    why = error.empty() ? "CUPTI enabled none of the kernel-launch callbacks" : error;
+    undo_start();
+    return false;
+  }
+  // Concurrent-kernel records: the serialising CUPTI_ACTIVITY_KIND_KERNEL would distort the
+  // very timings we report.
+  cr = api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (cr != CUPTI_SUCCESS) {
+    why = cupti_error(*api_, "cuptiActivityEnable(CONCURRENT_KERNEL)", cr);
+    undo_start();
+    return false;
+  }
+  running_ = true;
+  paused_ = false;
+  return true;
+}
+
+bool CuptiBackend::subscribe(std::string& why) {
+  // cuptiSubscribe_v2 (CUDA 12.6+) also tells us who holds CUPTI when we cannot have it.
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
+  CUptiResult r;
+  if (api_->cuptiSubscribe_v2 != nullptr) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "proton";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof(holder);
+    r = api_->cuptiSubscribe_v2(&subscriber_, on_launch_api, nullptr, &params);
+  } else {
+    r = api_->cuptiSubscribe(&subscriber_, on_launch_api, nullptr);
+  }
+  if (r == CUPTI_SUCCESS) return true;
+  subscriber_ = nullptr;
+  const char* text = nullptr;
+  if (api_->cuptiGetResultString(r, &text) != CUPTI_SUCCESS) text = nullptr;
+  holder[sizeof(holder) - 1] = '\0';
+  why = describe_cupti_error("cuptiSubscribe", r, text == nullptr ? "" : text, holder);
+  return false;
+}
+
+void CuptiBackend::undo_start() {
+  if (subscriber_ != nullptr) {
+    std::string ignored;
+    set_launch_callbacks(*api_, subscriber_, false, ignored);
+    api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    api_->cuptiUnsubscribe(subscriber_);
+    subscriber_ = nullptr;
+  }
+  set_buffer_consumer(nullptr);
+  release_activity(kOwner);
+  processor_ = nullptr;
+}
+
+void CuptiBackend::pause() {
+  if (!running_ || paused_) return;
+  // Only the launch callbacks go: kernel activity stays on so records of kernels already
+  // launched still arrive. (Disabling a callback id removes CUPTI's dispatch for it entirely,
+  // which a flag test inside our callback would not.)
+  std::string ignored;
+  set_launch_callbacks(*api_, subscriber_, false, ignored);
+  paused_ = true;
+}
+
+void CuptiBackend::resume() {
+  if (!running_ || !paused_) return;
+  reset_launch_nesting();  // a thread paused between enter and exit must not stay "nested"
+  std::string ignored;
+  set_launch_callbacks(*api_, subscriber_, true, ignored);
+  paused_ = false;
+}
+
+void CuptiBackend::sync_current_context() {
+  // cuptiActivityFlushAll does not wait for the GPU. Synchronising the calling thread's
+  // context (if it has one) makes "flush" mean "every kernel launched so far", as users expect
+  // at finalize; kernels of other contexts are delivered only if already complete.
+  CUcontext ctx = nullptr;
+  if (driver_->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+    driver_->cuCtxSynchronize();
+  }
+}
+
+void CuptiBackend::flush() {
+  if (!running_) return;
+  sync_current_context();
+  // A plain flush hands over every buffer whose records are all complete, full or not; the
+  // forced one then takes the rest. Records of kernels still running (other contexts) are
+  // unreadable in a forced buffer and are lost: the plain flush first keeps that to a minimum.
+  api_->cuptiActivityFlushAll(0);
+  api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  processor_->settle();
+}
+
+void CuptiBackend::stop() {
+  if (!running_) return;
+  std::string ignored;
+  set_launch_callbacks(*api_, subscriber_, false, ignored);
+  sync_current_context();
+  api_->cuptiActivityFlushAll(0);
+  api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  processor_->settle(/*forget_open_tags=*/true);
+  set_buffer_consumer(nullptr);  // waits for a delivery in progress on CUPTI's thread
+  api_->cuptiUnsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  // cuptiFinalize detaches CUPTI from the driver, so even the cost of its hooks goes away, but
+  // it has been seen to crash while other threads launch kernels: opt-in only.
+  if (env_true("PROTON_CUPTI_FINALIZE")) api_->cuptiFinalize();
+  release_activity(kOwner);
+  processor_ = nullptr;
+  running_ = false;
+  paused_ = false;
+}
+
+void CuptiBackend::consume(uint8_t* buffer, size_t valid_bytes) noexcept {
+  if (processor_ == nullptr || batcher_ == nullptr) return;
+  try {
+    BufferStats s = batcher_->deliver(buffer, valid_bytes, *processor_);
+    if (s.end != CUPTI_ERROR_MAX_LIMIT_REACHED) ++incomplete_buffers_;
+  } catch (...) {
+    // Out of memory while attributing: the buffer is lost, the program goes on.
+    ++incomplete_buffers_;
+  }
+}
+
+DeviceInfo CuptiBackend::device(uint32_t id) {
+  DeviceInfo info;
+  info.type = DeviceType::kCuda;
+  info.id = id;
+  std::string why;
+  if (driver_ == nullptr) driver_ = load_driver(why);
+  if (driver_ == nullptr || driver_->cuInit(0) != CUDA_SUCCESS) return info;
+  CUdevice dev = 0;
+  if (driver_->cuDeviceGet(&dev, static_cast<int>(id)) != CUDA_SUCCESS) return info;
+  auto attr = [&](CUdevice_attribute a) {
+    int v = 0;
+    return driver_->cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS && v > 0 ? v : 0;
+  };
+  int major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  int minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  if (major > 0) info.arch = std::to_string(major * 10 + minor);  // 9.0 -> "90", 10.0 -> "100"
+  info.num_sms = static_cast<uint32_t>(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+  // CUDA 13 dropped these from cudaDeviceProp, but the driver attributes remain (kHz).
+  info.clock_rate = static_cast<uint64_t>(attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE));
+  info.memory_clock_rate = static_cast<uint64_t>(attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE));
+  info.bus_width = static_cast<uint32_t>(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH));
+  return info;
+}
+
+}  // namespace cupti
+}  // namespace proton

@@ -1,0 +1,54 @@
+// The CUPTI backend: kernel activity records, correlated through launch callbacks.
+//
+// Threads: start/pause/resume/flush/stop/device come from the session layer, serialised by its
+// API lock. Launch callbacks run on any application thread and touch only LaunchStage (see
+// launch_callbacks.h). Completed buffers arrive on CUPTI's worker thread or on the thread in
+// flush(), serialised by activity_buffers' consumer lock.
+#pragma once
+
+#include <cupti.h>
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backends/cupti/activity_buffers.h"
+#include "backends/cupti/cupti_api.h"
+#include "backends/cupti/cupti_records.h"
+
+namespace proton::cupti {
+
+class CuptiBackend final : public Backend, private BufferConsumer {
+ public:
+  CuptiBackend() = default;
+  ~CuptiBackend() override;
+
+  std::string_view name() const override { return "cupti"; }
+  bool start(RecordProcessor* sink, const BackendOptions& options, std::string& why) override;
+  void pause() override;
+  void resume() override;
+  void flush() override;
+  void stop() override;
+  DeviceInfo device(uint32_t id) override;
+
+ private:
+  void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;
+  bool subscribe(std::string& why);
+  void undo_start();
+  void sync_current_context();
+
+  // Set by start() and cleared by stop(), both on the session layer's thread; read by
+  // consume() only while registered as the buffer consumer (between those two points).
+  const CuptiApi* api_ = nullptr;
+  const DriverApi* driver_ = nullptr;
+  RecordProcessor* processor_ = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool running_ = false;
+  bool paused_ = false;
+
+  // Owned by consume(), which activity_buffers serialises (its consumer lock).
+  std::unique_ptr<KernelBatcher> batcher_;
+  uint64_t incomplete_buffers_ = 0;  // buffers cut short by an unreadable record
+};
+
+}  // namespace proton::cupti

@@ -1,0 +1,86 @@
+#include "backends/cupti/cupti_records.h"
+
+#include <cstddef>
+#include <span>
+
+#include "backend/record_processor.h"
+#include "common/name_table.h"
+
+namespace proton::cupti {
+
+// The record struct this header's CUPTI writes for CONCURRENT_KERNEL (CUDA 13: version 10).
+using KernelActivity = CUpti_ActivityKernel10;
+
+// We may run with an older libcupti than the headers (torch's wheels load libcupti.so.12,
+// which writes CUpti_ActivityKernel9; CUDA 11.8 writes version 7). Reading the newest struct is
+// safe only for fields that sit at the same offset in every version we accept; these do.
+#define PROTON_SAME_OFFSET(field)                                                              \
+  static_assert(offsetof(KernelActivity, field) == offsetof(CUpti_ActivityKernel7, field) &&   \
+                    offsetof(KernelActivity, field) == offsetof(CUpti_ActivityKernel9, field), \
+                "CUPTI moved " #field)
+PROTON_SAME_OFFSET(kind);
+PROTON_SAME_OFFSET(start);
+PROTON_SAME_OFFSET(end);
+PROTON_SAME_OFFSET(deviceId);
+PROTON_SAME_OFFSET(streamId);
+PROTON_SAME_OFFSET(correlationId);
+PROTON_SAME_OFFSET(name);
+PROTON_SAME_OFFSET(graphNodeId);
+PROTON_SAME_OFFSET(graphId);
+#undef PROTON_SAME_OFFSET
+
+NameId KernelNameCache::intern(const char* name) {
+  if (name == nullptr) name = "<unnamed kernel>";
+  // Names are at least 8-aligned heap strings: drop the low bits, then Fibonacci-hash.
+  auto key = reinterpret_cast<uintptr_t>(name);
+  size_t slot = static_cast<size_t>(((key >> 3) * 0x9E3779B97F4A7C15ull) >> 56) % kSlots;
+  Slot& s = slots_[slot];
+  if (s.key == name) return s.id;
+  ++misses_;
+  s.key = name;
+  s.id = NameTable::global().intern(name);
+  return s.id;
+}
+
+bool translate_kernel(const CUpti_Activity& record, KernelNameCache& names, KernelRecord& out) {
+  if (record.kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+      record.kind != CUPTI_ACTIVITY_KIND_KERNEL) {
+    return false;
+  }
+  const auto& k = reinterpret_cast<const KernelActivity&>(record);
+  out.correlation = k.correlationId;
+  out.start_ns = k.start;
+  // start == end == 0 means CUPTI had no device memory to time the kernel: it still ran, so
+  // it is counted with zero time. An end before its start is clamped, never negative.
+  out.end_ns = k.end < k.start ? k.start : k.end;
+  out.name = names.intern(k.name);
+  out.device_id = k.deviceId;
+  out.stream_id = k.streamId;
+  out.device_type = DeviceType::kCuda;
+  out.graph_id = k.graphId;
+  out.graph_node_id = k.graphNodeId;
+  return true;
+}
+
+BufferStats KernelBatcher::deliver(uint8_t* buffer, size_t valid_bytes,
+                                   RecordProcessor& processor) {
+  BufferStats stats;
+  batch_.clear();
+  names_.clear();
+  stats.end = walk_records(next_, buffer, valid_bytes, [&](const CUpti_Activity& record) {
+    ++stats.records;
+    KernelRecord r;
+    if (translate_kernel(record, names_, r)) batch_.push_back(r);
+  });
+  stats.kernels = batch_.size();
+  if (!batch_.empty()) processor.process(std::span<const KernelRecord>(batch_));
+  // Dropped records are counted by CUPTI in its global queue (context NULL) and reset on read.
+  size_t dropped = 0;
+  if (dropped_ != nullptr && dropped_(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped != 0) {
+    stats.dropped = dropped;
+    processor.report_dropped(dropped);
+  }
+  return stats;
+}
+
+}  // namespace proton::cupti

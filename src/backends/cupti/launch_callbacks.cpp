@@ -1,0 +1,129 @@
+#include "backends/cupti/launch_callbacks.h"
+
+#include <array>
+#include <atomic>
+
+#include "backend/launch_stage.h"
+
+namespace proton::cupti {
+
+namespace {
+
+constexpr CUpti_CallbackDomain kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr CUpti_CallbackDomain kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+
+constexpr std::array kCallbacks = {
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                   false},
+    // One launch, one kernel per device: fan-out unknown here.
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+                   true},
+#if CUPTI_API_VERSION >= 130000
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, false},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, false},
+#endif
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, true},
+    LaunchCallback{kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, true},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunch, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, false},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice, true},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, true},
+    LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, true},
+};
+
+// Nesting is tracked per thread as (epoch, depth): depth counts launch APIs entered and not yet
+// exited. A pause can disable callbacks between a thread's enter and exit, leaving its depth
+// stuck; reset_launch_nesting() bumps the epoch, which invalidates every thread's count at
+// once without touching other threads' storage.
+std::atomic<uint32_t> g_epoch{1};   // written by resume (not a callback), read relaxed
+std::atomic<uint64_t> g_errors{0};  // relaxed counter
+struct Nesting {
+  uint32_t epoch = 0;
+  uint32_t depth = 0;
+};
+constinit thread_local Nesting tls_nesting;  // owning thread only
+
+}  // namespace
+
+std::span<const LaunchCallback> launch_callbacks() {
+  return kCallbacks;
+}
+
+uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == kRuntime) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
+        return 0;
+      default:
+        return 1;
+    }
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
+      return 0;
+    default:
+      return 1;
+  }
+}
+
+void CUPTIAPI on_launch_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  Nesting& n = tls_nesting;
+  uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (n.epoch != epoch) n = Nesting{epoch, 0};
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (n.depth > 0) --n.depth;
+    return;
+  }
+  if (n.depth++ != 0) return;  // nested inside a launch already tagged on this thread
+  try {
+    LaunchStage::tag(cb->correlationId, launch_fanout(domain, cbid));
+  } catch (...) {
+    // Only the first tag of a thread allocates; never let it unwind through CUPTI.
+    g_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void reset_launch_nesting() {
+  g_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                         std::string& error) {
+  int done = 0;
+  for (const LaunchCallback& c : kCallbacks) {
+    CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, c.domain, c.cbid);
+    if (r == CUPTI_SUCCESS) {
+      ++done;
+    } else if (error.empty() && r != CUPTI_ERROR_INVALID_PARAMETER) {
+      // INVALID_PARAMETER: an id this libcupti predates; anything else is worth reporting.
+      error = cupti_error(api, "cuptiEnableCallback", r);
+    }
+  }
+  return done;
+}
+
+uint64_t launch_callback_errors() {
+  return g_errors.load(std::memory_order_relaxed);
+}
+
+}  // namespace proton::cupti

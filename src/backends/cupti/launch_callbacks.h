@@ -1,0 +1,55 @@
+// The launch callbacks: the hot path of the CUPTI backend.
+//
+// Only kernel-launching APIs are subscribed, in two domains:
+//   runtime: cudaLaunchKernel(+ExC, cooperative, legacy cudaLaunch), CUDA 13's
+//            __cudaLaunchKernel (what <<<>>> stubs call), cudaGraphLaunch; _ptsz variants;
+//   driver:  cuLaunchKernel(+Ex, cooperative, multi-device, legacy cuLaunch*), cuGraphLaunch;
+//            _ptsz variants. Triton launches through the driver; PyTorch through the runtime.
+// A kernel record carries the correlation id of the API call that launched it, and for a
+// runtime launch that is the runtime call. If a runtime launch issues nested driver (or
+// runtime) launch callbacks, only the outermost call on the thread is tagged: tagging the
+// inner one too would leave a tag no kernel ever claims.
+//
+// Per call: one thread-local read, one relaxed atomic load, LaunchStage::tag(). Nothing else.
+#pragma once
+
+#include <cupti.h>
+
+#include <span>
+#include <string>
+
+#include "backends/cupti/cupti_api.h"
+
+namespace proton::cupti {
+
+struct LaunchCallback {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  bool graph;  // one launch, many kernels: tagged with fan-out 0 (unknown) for now
+};
+
+/// Every callback the backend enables.
+std::span<const LaunchCallback> launch_callbacks();
+
+/// Fan-out a launch through (domain, cbid) is tagged with: 1, or 0 for graph launches.
+uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+/// The subscriber callback (passed to cuptiSubscribe). Never throws, never locks.
+void CUPTIAPI on_launch_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void* data);
+
+/// Forgets any launch left half-seen on any thread (its exit callback was disabled by a
+/// pause). Call before enabling the callbacks again.
+void reset_launch_nesting();
+
+/// Enables or disables every launch callback. CUPTI enables callbacks one id at a time; ids
+/// an older libcupti does not know are skipped. Returns how many ids took effect; `error` gets
+/// the first failure.
+int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                         std::string& error);
+
+/// Callbacks that threw (a failed allocation of a thread's first tag block): counted, not
+/// propagated through CUPTI.
+uint64_t launch_callback_errors();
+
+}  // namespace proton::cupti
