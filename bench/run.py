@@ -176,6 +176,8 @@ def _progress(result, elapsed):
             else f"{result['median_ms']:.2f} ms"))
     print(f"[{elapsed:6.1f}s] r{result['round']} {result['workload']:<12} "
           f"{result['variant']:<7} {what}", file=sys.stderr, flush=True)
+    if "traceback" in result:
+        print(result["traceback"], file=sys.stderr, flush=True)
 
 
 def _git_commit():
