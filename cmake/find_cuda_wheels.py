@@ -1,22 +1,19 @@
 """Prints the include folders of the nvidia-cuda-cupti / nvidia-cuda-runtime wheels, if any.
 
 Used by CMake when no CUDA toolkit is installed, so `pip install .` builds the CUPTI backend
-from headers that the wheels ship.
+from headers that the wheels ship (CUDA 13 wheels: nvidia/cu13/include; CUDA 12 wheels:
+nvidia/cuda_cupti/include and nvidia/cuda_runtime/include).
 """
-import importlib.util
 import os
+import sys
 
-dirs = []
-for mod in ("nvidia.cuda_cupti", "nvidia.cuda_runtime", "nvidia.cu13", "nvidia"):
-    try:
-        spec = importlib.util.find_spec(mod)
-    except (ImportError, ValueError):
-        continue
-    if spec is None or not spec.submodule_search_locations:
-        continue
-    for base in spec.submodule_search_locations:
-        for root, _, files in os.walk(base):
-            if "cupti.h" in files or "cuda.h" in files:
-                if root not in dirs:
-                    dirs.append(root)
-print(";".join(dirs))
+CANDIDATES = ("nvidia/cu13/include", "nvidia/cuda_cupti/include", "nvidia/cuda_runtime/include")
+
+found = []
+for entry in sys.path:
+    for rel in CANDIDATES:
+        path = os.path.join(entry or ".", rel)
+        has_header = any(os.path.isfile(os.path.join(path, h)) for h in ("cupti.h", "cuda.h"))
+        if has_header and path not in found:
+            found.append(path)
+print(";".join(found))

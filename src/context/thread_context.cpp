@@ -31,6 +31,11 @@ void ThreadContext::set_main_thread() {
   self.recompute();
 }
 
+ContextId ThreadContext::metric_context() {
+  if (!detail::tls_hot.attached) return detail::main_scopes.load(std::memory_order_relaxed);
+  return current().scope_context();
+}
+
 ContextId ThreadContext::scope_context() const {
   if (!stack_.empty()) return stack_.back();
   return is_main_ ? kRootContext : base_;
@@ -53,6 +58,19 @@ void ThreadContext::exit_scope(NameId name) {
     auto& names = NameTable::global();
     throw std::logic_error("exit_scope: expected to close scope '" + std::string(names.name(top)) +
                            "' but got '" + std::string(names.name(name)) + "'");
+  }
+  stack_.pop_back();
+  recompute();
+}
+
+void ThreadContext::exit_scope(std::string_view name) {
+  if (stack_.empty()) {
+    throw std::logic_error("exit_scope: no scope is open on this thread");
+  }
+  std::string_view top = NameTable::global().name(ContextTree::global().node(stack_.back()).name);
+  if (name != top) {
+    throw std::logic_error("exit_scope: expected to close scope '" + std::string(top) +
+                           "' but got '" + std::string(name) + "'");
   }
   stack_.pop_back();
   recompute();

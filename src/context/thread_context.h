@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/ids.h"
@@ -43,10 +44,15 @@ class ThreadContext {
     return hot.attached ? hot.effective : detail::main_effective.load(std::memory_order_relaxed);
   }
 
+  /// Where scope metrics of this thread go: its scope path, without the state.
+  static ContextId metric_context();
+
   void enter_scope(NameId name);
   /// Throws std::logic_error when no scope is open or `name` is not the innermost scope
   /// (pass kNoName to skip the name check).
   void exit_scope(NameId name);
+  /// Same check by text: avoids interning (and its mutex) on every scope exit.
+  void exit_scope(std::string_view name);
 
   /// Replaces the thread's state (kNoName clears it).
   void set_state(NameId state);

@@ -26,12 +26,49 @@ void write_metric_value(JsonWriter& w, const MetricValue& v) {
       v);
 }
 
+// Hatchet (and so triton.profiler's viewer) takes its metric columns from the root's keys only,
+// so the root lists every scalar metric that appears anywhere, with 0 where it has no value of
+// its own. Vector metrics are left out: Hatchet would concatenate them when summing.
+std::vector<std::pair<NameId, MetricType>> scalar_columns(const CallTree& tree) {
+  std::vector<std::pair<NameId, MetricType>> columns;
+  std::vector<bool> seen;
+  for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
+    for (const auto& [metric, value] : tree.node(id).metrics) {
+      MetricType t = metric_type(value);
+      if (t != MetricType::kInt && t != MetricType::kFloat) continue;
+      if (metric >= seen.size()) seen.resize(metric + 1, false);
+      if (seen[metric]) continue;
+      seen[metric] = true;
+      columns.emplace_back(metric, t);
+    }
+  }
+  return columns;
+}
+
+void write_root_columns(JsonWriter& w, const CallTree& tree) {
+  auto& names = NameTable::global();
+  const auto& own = tree.node(CallTree::kRoot).metrics;
+  for (const auto& [metric, type] : scalar_columns(tree)) {
+    bool has_own = false;
+    for (const auto& m : own)
+      has_own = has_own || m.first == metric;
+    if (has_own) continue;
+    w.key(names.name(metric));
+    if (type == MetricType::kInt) {
+      w.value(int64_t{0});
+    } else {
+      w.value(0.0);
+    }
+  }
+}
+
 void write_metrics(JsonWriter& w, const CallTree& tree, CallTree::NodeId id,
                    const CollectionStats& stats) {
   const CallTree::Node& n = tree.node(id);
   auto& names = NameTable::global();
   w.key("metrics").begin_object();
   if (id == CallTree::kRoot) {
+    write_root_columns(w, tree);
     if (tree.has_kernels()) {
       w.key("time (ns)").value(uint64_t{0});
       w.key("count").value(uint64_t{0});

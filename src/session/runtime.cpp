@@ -216,7 +216,7 @@ std::string Runtime::hatchet_json(SessionId id) {
 }
 
 void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics) {
-  ContextId ctx = ThreadContext::launch_context();
+  ContextId ctx = ThreadContext::metric_context();
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {

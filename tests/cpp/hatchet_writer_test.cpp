@@ -43,6 +43,10 @@ TEST(HatchetWriter, WritesTheContract) {
   EXPECT_EQ(root["metrics"]["count"], 0);
   EXPECT_EQ(root["metrics"]["dropped_records"], 3);
   EXPECT_EQ(root["metrics"]["unattributed_kernels"], 2);
+  // Hatchet reads metric columns from the root: scalar metrics appear there as zeros.
+  EXPECT_TRUE(root["metrics"]["flops16"].is_number_float());
+  EXPECT_EQ(root["metrics"]["flops16"], 0.0);
+  EXPECT_FALSE(root["metrics"].contains("hist"));
   const json& s = root["children"][0];
   EXPECT_EQ(s["frame"]["name"], "scope \"quoted\"");
   EXPECT_TRUE(s["metrics"]["flops16"].is_number_float());
@@ -63,6 +67,16 @@ TEST(HatchetWriter, DeepTreesDoNotRecurse) {
   std::string out = hatchet_json(t, {}, {});
   EXPECT_EQ(out.substr(0, 2), "[{");
   EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(HatchetWriter, RootKeepsItsOwnValueForAColumn) {
+  CallTree t;
+  t.add_metric(CallTree::kRoot, id("bytes"), int64_t{7});
+  t.add_metric(t.child(CallTree::kRoot, id("a")), id("bytes"), int64_t{1});
+  std::string text = hatchet_json(t, {}, {});
+  json j = json::parse(text);
+  EXPECT_EQ(j[0]["metrics"], (json{{"bytes", 7}}));
+  EXPECT_EQ(text.find("\"bytes\":0"), std::string::npos);  // no duplicate key
 }
 
 TEST(HatchetWriter, EmptyTreeHasNoKernelColumns) {

@@ -1,0 +1,43 @@
+"""Proton: a lightweight, context-aware GPU profiler for Triton and PyTorch programs.
+
+A drop-in for ``import triton.profiler as proton``::
+
+    import proton
+    proton.start("my_profile")
+    with proton.scope("forward"):
+        model(x)
+    proton.finalize()          # writes my_profile.hatchet
+"""
+
+from . import _proton
+from . import context, data, hooks, mode
+from .profile import activate, deactivate, finalize, profile, start
+from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
+from .state import enter_state, exit_state, state
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "activate",
+    "context",
+    "cpu_timed_scope",
+    "data",
+    "deactivate",
+    "enter_scope",
+    "enter_state",
+    "exit_scope",
+    "exit_state",
+    "finalize",
+    "hooks",
+    "mode",
+    "profile",
+    "scope",
+    "start",
+    "state",
+]
+
+import threading as _threading
+
+if _threading.current_thread() is _threading.main_thread():
+    # Threads that never open a scope (autograd, pools) attribute to this thread's scopes.
+    _proton.set_main_thread()

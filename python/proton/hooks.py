@@ -1,0 +1,1 @@
+"""Launch hooks (``hook="triton"``); see issue 4."""

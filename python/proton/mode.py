@@ -1,0 +1,1 @@
+"""Backend modes (placeholders until the corresponding backends exist)."""

@@ -1,0 +1,110 @@
+"""Sessions: start, activate, deactivate, finalize, and the ``profile`` decorator."""
+
+import functools
+from typing import Optional
+
+from . import _flags, _proton
+
+DEFAULT_PROFILE_NAME = "proton"
+
+
+def start(
+    name: Optional[str] = None,
+    *,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[str] = None,
+    hook: Optional[str] = None,
+) -> Optional[int]:
+    """Starts a profiling session and returns its id.
+
+    Args:
+        name: output path without extension (default ``"proton"`` -> ``proton.hatchet``).
+            Starting a name that already has a session reactivates that session.
+        context: ``"shadow"`` (scopes and states) or ``"python"`` (Python call paths).
+        data: ``"tree"``.
+        backend: ``None`` picks the GPU backend of this machine; ``"cupti"`` for NVIDIA.
+        mode: backend-specific mode; ``None`` for kernel timing.
+        hook: ``None`` or ``"triton"`` (Triton launch metadata).
+
+    Without a usable GPU backend the session records CPU-side scopes and metrics and says
+    why once on stderr.
+    """
+    if _flags.command_line:
+        return None
+    if hook not in (None, "triton"):
+        raise ValueError(f"unknown hook {hook!r} (expected None or 'triton')")
+    session = _proton.start(
+        DEFAULT_PROFILE_NAME if name is None else str(name),
+        "shadow" if context is None else context,
+        "tree" if data is None else data,
+        "" if backend is None else backend,
+        "" if mode is None else str(mode),
+    )
+    return session
+
+
+def activate(session: Optional[int] = None) -> None:
+    """Resumes recording for ``session`` (all sessions when None)."""
+    if session is None:
+        _proton.activate_all()
+    else:
+        _proton.activate(session)
+
+
+def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
+    """Stops recording for ``session`` (all when None); its data stays in memory.
+
+    With ``flushing=True`` the records of kernels launched so far are collected first.
+    """
+    if session is None:
+        _proton.deactivate_all(flushing)
+    else:
+        _proton.deactivate(session, flushing)
+
+
+def finalize(session: Optional[int] = None, output_format: str = "") -> None:
+    """Writes the profile of ``session`` (all when None) and ends it.
+
+    ``output_format``: ``""`` or ``"hatchet"``.
+    """
+    if _flags.command_line:
+        return
+    if session is None:
+        _proton.finalize_all(output_format)
+    else:
+        _proton.finalize(session, output_format)
+
+
+def _profiling(func, **start_args):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        session = start(**start_args)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if session is not None:
+                deactivate(session)
+
+    return wrapper
+
+
+def profile(
+    func=None,
+    *,
+    name: Optional[str] = None,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[str] = None,
+    hook: Optional[str] = None,
+):
+    """Decorator that profiles each call of a function (``@profile`` or ``@profile(...)``).
+
+    The session is deactivated after the call; ``finalize()`` writes it.
+    """
+    options = dict(name=name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+    if func is None:
+        return lambda f: _profiling(f, **options)
+    return _profiling(func, **options)

@@ -1,0 +1,99 @@
+"""Scopes: named regions whose kernels and metrics are grouped under one frame."""
+
+import functools
+import threading
+import time
+from typing import Optional
+
+from . import _proton
+
+_enter = _proton.enter_scope
+_exit = _proton.exit_scope
+_add_metrics = _proton.add_metrics
+_local = threading.local()
+
+
+def _add_metrics_or_leave(name, metrics):
+    # A rejected metric must not leave the scope open: the caller's `with` never runs __exit__.
+    try:
+        _add_metrics(metrics)
+    except BaseException:
+        _exit(name)
+        raise
+
+
+class scope:
+    """A named region, as a context manager or a decorator.
+
+    ``metrics`` (name -> int, float or list of them) are added to the scope's frame on entry.
+    Names ending ``(exc)`` are exclusive, ``(pty)`` overwrite, others are summed.
+    """
+
+    __slots__ = ("name", "metrics", "__weakref__")
+
+    def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
+        self.name = name
+        self.metrics = metrics
+
+    def __enter__(self):
+        _enter(self.name)
+        if self.metrics:
+            _add_metrics_or_leave(self.name, self.metrics)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _exit(self.name)
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapper
+
+
+class cpu_timed_scope(scope):
+    """A scope that also records its wall-clock CPU time as ``cpu_time (ns)``."""
+
+    __slots__ = ("_start",)
+
+    def __enter__(self):
+        super().__enter__()
+        self._start = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _add_metrics({"cpu_time (ns)": time.perf_counter_ns() - self._start})
+        _exit(self.name)
+
+
+def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] = None) -> int:
+    """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id."""
+    scope_id = _enter(name)
+    stack = getattr(_local, "names", None)
+    if stack is None:
+        stack = _local.names = []
+    if metrics:
+        _add_metrics_or_leave(name, metrics)
+    stack.append(name)
+    return scope_id
+
+
+def exit_scope(triton_op: bool = False, metrics: Optional[dict] = None, *,
+               name: Optional[str] = None) -> int:
+    """Closes the innermost scope opened by :func:`enter_scope` on this thread.
+
+    ``metrics`` are added to the scope before it closes. Passing ``name`` checks that it is
+    the scope being closed. Raises RuntimeError when no scope is open or the name differs.
+    """
+    stack = getattr(_local, "names", None)
+    if not stack:
+        raise RuntimeError("exit_scope: no scope opened with enter_scope is open on this thread")
+    if name is not None and name != stack[-1]:
+        raise RuntimeError(
+            f"exit_scope: expected to close scope '{stack[-1]}' but got '{name}'")
+    if metrics:
+        _add_metrics(metrics)
+    _exit(stack.pop())
+    return 0

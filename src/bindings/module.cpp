@@ -1,0 +1,146 @@
+// nanobind module `proton._proton`: argument translation only; all logic lives in the core.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/name_table.h"
+#include "context/thread_context.h"
+#include "session/runtime.h"
+
+#ifdef PROTON_HAVE_CUPTI
+#include "backends/cupti/cupti_floor.h"
+#endif
+
+namespace nb = nanobind;
+using namespace proton;
+
+namespace {
+
+NameId intern(std::string_view s) {
+  return NameTable::global().intern(s);
+}
+
+MetricValue to_metric(std::string_view name, nb::handle v) {
+  if (nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v)) {
+    return nb::cast<int64_t>(v);
+  }
+  if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    bool all_int = true;
+    for (nb::handle e : v) {
+      if (nb::isinstance<nb::float_>(e)) {
+        all_int = false;
+      } else if (!nb::isinstance<nb::int_>(e)) {
+        throw nb::type_error(
+            ("metric '" + std::string(name) + "': list elements must be int or float").c_str());
+      }
+    }
+    if (all_int) return nb::cast<std::vector<int64_t>>(v);
+    return nb::cast<std::vector<double>>(v);
+  }
+  // Scalars from numpy/torch expose __float__/__int__ via item().
+  if (nb::hasattr(v, "item")) return to_metric(name, v.attr("item")());
+  throw nb::type_error(("metric '" + std::string(name) +
+                        "' must be an int, a float or a list of "
+                        "them, not " +
+                        nb::type_name(v.type()).c_str())
+                           .c_str());
+}
+
+void add_metrics(nb::dict metrics) {
+  std::vector<std::pair<NameId, MetricValue>> converted;
+  converted.reserve(metrics.size());
+  for (auto [k, v] : metrics) {
+    if (!nb::isinstance<nb::str>(k)) throw nb::type_error("metric names must be strings");
+    std::string_view name = nb::cast<std::string_view>(k);
+    converted.emplace_back(intern(name), to_metric(name, v));
+  }
+  Runtime::get().add_metrics(converted);
+}
+
+}  // namespace
+
+NB_MODULE(_proton, m) {
+  m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const MetricTypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    }
+  });
+
+  m.def("set_main_thread", &ThreadContext::set_main_thread);
+
+  m.def(
+      "start",
+      [](std::string name, std::string context, std::string data, std::string backend,
+         std::string mode) {
+        return Runtime::get().start(SessionConfig{std::move(name), std::move(context),
+                                                  std::move(data), std::move(backend),
+                                                  std::move(mode)});
+      },
+      nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
+  m.def("activate_all", [] { Runtime::get().activate_all(); });
+  m.def(
+      "deactivate", [](SessionId id, bool flush) { Runtime::get().deactivate(id, flush); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "deactivate_all", [](bool flush) { Runtime::get().deactivate_all(flush); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "finalize", [](SessionId id, std::string fmt) { Runtime::get().finalize(id, fmt); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "finalize_all", [](std::string fmt) { Runtime::get().finalize_all(fmt); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "hatchet_json", [](SessionId id) { return Runtime::get().hatchet_json(id); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def("has_sessions", [] { return Runtime::get().has_sessions(); });
+  m.def("is_active", [](SessionId id) { return Runtime::get().is_active(id); });
+  m.def("backend_name", [] { return Runtime::get().backend_name(); });
+
+  m.def("enter_scope", [](std::string_view name) {
+    ThreadContext::current().enter_scope(intern(name));
+    return ThreadContext::launch_context();
+  });
+  m.def(
+      "exit_scope",
+      [](nb::handle name) {
+        if (name.is_none()) {
+          ThreadContext::current().exit_scope(kNoName);
+        } else {
+          ThreadContext::current().exit_scope(nb::cast<std::string_view>(name));
+        }
+      },
+      nb::arg("name").none());
+  m.def("open_scopes", [] { return ThreadContext::current().open_scopes(); });
+  m.def(
+      "set_state",
+      [](nb::handle name) {
+        ThreadContext::current().set_state(
+            name.is_none() ? kNoName : intern(nb::cast<std::string_view>(name)));
+      },
+      nb::arg("name").none());
+  m.def("depth", [] { return ThreadContext::current().depth(); });
+  m.def("add_metrics", &add_metrics);
+
+#ifdef PROTON_HAVE_CUPTI
+  m.def("_floor_start", [] {
+    std::string why;
+    if (!cupti_floor_start(why)) throw std::runtime_error(why);
+  });
+  m.def("_floor_stop", &cupti_floor_stop);
+#endif
+}
