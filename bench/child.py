@@ -62,6 +62,7 @@ def _measure(job):
         finalize_ms, _ = _timed(variant.stop)
         rss_after = rss_bytes()
         output_bytes = _dir_bytes(out_dir)
+        kernels_seen = variant.kernels_seen(out_dir)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 
@@ -69,6 +70,9 @@ def _measure(job):
         "region_ms": times,
         "median_ms": statistics.median(times),
         "kernels": workload.kernels,
+        "kernels_expected": (workload.kernels * (job["warmup"] + job["loops"])
+                             if workload.kernels else None),
+        "kernels_seen": kernels_seen,
         "import_ms": import_ms,
         "start_ms": start_ms,
         "finalize_ms": finalize_ms,

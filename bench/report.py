@@ -7,7 +7,7 @@ round) and the median over rounds is reported, so drift between rounds cancels o
 import statistics
 
 COLUMNS = ("workload", "variant", "region ms", "ratio", "ratio range", "µs/kernel added",
-           "start ms", "finalize ms", "RSS +MB", "output", "runs")
+           "start ms", "finalize ms", "RSS +MB", "output", "kernels seen", "runs")
 
 
 def summarize(results):
@@ -45,7 +45,10 @@ def _row(workload, variant, runs, results):
                start_ms=_median(r["start_ms"] for r in ok),
                finalize_ms=_median(r["finalize_ms"] for r in ok),
                rss_growth_mb=_median(r["rss_growth_mb"] for r in ok),
-               output_bytes=_median(r["output_bytes"] for r in ok))
+               output_bytes=_median(r["output_bytes"] for r in ok),
+               kernels_seen=_median(r["kernels_seen"] for r in ok
+                                    if r.get("kernels_seen") is not None),
+               kernels_expected=ok[0].get("kernels_expected"))
     if ratios:
         row.update(ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
     kernels = ok[0].get("kernels")
@@ -93,8 +96,17 @@ def _cells(row):
         f"{row['finalize_ms']:.1f}",
         f"{row['rss_growth_mb']:.1f}",
         _size(row["output_bytes"]),
+        _seen(row),
         runs,
     ]
+
+
+def _seen(row):
+    """Kernels in the profile (median over runs), against those launched where known."""
+    seen, expected = row.get("kernels_seen"), row.get("kernels_expected")
+    if seen is None:
+        return ""
+    return f"{seen:.0f}" + (f" / {expected}" if expected else "")
 
 
 def _signed(value):

@@ -3,10 +3,12 @@
 `load()` imports what the variant needs (timed apart from start, and raises `Unavailable`
 when the variant cannot run here), `start(out_dir)` begins profiling, `scope(name)` marks a
 region the way a user of that profiler would, and `stop()` ends profiling with its output
-written under out_dir (the child measures its size).
+written under out_dir (the child measures its size). `kernels_seen(out_dir)` reads the output
+back where that is cheap: a profiler that silently recorded nothing must not look free.
 """
 
 import contextlib
+import json
 import os
 
 
@@ -28,6 +30,9 @@ class Variant:
 
     def stop(self):
         pass
+
+    def kernels_seen(self, out_dir):
+        return None
 
 
 class NoProfiler(Variant):
@@ -73,6 +78,10 @@ class Proton(Variant):
     def stop(self):
         self.lib.finalize()
 
+    def kernels_seen(self, out_dir):
+        with open(os.path.join(out_dir, "profile.hatchet")) as f:
+            return _hatchet_kernel_count(json.load(f)[0])
+
 
 class TritonProfiler(Proton):
     """Proton as shipped inside Triton (`triton.profiler`)."""
@@ -102,6 +111,12 @@ class TorchProfiler(Variant):
     def stop(self):
         self.prof.stop()
         self.prof.export_chrome_trace(os.path.join(self.out_dir, "trace.json"))
+
+
+def _hatchet_kernel_count(node):
+    metrics = node.get("metrics", {})
+    own = int(metrics.get("count", 0)) if "device_id" in metrics else 0
+    return own + sum(_hatchet_kernel_count(c) for c in node.get("children", []))
 
 
 def _import(module):
