@@ -42,11 +42,9 @@ void launch(uint32_t correlation) {
   CUpti_CallbackData data{};
   data.correlationId = correlation;
   data.callbackSite = CUPTI_API_ENTER;
-  on_launch_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                &data);
+  on_launch_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &data);
   data.callbackSite = CUPTI_API_EXIT;
-  on_launch_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-                &data);
+  on_launch_api(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &data);
 }
 
 class Batcher : public ::testing::Test {
@@ -85,13 +83,17 @@ TEST_F(Batcher, KernelsLandInTheContextsThatLaunchedThemWhateverTheirOrder) {
   copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   copy.correlationId = 99;
   ActivityBuffer buf;
-  buf.add(kernel(3, "k3", 100, 130)).add(copy).add(kernel(1, "k1", 0, 10)).add(kernel(2, "k2", 5, 25));
+  buf.add(kernel(3, "k3", 100, 130))
+      .add(copy)
+      .add(kernel(1, "k1", 0, 10))
+      .add(kernel(2, "k2", 5, 25));
   BufferStats s = batcher_.deliver(buf.bytes(), buf.size(), processor_);
   EXPECT_EQ(s.records, 4u);
   EXPECT_EQ(s.kernels, 3u);
   EXPECT_EQ(s.end, CUPTI_ERROR_MAX_LIMIT_REACHED);
   std::map<uint64_t, Got> by_corr;
-  for (const Got& g : sink_.got) by_corr[g.correlation] = g;
+  for (const Got& g : sink_.got)
+    by_corr[g.correlation] = g;
   ASSERT_EQ(by_corr.size(), 3u);
   EXPECT_EQ(by_corr[1].context, a);
   EXPECT_EQ(by_corr[2].context, b);

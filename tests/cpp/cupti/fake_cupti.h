@@ -34,8 +34,8 @@ inline CUptiResult fake_next_record(uint8_t* buffer, size_t valid, CUpti_Activit
   if (buffer == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   size_t offset = 0;
   if (*record != nullptr) {
-    offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) +
-             record_size(**record);
+    offset =
+        static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) + record_size(**record);
   }
   if (offset >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);

@@ -109,7 +109,8 @@ TEST_F(LaunchCallbacks, NestingIsPerThread) {
   other.join();
   call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 50);
   std::set<uint64_t> got;
-  for (const LaunchTag& t : drain()) got.insert(t.correlation);
+  for (const LaunchTag& t : drain())
+    got.insert(t.correlation);
   EXPECT_EQ(got, (std::set<uint64_t>{50, 51}));
 }
 
@@ -119,11 +120,10 @@ TEST(LaunchCallbackList, CoversEveryLaunchApiOnce) {
     EXPECT_TRUE(seen.insert({c.domain, c.cbid}).second) << "duplicate cbid " << c.cbid;
     EXPECT_EQ(launch_fanout(c.domain, c.cbid) == 0, c.graph);
   }
-  for (auto cbid : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-                    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-                    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch}) {
+  for (auto cbid :
+       {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch}) {
     EXPECT_TRUE(seen.count({kDrv, cbid})) << cbid;
   }
   for (auto cbid : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,

@@ -111,9 +111,11 @@ TEST(CuptiNames, SamePointerHitsTheCacheAndEqualStringsShareAnId) {
 TEST(CuptiNames, ManyDistinctNamesStayDistinct) {
   KernelNameCache names;
   std::vector<std::string> texts;
-  for (int i = 0; i < 1000; ++i) texts.push_back("kernel_" + std::to_string(i));
+  for (int i = 0; i < 1000; ++i)
+    texts.push_back("kernel_" + std::to_string(i));
   std::vector<NameId> ids;
-  for (auto& t : texts) ids.push_back(names.intern(t.c_str()));
+  for (auto& t : texts)
+    ids.push_back(names.intern(t.c_str()));
   for (int i = 0; i < 1000; ++i) {
     EXPECT_EQ(names.intern(texts[i].c_str()), ids[i]);
     EXPECT_EQ(NameTable::global().name(ids[i]), texts[i]);

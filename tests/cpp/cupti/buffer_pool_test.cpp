@@ -1,0 +1,100 @@
+// The activity buffer pool: recycling, the cap, alignment, reconfiguration.
+#include "backends/cupti/activity_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace proton::cupti {
+namespace {
+
+TEST(BufferPool, RecyclesCompletedBuffersInsteadOfAllocating) {
+  BufferPool pool;
+  pool.configure(1000, 4);
+  size_t size = 0;
+  uint8_t* a = pool.acquire(size);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(size, 1000u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 8, 0u);
+  pool.release(a, size);
+  uint8_t* b = pool.acquire(size);
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(pool.stats().allocated, 1u);
+  pool.release(b, size);
+}
+
+TEST(BufferPool, SizesAreRoundedToRecordAlignment) {
+  BufferPool pool;
+  pool.configure(1001, 2);
+  size_t size = 0;
+  uint8_t* a = pool.acquire(size);
+  EXPECT_EQ(size, 1008u);
+  pool.release(a, size);
+}
+
+TEST(BufferPool, DeclinesAtTheCapSoCuptiCountsDrops) {
+  BufferPool pool;
+  pool.configure(64, 2);
+  size_t s1 = 0, s2 = 0, s3 = 0;
+  uint8_t* a = pool.acquire(s1);
+  uint8_t* b = pool.acquire(s2);
+  uint8_t* c = pool.acquire(s3);
+  EXPECT_NE(a, nullptr);
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_EQ(s3, 0u);
+  EXPECT_EQ(pool.stats().declined, 1u);
+  pool.release(a, s1);
+  c = pool.acquire(s3);
+  EXPECT_EQ(c, a);
+  pool.release(b, s2);
+  pool.release(c, s3);
+}
+
+TEST(BufferPool, BuffersOfAnOldSizeAreFreedWhenTheyComeBack) {
+  BufferPool pool;
+  pool.configure(64, 2);
+  size_t old_size = 0;
+  uint8_t* lent = pool.acquire(old_size);
+  pool.configure(128, 2);
+  pool.release(lent, old_size);  // freed, not pooled
+  EXPECT_EQ(pool.stats().free, 0u);
+  size_t size = 0;
+  uint8_t* fresh = pool.acquire(size);
+  EXPECT_EQ(size, 128u);
+  pool.release(fresh, size);
+  EXPECT_EQ(pool.stats().free, 1u);
+}
+
+TEST(BufferPool, ReleasingNothingIsHarmless) {
+  BufferPool pool;
+  pool.release(nullptr, 0);
+  EXPECT_EQ(pool.stats().free, 0u);
+}
+
+TEST(BufferCallbacks, CompletedBuffersReachTheConsumerAndReturnToThePool) {
+  struct Counter final : BufferConsumer {
+    void consume(uint8_t*, size_t valid) noexcept override { bytes += valid; }
+    size_t bytes = 0;
+  } counter;
+  buffer_pool().configure(256, 4);
+  set_buffer_consumer(&counter);
+  uint8_t* buf = nullptr;
+  size_t size = 0, max_records = 1;
+  on_buffer_requested(&buf, &size, &max_records);
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(size, 256u);
+  EXPECT_EQ(max_records, 0u);
+  size_t free_before = buffer_pool().stats().free;
+  on_buffer_completed(nullptr, 0, buf, size, 40);
+  EXPECT_EQ(counter.bytes, 40u);
+  EXPECT_EQ(buffer_pool().stats().free, free_before + 1);
+  set_buffer_consumer(nullptr);
+  on_buffer_requested(&buf, &size, &max_records);
+  on_buffer_completed(nullptr, 0, buf, size, 40);  // no consumer: recycled unread
+  EXPECT_EQ(counter.bytes, 40u);
+}
+
+}  // namespace
+}  // namespace proton::cupti
