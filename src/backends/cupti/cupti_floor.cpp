@@ -33,6 +33,8 @@ FloorConsumer* g_consumer = new FloorConsumer();  // leaked: CUPTI may call back
 bool cupti_floor_start(std::string& why, const BackendOptions& options) {
   std::lock_guard lock(g_mu);
   if (g_api != nullptr) return true;
+  // Without a driver CUPTI only says CUPTI_ERROR_UNKNOWN; the driver loader says why.
+  if (cupti::load_driver(why) == nullptr) return false;
   const cupti::CuptiApi* api = cupti::load_cupti(why);
   if (api == nullptr) return false;
   if (!cupti::claim_activity(kOwner, why)) return false;
