@@ -1,6 +1,4 @@
 import json
-import os
-
 import pytest
 
 import proton
@@ -21,17 +19,3 @@ def out(tmp_path):
     yield Out()
     # Leave no session behind for the next test.
     proton.finalize()
-
-
-def child(node, name):
-    for c in node.get("children", []):
-        if c["frame"]["name"] == name:
-            return c
-    raise KeyError(f"{name!r} not under {node['frame']['name']!r}: "
-                   f"{[c['frame']['name'] for c in node.get('children', [])]}")
-
-
-@pytest.fixture(autouse=True)
-def _no_gpu_backend(monkeypatch):
-    # CPU tests must not depend on whether this machine happens to have a GPU.
-    os.environ.setdefault("PROTON_TEST_CPU_ONLY", "1")

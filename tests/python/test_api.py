@@ -5,7 +5,7 @@ import threading
 import pytest
 
 import proton
-from conftest import child
+from tree_util import child
 
 
 def test_start_returns_id_and_finalize_writes_hatchet(out):
