@@ -67,7 +67,9 @@ thread_local StageOwner tls_owner;
 constinit thread_local ThreadStage* LaunchStage::tls_stage = nullptr;
 
 ThreadStage* LaunchStage::register_thread() {
+  static std::atomic<uint32_t> next_index{1};
   auto* s = new ThreadStage();
+  s->index = next_index.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(g_stages_mu);
     stages().push_back(s);

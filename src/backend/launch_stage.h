@@ -5,9 +5,9 @@
 // thread. No lock, no allocation (blocks are recycled), no strings. The record-processing
 // thread drains every thread's queue before it attributes a batch of activity records.
 //
-// Queue layout: a single-producer single-consumer chain of fixed blocks. The owning thread
-// appends to the tail block and publishes with a release store of the block's count; the
-// consumer reads up to that count. Full blocks are linked to a fresh block taken from a free
+// Tags are 48 bytes; the queue layout: a single-producer single-consumer chain of fixed blocks. The
+// owning thread appends to the tail block and publishes with a release store of the block's count;
+// the consumer reads up to that count. Full blocks are linked to a fresh block taken from a free
 // stack that the consumer refills with drained blocks, so steady state allocates nothing.
 #pragma once
 
@@ -24,13 +24,16 @@ namespace proton {
 
 struct LaunchTag {
   uint64_t correlation;
-  SessionMask sessions;   // sessions active at launch time
-  ContextId context;      // shadow context (scopes + state)
-  ContextId alt_context;  // Python-frame context when a python session is active, else root
-  uint32_t fanout;        // kernels this launch produces: 1, N for a graph, 0 = unknown
-  uint32_t flags;
+  SessionMask sessions;      // sessions active at launch time
+  uint64_t cpu_ns;           // launch time (steady clock), set only while a trace is recorded
+  ContextId context;         // shadow context (scopes + state)
+  ContextId python_context;  // Python call path while a python-context session is active
+  uint32_t fanout;           // kernels this launch produces: 1, N for a graph, 0 = unknown
+  uint32_t flags;            // kTag* bits
+  uint32_t op;               // launch-metadata entry attached to this launch (0 = none)
+  uint32_t thread;           // small index of the launching thread (trace lanes)
 };
-static_assert(sizeof(LaunchTag) == 32);
+static_assert(sizeof(LaunchTag) == 48);
 
 /// LaunchTag::flags: the record had no launch tag and was attributed to the root.
 inline constexpr uint32_t kTagUnattributed = 1;
@@ -75,6 +78,8 @@ class ThreadStage {
 
   /// Set when the owning thread exits; the consumer frees the stage after a final drain.
   std::atomic<bool> orphaned{false};
+  /// Small per-process index of the owning thread (1, 2, ... in registration order).
+  uint32_t index = 0;
 
  private:
   struct Block {
@@ -101,8 +106,8 @@ class LaunchStage {
     ThreadStage* s = tls_stage;
     if (s == nullptr) [[unlikely]]
       s = register_thread();
-    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed),
-                      ThreadContext::launch_context(), kRootContext, fanout, 0});
+    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed), 0,
+                      ThreadContext::launch_context(), kRootContext, fanout, 0, 0, s->index});
   }
 
   /// Drains all threads' tags (consumer; called by the RecordProcessor under its lock).

@@ -220,30 +220,14 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {
-    Session* s = sessions_[std::countr_zero(active)].get();
-    if (s == nullptr) continue;
-    std::lock_guard session_lock(s->mu);
-    CallTree& tree = s->tree();
-    CallTree::NodeId node = tree.node_for_context(ctx);
-    for (const auto& [name, value] : metrics)
-      tree.add_metric(node, name, value);
+    if (Session* s = sessions_[std::countr_zero(active)].get()) s->add_metrics(ctx, metrics);
   }
 }
 
 void Runtime::deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) {
   std::shared_lock lock(sessions_mu_);
   for (; sessions != 0; sessions &= sessions - 1) {
-    Session* s = sessions_[std::countr_zero(sessions)].get();
-    if (s == nullptr) continue;
-    ContextId ctx = tag.alt_context != kRootContext && s->config().context == "python"
-                        ? tag.alt_context
-                        : tag.context;
-    std::lock_guard session_lock(s->mu);
-    CallTree& tree = s->tree();
-    CallTree::NodeId kernel = tree.child(tree.node_for_context(ctx), r.name);
-    tree.add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
-                    r.device_type);
-    if (tag.flags & kTagUnattributed) ++s->unattributed_kernels;
+    if (Session* s = sessions_[std::countr_zero(sessions)].get()) s->add_kernel(tag, r);
   }
 }
 

@@ -3,8 +3,12 @@
 
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
+#include <utility>
 
+#include "backend/kernel_record.h"
+#include "backend/launch_stage.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
 
@@ -26,6 +30,11 @@ class Session {
   const SessionConfig& config() const { return config_; }
   /// Output file for `format` ("hatchet" -> name + ".hatchet" unless the name has it).
   std::string output_path(std::string_view format) const;
+
+  /// Adds one completed kernel to this session's data (takes mu).
+  void add_kernel(const LaunchTag& tag, const KernelRecord& r);
+  /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
+  void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
 
   /// Guards tree(), dropped and unattributed. Taken by the record thread per delivery and by
   /// user threads adding scope metrics; never held across a backend call.

@@ -22,7 +22,7 @@ TEST(ThreadStage, DrainsAcrossBlocksInOrder) {
   constexpr uint64_t n = ThreadStage::kBlockTags * 3 + 17;
   std::vector<uint64_t> got;
   for (uint64_t i = 0; i < n; ++i) {
-    stage.push(LaunchTag{i, 0, 0, 0, 1, 0});
+    stage.push(LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
     if (i % 1000 == 999) stage.drain([&](const LaunchTag& t) { got.push_back(t.correlation); });
   }
   stage.drain([&](const LaunchTag& t) { got.push_back(t.correlation); });
@@ -37,7 +37,7 @@ TEST(ThreadStage, ConcurrentProducerAndConsumerLoseNothing) {
   std::atomic<bool> done{false};
   std::thread producer([&] {
     for (uint64_t i = 0; i < n; ++i)
-      stage.push(LaunchTag{i, 0, 0, 0, 1, 0});
+      stage.push(LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
     done = true;
   });
   uint64_t expected = 0;
