@@ -1,0 +1,259 @@
+#include "viewer/cli.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "viewer/cli_options.h"
+#include "viewer/derived_metrics.h"
+#include "viewer/diff.h"
+#include "viewer/errors.h"
+#include "viewer/flame_export.h"
+#include "viewer/hatchet_reader.h"
+#include "viewer/html_export.h"
+#include "viewer/merge.h"
+#include "viewer/profile_writer.h"
+#include "viewer/text_render.h"
+#include "viewer/tree_filter.h"
+
+#ifndef PROTON_VERSION
+#define PROTON_VERSION "0.1.0"
+#endif
+
+namespace proton::viewer {
+
+namespace {
+
+struct Prepared {
+  Profile tree;
+  std::vector<Column> columns;
+};
+
+// Load, hide metadata, apply -i/-e, then derive the requested columns (inclusive values are
+// recomputed on the filtered tree, as Triton's squash does).
+Prepared prepare(const std::string& path, const ViewOptions& options,
+                 std::vector<std::string>& requests, std::vector<std::string>& warnings) {
+  Prepared p;
+  p.tree = load_hatchet(path);
+  if (!options.show_metadata) p.tree = hide_metadata(p.tree);
+  if (options.include) p.tree = include_paths(p.tree, compile_regex(*options.include, "-i"));
+  if (options.exclude) p.tree = exclude_frames(p.tree, compile_regex(*options.exclude, "-e"));
+  if (requests.empty()) requests.push_back(default_metric(p.tree));
+  p.columns = derive_columns(p.tree, requests, warnings);
+  return p;
+}
+
+void profile_warnings(const Profile& profile, const std::string& path,
+                      std::vector<std::string>& warnings) {
+  if (profile.nodes.empty()) return;
+  for (const char* name : {"dropped_records", "unattributed_kernels"}) {
+    int32_t m = profile.find_metric(name);
+    if (m < 0) continue;
+    double v = profile.stored(m)[0];
+    if (v > 0) {
+      warnings.push_back(path + ": " + format_value(v, true) + " " + name +
+                         (std::string(name) == "dropped_records"
+                              ? " (activity buffers overflowed; totals are undercounts)"
+                              : " (kernels without a calling context)"));
+    }
+  }
+  int32_t bytes = profile.find_metric("bytes");
+  if (bytes >= 0) {
+    for (double v : profile.stored(bytes)) {
+      if (v < 0) {
+        warnings.push_back(path +
+                           ": negative byte counts, usually an integer overflow in the "
+                           "kernel's launch metadata");
+        break;
+      }
+    }
+  }
+}
+
+void list_metrics(std::ostream& out, const Profile& profile) {
+  const char* titles[] = {
+      "Available inclusive metrics:", "Available exclusive metrics:", "Available properties:"};
+  for (auto kind : {MetricKind::kInclusive, MetricKind::kExclusive, MetricKind::kProperty}) {
+    out << titles[static_cast<int>(kind)] << "\n";
+    for (const auto& m : profile.metrics) {
+      if (m.kind == kind)
+        out << "- " << terminal_safe(m.name) << (m.from_array ? " [array, shown as sum]" : "")
+            << "\n";
+    }
+  }
+  std::vector<std::string> derived;
+  auto has = [&](const char* name) { return match_metric(profile, name) >= 0; };
+  if (has("time")) {
+    derived.push_back("time/s, time/ms, time/us, time/ns, time/%");
+    if (has("count")) derived.push_back("avg_time/s, avg_time/ms, avg_time/us, avg_time/ns");
+    bool flops = has("flops");
+    for (int w : {8, 16, 32, 64}) {
+      std::string name = "flops" + std::to_string(w);
+      if (has(name.c_str())) {
+        flops = true;
+        std::string s = std::to_string(w);
+        derived.push_back("flop" + s + "/s, gflop" + s + "/s, tflop" + s + "/s");
+      }
+    }
+    if (flops) derived.push_back("flop/s, gflop/s, tflop/s");
+    if (has("bytes")) derived.push_back("byte/s, gbyte/s, tbyte/s");
+    if (flops || has("bytes")) derived.push_back("util");
+  }
+  if (has("cpu_time")) {
+    derived.push_back("cpu_time/s, cpu_time/ms, cpu_time/us, cpu_time/ns");
+  }
+  derived.push_back("<metric>/% for any metric above");
+  out << "Derived metrics:\n";
+  for (const auto& d : derived)
+    out << "- " << d << "\n";
+  if (!profile.devices.empty()) {
+    out << "Devices:\n";
+    for (const auto& d : profile.devices) {
+      out << "- " << terminal_safe(d.type) << " " << terminal_safe(d.id) << ": arch "
+          << terminal_safe(d.arch) << ", " << format_value(d.num_sms, true) << " SMs\n";
+    }
+  }
+}
+
+std::vector<char> depth_mask(const Profile& tree, int max_depth, std::vector<char> visible) {
+  std::vector<int> depth(tree.nodes.size(), 0);
+  for (size_t i = 1; i < tree.nodes.size(); ++i) {
+    depth[i] = depth[static_cast<size_t>(tree.nodes[i].parent)] + 1;
+    if (depth[i] > max_depth || !visible[static_cast<size_t>(tree.nodes[i].parent)]) visible[i] = 0;
+  }
+  return visible;
+}
+
+std::string basename(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
+             const Terminal& terminal) {
+  std::vector<std::string> warnings;
+  if (options.list) {
+    Profile profile = load_hatchet(options.file);
+    list_metrics(out, profile);
+    return 0;
+  }
+  std::vector<std::string> requests = options.metrics;
+  Prepared main = prepare(options.file, options, requests, warnings);
+  profile_warnings(main.tree, options.file, warnings);
+  Profile tree = std::move(main.tree);
+  std::vector<Column> columns = std::move(main.columns);
+  std::vector<uint8_t> presence;
+  if (options.diff_profile) {
+    Prepared other = prepare(*options.diff_profile, options, requests, warnings);
+    profile_warnings(other.tree, *options.diff_profile, warnings);
+    DiffResult diff = diff_profiles(tree, columns, other.tree, other.columns);
+    tree = std::move(diff.tree);
+    columns = std::move(diff.columns);
+    presence = std::move(diff.presence);
+  }
+  std::vector<char> visible(tree.nodes.size(), 1);
+  if (options.threshold) {
+    visible =
+        threshold_mask(tree, columns[0], *options.threshold, options.diff_profile.has_value());
+  }
+  NameOptions names{options.frame_format, options.full_names};
+  std::string title = basename(options.file);
+  std::ostringstream text;
+  if (options.output == OutputFormat::kTree) {
+    RenderOptions render;
+    render.names = names;
+    render.max_depth = options.depth;
+    render.print_sorted = options.print_sorted;
+    render.visible = &visible;
+    bool tty = options.output_path.empty() && terminal.stdout_is_tty && !terminal.no_color_env;
+    render.color =
+        options.color == ColorMode::kAlways || (options.color == ColorMode::kAuto && tty);
+    if (options.diff_profile) {
+      render.diff = true;
+      render.presence = &presence;
+      render.main_label = basename(options.file);
+      render.other_label = basename(*options.diff_profile);
+      if (render.main_label == render.other_label) {
+        render.main_label = options.file;
+        render.other_label = *options.diff_profile;
+      }
+    }
+    render_tree(text, tree, columns, render);
+  } else {
+    if (options.diff_profile) throw UsageError("--diff-profile only works with the tree output");
+    if (!columns[0].additive) {
+      throw UsageError("a flame graph needs an additive first metric such as time/ms or count; '" +
+                       columns[0].header + "' is a rate, ratio or exclusive value");
+    }
+    visible = depth_mask(tree, options.depth, std::move(visible));
+    if (options.output == OutputFormat::kFolded) {
+      text << to_folded(tree, columns[0], visible, names);
+    } else if (options.output == OutputFormat::kSpeedscope) {
+      text << to_speedscope(tree, columns[0], visible, names, title);
+    } else {
+      text << to_html(tree, columns[0], visible, names, title);
+    }
+  }
+  if (options.output_path.empty()) {
+    out << text.str();
+  } else {
+    write_file_atomically(options.output_path, text.str());
+  }
+  for (const auto& w : warnings)
+    err << "proton-viewer: warning: " << w << "\n";
+  return 0;
+}
+
+int run_merge(const MergeOptions& options, std::ostream& out) {
+  std::vector<Profile> profiles;
+  profiles.reserve(options.inputs.size());
+  for (const auto& path : options.inputs)
+    profiles.push_back(load_hatchet(path));
+  std::vector<const Profile*> inputs;
+  for (const auto& p : profiles)
+    inputs.push_back(&p);
+  Profile merged = merge_profiles(inputs, options.inputs);
+  write_file_atomically(options.output_path, to_hatchet_json(merged));
+  out << "merged " << inputs.size() << " profiles into " << options.output_path << "\n";
+  for (size_t k = 0; k < options.inputs.size(); ++k) {
+    out << "  input " << k << ": " << options.inputs[k] << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            const Terminal& terminal) {
+  try {
+    if (!args.empty() && args[0] == "merge") {
+      MergeOptions options = parse_merge_options({args.begin() + 1, args.end()});
+      if (options.help) {
+        out << kMergeHelp;
+        return 0;
+      }
+      return run_merge(options, out);
+    }
+    ViewOptions options = parse_view_options(args);
+    if (options.help) {
+      out << kViewHelp;
+      return 0;
+    }
+    if (options.version) {
+      out << "proton-viewer " << PROTON_VERSION << "\n";
+      return 0;
+    }
+    return run_view(options, out, err, terminal);
+  } catch (const UsageError& e) {
+    err << "proton-viewer: error: " << e.what() << "\n";
+    return 2;
+  } catch (const FileError& e) {
+    err << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Nothing should reach here; report rather than abort so scripts still see a reason.
+    err << "proton-viewer: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace proton::viewer

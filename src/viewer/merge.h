@@ -1,0 +1,22 @@
+// `proton-viewer merge`: many profiles of one program (one per rank, say) into one tree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "viewer/profile.h"
+
+namespace proton::viewer {
+
+// Per node and metric the result holds:
+//   <metric>                    the sum over inputs (stored exclusive, so tools roll it up);
+//   <name>:mean|min|max [(unit)] (exc)  over the inputs' inclusive values, an input lacking the
+//                               frame counting as 0; "(exc)" because a max of sums is not a sum
+//                               of maxima, so readers must not roll these up again;
+//   <name>:argmax (pty)         the index of the input holding the max.
+// Properties "(pty)" keep the first input's value. The root's string metric "merged_inputs"
+// lists the labels in input order.
+Profile merge_profiles(const std::vector<const Profile*>& inputs,
+                       const std::vector<std::string>& labels);
+
+}  // namespace proton::viewer

@@ -1,0 +1,94 @@
+// The viewer's in-memory profile: a call tree whose nodes carry the metric values exactly as the
+// Hatchet file stored them (exclusive per node). Inclusive values and derived metrics are
+// computed on demand as dense columns, so a file with thousands of distinct metric names costs
+// memory proportional to its size, not to nodes x metrics.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace proton::viewer {
+
+// How a metric combines along the tree, decided by its name as Triton's Proton does.
+enum class MetricKind : uint8_t {
+  kInclusive,  // plain name: node value is exclusive, inclusive = node + children
+  kExclusive,  // name ends with "(exc)": never rolled up into parents
+  kProperty,   // name ends with "(pty)": shown as stored, not summed
+};
+
+MetricKind metric_kind_of(std::string_view name);
+
+struct MetricInfo {
+  std::string name;
+  MetricKind kind = MetricKind::kInclusive;
+  bool integral = true;     // every stored value was a JSON integer
+  bool from_array = false;  // some node stored an array; the viewer shows its sum
+};
+
+struct MetricValue {
+  int32_t metric = 0;
+  double value = 0;
+};
+
+struct Node {
+  std::string name;
+  std::string type;
+  int32_t parent = -1;
+  std::vector<int32_t> children;
+  std::vector<MetricValue> values;                        // exclusive, as stored
+  std::vector<std::pair<std::string, std::string>> text;  // string metrics: device_id, ...
+
+  // Returns the string metric `key`, or an empty view.
+  std::string_view text_of(std::string_view key) const;
+  bool is_kernel() const { return !text_of("device_id").empty(); }
+};
+
+struct DeviceInfo {
+  std::string type;  // "CUDA" or "HIP"
+  std::string id;    // matches a kernel's device_id
+  std::string arch;  // "90", "gfx942", ...
+  double num_sms = 0;
+  double clock_rate_khz = 0;
+  double memory_clock_rate_khz = 0;
+  double bus_width_bits = 0;
+};
+
+constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+
+// Invariant kept by every producer (reader, filters, diff, merge): a parent's index is smaller
+// than its children's, so one reverse sweep over the nodes is a post-order walk.
+class Profile {
+ public:
+  std::vector<Node> nodes;  // nodes[0] is the root
+  std::vector<MetricInfo> metrics;
+  std::vector<DeviceInfo> devices;
+
+  int32_t add_node(int32_t parent, std::string name, std::string type = "function");
+  // Finds or registers a metric by exact name.
+  int32_t metric_id(std::string_view name);
+  // -1 when the profile has no metric of that exact name.
+  int32_t find_metric(std::string_view name) const;
+  // Adds `value` to the node's stored value of `metric` (a repeated key sums, as Hatchet does).
+  void add_value(int32_t node, int32_t metric, double value);
+
+  // Stored values of one metric, kAbsent where a node has none.
+  std::vector<double> stored(int32_t metric) const;
+  // Inclusive values for kInclusive metrics, stored values for the other kinds. A node whose
+  // whole subtree lacks the metric stays kAbsent.
+  std::vector<double> inclusive(int32_t metric) const;
+
+  const DeviceInfo* device(std::string_view type, std::string_view id) const;
+
+ private:
+  std::map<std::string, int32_t, std::less<>> metric_ids_;
+};
+
+// Sums a column bottom-up over the tree (absent + absent stays absent).
+std::vector<double> roll_up(const Profile& profile, std::vector<double> column);
+
+}  // namespace proton::viewer

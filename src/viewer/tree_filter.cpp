@@ -1,0 +1,152 @@
+#include "viewer/tree_filter.h"
+
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+#include "viewer/errors.h"
+
+namespace proton::viewer {
+
+namespace {
+
+enum class Action : uint8_t { kKeep, kDrop, kSplice };
+
+// Copies `source` into a new profile, applying one action per node. Spliced nodes vanish and
+// their children attach to the nearest kept ancestor; a child that lands next to a same-named
+// sibling is merged into it so the tree stays keyed by call path.
+class Rebuilder {
+ public:
+  explicit Rebuilder(const Profile& source) : source_(source) {
+    out_.devices = source.devices;
+    // Same ids in the copy: node values are copied verbatim.
+    for (const auto& m : source.metrics)
+      out_.metrics[static_cast<size_t>(out_.metric_id(m.name))] = m;
+  }
+
+  Profile run(const std::vector<Action>& actions) {
+    // Explicit stack of (source node, output parent) so depth never touches the C++ stack.
+    std::vector<std::pair<int32_t, int32_t>> stack{{0, -1}};
+    while (!stack.empty()) {
+      auto [src, parent] = stack.back();
+      stack.pop_back();
+      auto action = actions[static_cast<size_t>(src)];
+      if (src == 0) action = Action::kKeep;
+      if (action == Action::kDrop) continue;
+      int32_t target = parent;
+      if (action == Action::kKeep) target = place(src, parent);
+      const auto& children = source_.nodes[static_cast<size_t>(src)].children;
+      for (auto it = children.rbegin(); it != children.rend(); ++it)
+        stack.emplace_back(*it, target);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  int32_t place(int32_t src, int32_t parent) {
+    const Node& node = source_.nodes[static_cast<size_t>(src)];
+    int32_t id;
+    std::string key;
+    if (parent >= 0) {
+      key = std::to_string(parent) + '\x1f' + node.name;
+      if (auto it = by_path_.find(key); it != by_path_.end()) {
+        id = it->second;
+        Node& existing = out_.nodes[static_cast<size_t>(id)];
+        for (const auto& v : node.values)
+          out_.add_value(id, v.metric, v.value);
+        for (const auto& t : node.text) {
+          if (existing.text_of(t.first).empty()) existing.text.push_back(t);
+        }
+        return id;
+      }
+    }
+    id = out_.add_node(parent, node.name, node.type);
+    Node& copy = out_.nodes[static_cast<size_t>(id)];
+    copy.values = node.values;
+    copy.text = node.text;
+    if (parent >= 0) by_path_.emplace(std::move(key), id);
+    return id;
+  }
+
+  const Profile& source_;
+  Profile out_;
+  std::unordered_map<std::string, int32_t> by_path_;
+};
+
+}  // namespace
+
+bool is_metadata_frame(std::string_view name) {
+  return name.starts_with(kMetadataScopeName) &&
+         (name.size() == kMetadataScopeName.size() || name[kMetadataScopeName.size()] == ':');
+}
+
+Profile hide_metadata(const Profile& profile) {
+  size_t n = profile.nodes.size();
+  std::vector<char> content(n, 0);
+  for (size_t i = n; i-- > 0;) {
+    const Node& node = profile.nodes[i];
+    if (is_metadata_frame(node.name)) {
+      content[i] = 0;
+      continue;
+    }
+    content[i] = content[i] || !node.values.empty() || !node.text.empty();
+    if (content[i] && node.parent >= 0) content[static_cast<size_t>(node.parent)] = 1;
+  }
+  std::vector<Action> actions(n);
+  for (size_t i = 0; i < n; ++i)
+    actions[i] = content[i] ? Action::kKeep : Action::kDrop;
+  return Rebuilder(profile).run(actions);
+}
+
+Profile include_paths(const Profile& profile, const std::regex& pattern) {
+  size_t n = profile.nodes.size();
+  std::vector<char> matched(n), above(n), below(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = profile.nodes[i];
+    matched[i] = std::regex_search(node.name, pattern);
+    above[i] = matched[i] || (node.parent >= 0 && above[static_cast<size_t>(node.parent)]);
+  }
+  for (size_t i = n; i-- > 0;) {
+    below[i] = below[i] || matched[i];
+    int32_t parent = profile.nodes[i].parent;
+    if (below[i] && parent >= 0) below[static_cast<size_t>(parent)] = 1;
+  }
+  std::vector<Action> actions(n);
+  for (size_t i = 0; i < n; ++i)
+    actions[i] = above[i] || below[i] ? Action::kKeep : Action::kDrop;
+  return Rebuilder(profile).run(actions);
+}
+
+Profile exclude_frames(const Profile& profile, const std::regex& pattern) {
+  std::vector<Action> actions(profile.nodes.size());
+  for (size_t i = 0; i < profile.nodes.size(); ++i) {
+    actions[i] =
+        std::regex_search(profile.nodes[i].name, pattern) ? Action::kSplice : Action::kKeep;
+  }
+  return Rebuilder(profile).run(actions);
+}
+
+std::vector<char> threshold_mask(const Profile& profile, const Column& column, double threshold,
+                                 bool magnitude) {
+  size_t n = profile.nodes.size();
+  std::vector<char> keep(n, 0);
+  for (size_t i = n; i-- > 0;) {
+    double v = magnitude ? std::fabs(column.values[i]) : column.values[i];
+    keep[i] = keep[i] || v >= threshold;  // NaN never passes
+    int32_t parent = profile.nodes[i].parent;
+    if (keep[i] && parent >= 0) keep[static_cast<size_t>(parent)] = 1;
+  }
+  if (n > 0) keep[0] = 1;
+  return keep;
+}
+
+std::regex compile_regex(const std::string& pattern, std::string_view option) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw UsageError("bad regular expression for " + std::string(option) + " '" + pattern +
+                     "': " + e.what());
+  }
+}
+
+}  // namespace proton::viewer

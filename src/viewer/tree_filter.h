@@ -1,0 +1,39 @@
+// Tree surgery behind -i, -e, -t and the hiding of launch-hook metadata frames.
+#pragma once
+
+#include <regex>
+#include <string_view>
+#include <vector>
+
+#include "viewer/derived_metrics.h"
+#include "viewer/profile.h"
+
+namespace proton::viewer {
+
+// Triton's launch hook runs the kernel's launch_metadata function inside a scope of this name
+// (triton.profiler.hooks.launch.COMPUTE_METADATA_SCOPE_NAME); kernels launched there are hook
+// overhead, not the user's work.
+inline constexpr std::string_view kMetadataScopeName = "__proton_launch_metadata";
+
+bool is_metadata_frame(std::string_view name);
+
+// Drops metadata frames with their subtrees, then subtrees that carry no metric at all.
+Profile hide_metadata(const Profile& profile);
+
+// Keeps the nodes on paths through a frame whose name matches `pattern` (regex search):
+// the matches, their ancestors and their descendants.
+Profile include_paths(const Profile& profile, const std::regex& pattern);
+
+// Removes frames whose name matches `pattern`; their children move up to the nearest kept
+// ancestor, merging with a same-named sibling there. The root is never removed.
+Profile exclude_frames(const Profile& profile, const std::regex& pattern);
+
+// Nodes to show under -t: those whose value reaches `threshold` (by magnitude when `magnitude`,
+// for diffs), and their ancestors. The root is always shown.
+std::vector<char> threshold_mask(const Profile& profile, const Column& column, double threshold,
+                                 bool magnitude);
+
+// Compiles a user regex, turning std::regex_error into a UsageError naming the option.
+std::regex compile_regex(const std::string& pattern, std::string_view option);
+
+}  // namespace proton::viewer

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "viewer/flame_export.h"
+#include "viewer/html_export.h"
+#include "viewer/tree_filter.h"
+
+namespace proton::viewer {
+namespace {
+
+using testing::fixture;
+
+class Export : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    p = hide_metadata(load_hatchet(fixture("triton_style.json")));
+    std::vector<std::string> w;
+    column = derive_columns(p, {"time/ns"}, w)[0];
+    visible.assign(p.nodes.size(), 1);
+  }
+  Profile p;
+  Column column;
+  std::vector<char> visible;
+};
+
+TEST_F(Export, FoldedStacksCarryOwnValues) {
+  std::string folded = to_folded(p, column, visible, {});
+  EXPECT_EQ(folded,
+            "/home/user/proj/train.py:12@main;matmul;matmul_kernel 4000000\n"
+            "/home/user/proj/train.py:12@main;attention;_attn_fwd 1500000\n"
+            "vector_add_f32 500000\n");
+}
+
+TEST_F(Export, SpeedscopeIsValidAndSumsToTheRoot) {
+  auto doc = nlohmann::json::parse(to_speedscope(p, column, visible, {}, "t"));
+  EXPECT_EQ(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+  auto& prof = doc["profiles"][0];
+  EXPECT_EQ(prof["type"], "sampled");
+  EXPECT_EQ(prof["unit"], "nanoseconds");
+  EXPECT_EQ(prof["endValue"].get<double>(), 6e6);
+  EXPECT_EQ(prof["samples"].size(), prof["weights"].size());
+  for (auto& sample : prof["samples"]) {
+    for (auto& f : sample)
+      EXPECT_LT(f.get<size_t>(), doc["shared"]["frames"].size());
+  }
+}
+
+TEST_F(Export, HtmlIsSelfContainedAndEscapesScriptEnds) {
+  p.nodes[1].name = "</script><b>";
+  std::string html = to_html(p, column, visible, {}, "t<x>");
+  EXPECT_EQ(html.find("</script><b>"), std::string::npos);
+  EXPECT_NE(html.find("<\\/script><b>"), std::string::npos);
+  EXPECT_NE(html.find("<title>t&lt;x&gt; - proton-viewer</title>"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);  // nothing fetched from the network
+  EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+}  // namespace
+}  // namespace proton::viewer

@@ -1,0 +1,145 @@
+// The Hatchet reader: both writers' styles, and every rejection naming a byte and a reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "test_util.h"
+#include "viewer/hatchet_reader.h"
+
+namespace proton::viewer {
+namespace {
+
+using testing::find_node;
+using testing::fixture;
+
+TEST(Reader, TritonStyleSortedKeys) {
+  Profile p = load_hatchet(fixture("triton_style.json"));
+  ASSERT_EQ(p.nodes[0].name, "ROOT");
+  int32_t kernel = find_node(p, "matmul_kernel");
+  ASSERT_GE(kernel, 0);
+  EXPECT_TRUE(p.nodes[kernel].is_kernel());
+  EXPECT_EQ(p.nodes[kernel].text_of("device_type"), "CUDA");
+  EXPECT_EQ(p.stored(p.find_metric("time (ns)"))[kernel], 4000000);
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].arch, "90");
+  EXPECT_EQ(p.devices[0].num_sms, 132);
+  EXPECT_EQ(p.devices[0].memory_clock_rate_khz, 2619000);
+  EXPECT_TRUE(p.metrics[p.find_metric("count")].integral);
+  EXPECT_FALSE(p.metrics[p.find_metric("flops16")].integral);
+}
+
+TEST(Reader, ProtonStyleAnyKeyOrderAndMissingParts) {
+  Profile p = load_hatchet(fixture("proton_style.json"));
+  int32_t copy = find_node(p, "copy_kernel");  // "metrics" written before "frame"
+  ASSERT_GE(copy, 0);
+  EXPECT_EQ(p.nodes[copy].type, "function");
+  EXPECT_EQ(p.nodes[find_node(p, "step")].type, "");  // no "type"
+  EXPECT_TRUE(p.nodes[find_node(p, "idle_scope")].values.empty());
+  EXPECT_EQ(metric_kind_of("occupancy (exc)"), MetricKind::kExclusive);
+  EXPECT_EQ(p.metrics[p.find_metric("regs (pty)")].kind, MetricKind::kProperty);
+  int32_t array = p.find_metric("per_xcd");
+  EXPECT_TRUE(p.metrics[array].from_array);
+  EXPECT_EQ(p.stored(array)[find_node(p, "gemm_fp8")], 600);
+  EXPECT_EQ(p.devices[0].type, "HIP");
+  EXPECT_EQ(p.devices[0].arch, "gfx942");
+}
+
+TEST(Reader, InclusiveRollUpKeepsExclusiveAndProperties) {
+  Profile p = load_hatchet(fixture("proton_style.json"));
+  auto time = p.inclusive(p.find_metric("time (ns)"));
+  EXPECT_EQ(time[0], 3500);
+  EXPECT_EQ(time[find_node(p, "step")], 3000);
+  EXPECT_TRUE(std::isnan(time[find_node(p, "idle_scope")]));
+  auto occupancy = p.inclusive(p.find_metric("occupancy (exc)"));
+  EXPECT_TRUE(std::isnan(occupancy[find_node(p, "step")]));
+  auto regs = p.inclusive(p.find_metric("regs (pty)"));
+  EXPECT_EQ(regs[find_node(p, "gemm_fp8")], 128);
+  EXPECT_TRUE(std::isnan(regs[0]));
+}
+
+TEST(Reader, MinimalForms) {
+  Profile p = parse_hatchet(R"([{"frame":{"name":"ROOT"}}])");
+  EXPECT_EQ(p.nodes.size(), 1u);
+  p = parse_hatchet(R"( [ {"frame":{"name":"ROOT"},"metrics":{},"children":[]} , {} ] )");
+  EXPECT_TRUE(p.devices.empty());
+  p = parse_hatchet(R"([{"frame":{"name":"a\u00e9\ud83d\ude00\n"},"extra":[1,{"x":null}]},{}])");
+  EXPECT_EQ(p.nodes[0].name, "a\xc3\xa9\xf0\x9f\x98\x80\n");
+}
+
+struct BadInput {
+  const char* text;
+  size_t offset;
+  const char* reason;  // a substring of the message
+};
+
+class ReaderRejects : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(ReaderRejects, WithOffsetAndReason) {
+  const BadInput& bad = GetParam();
+  try {
+    parse_hatchet(bad.text);
+    FAIL() << "accepted: " << bad.text;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.offset(), bad.offset) << e.what();
+    EXPECT_NE(std::string(e.what()).find(bad.reason), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ReaderRejects,
+    ::testing::Values(
+        BadInput{"", 0, "must be a JSON array"},
+        BadInput{"{}", 0, "must be a JSON array [root, device_map], found object"},
+        BadInput{"[]", 1, "no root node"},
+        BadInput{"[1]", 1, "expected a node object, found number"},
+        BadInput{R"([{"metrics":{}}])", 1, "node has no \"frame\""},
+        BadInput{R"([{"frame":{}}])", 10, "frame has no \"name\""},
+        BadInput{R"([{"frame":{"name":3}}])", 18, "frame \"name\" must be a string"},
+        BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":true}}])", 38, "must be a number"},
+        BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":[1,"x"]}}])", 41, "must hold numbers"},
+        BadInput{R"([{"frame":{"name":"a"},"metrics":[]}])", 33, "\"metrics\" must be an object"},
+        BadInput{R"([{"frame":{"name":"a"},"children":{}}])", 34, "\"children\" must be an array"},
+        BadInput{R"([{"frame":{"name":"a"}},{},{}])", 26, "more than two elements"},
+        BadInput{R"([{"frame":{"name":"a"}},[]])", 24, "device map must be an object"},
+        BadInput{R"([{"frame":{"name":"a"}}] x)", 25, "after the end of the profile"},
+        BadInput{R"([{"frame":{"name":"a)", 20, "unterminated string"},
+        BadInput{"[{\"frame\":{\"name\":\"a\x01\"}}]", 20, "control character"},
+        BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":1e999}}])", 38, "out of range"},
+        BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":01}}])", 39, "expected ',' or '}'"},
+        BadInput{R"([{"frame":{"name":"\x"}}])", 20, "bad escape"}));
+
+TEST(Reader, BoundsTreeDepth) {
+  std::string deep;
+  for (int i = 0; i <= kMaxTreeDepth + 1; ++i)
+    deep += R"({"frame":{"name":"n"},"children":[)";
+  try {
+    parse_hatchet("[" + deep);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("deeper than"), std::string::npos);
+  }
+}
+
+TEST(Reader, BoundsSkippedNesting) {
+  std::string deep = R"([{"frame":{"name":"n"},"x":)" + std::string(100000, '[');
+  EXPECT_THROW(parse_hatchet(deep), InputError);
+}
+
+TEST(Reader, FileErrorsNamePathAndOffset) {
+  try {
+    load_hatchet(fixture("does_not_exist.json"));
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("does_not_exist.json: cannot open"), std::string::npos);
+  }
+  try {
+    load_hatchet(fixture("errors/truncated.json"));
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated.json:"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace proton::viewer
