@@ -18,12 +18,11 @@ bool RecordProcessor::attribute(const KernelRecord& r) {
 
 void RecordProcessor::unattributed(const KernelRecord& r) {
   ++stats_.unattributed;
-  LaunchTag tag{r.correlation,
-                LaunchStage::active_sessions.load(std::memory_order_relaxed),
-                kRootContext,
-                kRootContext,
-                1,
-                kTagUnattributed};
+  LaunchTag tag{};
+  tag.correlation = r.correlation;
+  tag.sessions = LaunchStage::active_sessions.load(std::memory_order_relaxed);
+  tag.fanout = 1;
+  tag.flags = kTagUnattributed;
   sink_.deliver(tag.sessions, tag, r);
 }
 
