@@ -8,6 +8,21 @@ from . import _flags, _proton
 DEFAULT_PROFILE_NAME = "proton"
 
 
+def _library_dirs():
+    """Folders where pip-installed CUDA wheels (nvidia-cuda-cupti, triton) may keep libcupti."""
+    import site
+    import sys
+
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    user = getattr(site, "getusersitepackages", lambda: None)()
+    dirs += [user] if user else []
+    dirs += [p for p in sys.path if p.endswith("site-packages")]
+    return list(dict.fromkeys(dirs))
+
+
+_proton.set_cupti_search_paths(_library_dirs())
+
+
 def start(
     name: Optional[str] = None,
     *,

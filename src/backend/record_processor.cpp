@@ -17,10 +17,12 @@ bool RecordProcessor::attribute(const KernelRecord& r) {
 }
 
 void RecordProcessor::unattributed(const KernelRecord& r) {
+  SessionMask active = LaunchStage::active_sessions.load(std::memory_order_relaxed);
+  if (active == 0) return;  // ran while every session was paused: nobody wants it
   ++stats_.unattributed;
   LaunchTag tag{};
   tag.correlation = r.correlation;
-  tag.sessions = LaunchStage::active_sessions.load(std::memory_order_relaxed);
+  tag.sessions = active;
   tag.fanout = 1;
   tag.flags = kTagUnattributed;
   sink_.deliver(tag.sessions, tag, r);

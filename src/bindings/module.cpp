@@ -15,6 +15,7 @@
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
+#include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_floor.h"
 #endif
 
@@ -142,5 +143,9 @@ NB_MODULE(_proton, m) {
     if (!cupti_floor_start(why)) throw std::runtime_error(why);
   });
   m.def("_floor_stop", &cupti_floor_stop);
+  m.def("_floor_records", &cupti_floor_records);
+  m.def("set_cupti_search_paths", &cupti::set_cupti_search_paths);
+#else
+  m.def("set_cupti_search_paths", [](const std::vector<std::string>&) {});
 #endif
 }

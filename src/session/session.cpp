@@ -13,7 +13,6 @@ std::string Session::output_path(std::string_view format) const {
   return name + ext;
 }
 
-
 void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
   ContextId ctx = config_.context == "python" && tag.python_context != kRootContext
                       ? tag.python_context
