@@ -34,9 +34,13 @@ Prepared prepare(const std::string& path, const ViewOptions& options,
                  std::vector<std::string>& requests, std::vector<std::string>& warnings) {
   Prepared p;
   p.tree = load_hatchet(path);
-  if (!options.show_metadata) p.tree = hide_metadata(p.tree);
-  if (options.include) p.tree = include_paths(p.tree, compile_regex(*options.include, "-i"));
-  if (options.exclude) p.tree = exclude_frames(p.tree, compile_regex(*options.exclude, "-e"));
+  if (!options.show_metadata) p.tree = hide_metadata(std::move(p.tree));
+  if (options.include) {
+    p.tree = include_paths(std::move(p.tree), compile_regex(*options.include, "-i"));
+  }
+  if (options.exclude) {
+    p.tree = exclude_frames(std::move(p.tree), compile_regex(*options.exclude, "-e"));
+  }
   if (requests.empty()) requests.push_back(default_metric(p.tree));
   p.columns = derive_columns(p.tree, requests, warnings);
   return p;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "viewer/errors.h"
@@ -17,14 +18,19 @@ enum class Action : uint8_t { kKeep, kDrop, kSplice };
 // sibling is merged into it so the tree stays keyed by call path.
 class Rebuilder {
  public:
-  explicit Rebuilder(const Profile& source) : source_(source) {
-    out_.devices = source.devices;
-    // Same ids in the copy: node values are copied verbatim.
-    for (const auto& m : source.metrics)
+  explicit Rebuilder(Profile&& source) : source_(std::move(source)) {
+    out_.devices = std::move(source_.devices);
+    // Same ids in the copy: node values move over verbatim.
+    for (const auto& m : source_.metrics) {
       out_.metrics[static_cast<size_t>(out_.metric_id(m.name))] = m;
+    }
+    out_.nodes.reserve(source_.nodes.size());
   }
 
   Profile run(const std::vector<Action>& actions) {
+    bool splices = false;
+    for (Action a : actions)
+      splices |= a == Action::kSplice;
     // Explicit stack of (source node, output parent) so depth never touches the C++ stack.
     std::vector<std::pair<int32_t, int32_t>> stack{{0, -1}};
     while (!stack.empty()) {
@@ -34,7 +40,8 @@ class Rebuilder {
       if (src == 0) action = Action::kKeep;
       if (action == Action::kDrop) continue;
       int32_t target = parent;
-      if (action == Action::kKeep) target = place(src, parent);
+      if (action == Action::kKeep)
+        target = splices ? place_merging(src, parent) : place(src, parent);
       const auto& children = source_.nodes[static_cast<size_t>(src)].children;
       for (auto it = children.rbegin(); it != children.rend(); ++it)
         stack.emplace_back(*it, target);
@@ -43,14 +50,23 @@ class Rebuilder {
   }
 
  private:
+  // Only drops happen: siblings stay unique, so nodes move over without lookups.
   int32_t place(int32_t src, int32_t parent) {
-    const Node& node = source_.nodes[static_cast<size_t>(src)];
-    int32_t id;
-    std::string key;
+    Node& node = source_.nodes[static_cast<size_t>(src)];
+    int32_t id = out_.add_node(parent, std::move(node.name), std::move(node.type));
+    Node& copy = out_.nodes[static_cast<size_t>(id)];
+    copy.values = std::move(node.values);
+    copy.text = std::move(node.text);
+    return id;
+  }
+
+  int32_t place_merging(int32_t src, int32_t parent) {
+    Node& node = source_.nodes[static_cast<size_t>(src)];
     if (parent >= 0) {
-      key = std::to_string(parent) + '\x1f' + node.name;
-      if (auto it = by_path_.find(key); it != by_path_.end()) {
-        id = it->second;
+      // Keys view names in source_, which outlives the map and is never modified by merging.
+      auto [it, fresh] = by_path_.try_emplace(Key{parent, node.name}, 0);
+      if (!fresh) {
+        int32_t id = it->second;
         Node& existing = out_.nodes[static_cast<size_t>(id)];
         for (const auto& v : node.values)
           out_.add_value(id, v.metric, v.value);
@@ -59,18 +75,29 @@ class Rebuilder {
         }
         return id;
       }
+      it->second = static_cast<int32_t>(out_.nodes.size());
     }
-    id = out_.add_node(parent, node.name, node.type);
+    int32_t id = out_.add_node(parent, node.name, node.type);
     Node& copy = out_.nodes[static_cast<size_t>(id)];
     copy.values = node.values;
     copy.text = node.text;
-    if (parent >= 0) by_path_.emplace(std::move(key), id);
     return id;
   }
 
-  const Profile& source_;
+  struct Key {
+    int32_t parent;
+    std::string_view name;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string_view>()(k.name) * 31 + static_cast<size_t>(k.parent);
+    }
+  };
+
+  Profile source_;
   Profile out_;
-  std::unordered_map<std::string, int32_t> by_path_;
+  std::unordered_map<Key, int32_t, KeyHash> by_path_;
 };
 
 }  // namespace
@@ -80,7 +107,7 @@ bool is_metadata_frame(std::string_view name) {
          (name.size() == kMetadataScopeName.size() || name[kMetadataScopeName.size()] == ':');
 }
 
-Profile hide_metadata(const Profile& profile) {
+Profile hide_metadata(Profile profile) {
   size_t n = profile.nodes.size();
   std::vector<char> content(n, 0);
   for (size_t i = n; i-- > 0;) {
@@ -95,10 +122,10 @@ Profile hide_metadata(const Profile& profile) {
   std::vector<Action> actions(n);
   for (size_t i = 0; i < n; ++i)
     actions[i] = content[i] ? Action::kKeep : Action::kDrop;
-  return Rebuilder(profile).run(actions);
+  return Rebuilder(std::move(profile)).run(actions);
 }
 
-Profile include_paths(const Profile& profile, const std::regex& pattern) {
+Profile include_paths(Profile profile, const std::regex& pattern) {
   size_t n = profile.nodes.size();
   std::vector<char> matched(n), above(n), below(n);
   for (size_t i = 0; i < n; ++i) {
@@ -114,16 +141,16 @@ Profile include_paths(const Profile& profile, const std::regex& pattern) {
   std::vector<Action> actions(n);
   for (size_t i = 0; i < n; ++i)
     actions[i] = above[i] || below[i] ? Action::kKeep : Action::kDrop;
-  return Rebuilder(profile).run(actions);
+  return Rebuilder(std::move(profile)).run(actions);
 }
 
-Profile exclude_frames(const Profile& profile, const std::regex& pattern) {
+Profile exclude_frames(Profile profile, const std::regex& pattern) {
   std::vector<Action> actions(profile.nodes.size());
   for (size_t i = 0; i < profile.nodes.size(); ++i) {
     actions[i] =
         std::regex_search(profile.nodes[i].name, pattern) ? Action::kSplice : Action::kKeep;
   }
-  return Rebuilder(profile).run(actions);
+  return Rebuilder(std::move(profile)).run(actions);
 }
 
 std::vector<char> threshold_mask(const Profile& profile, const Column& column, double threshold,

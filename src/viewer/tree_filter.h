@@ -18,15 +18,15 @@ inline constexpr std::string_view kMetadataScopeName = "__proton_launch_metadata
 bool is_metadata_frame(std::string_view name);
 
 // Drops metadata frames with their subtrees, then subtrees that carry no metric at all.
-Profile hide_metadata(const Profile& profile);
+Profile hide_metadata(Profile profile);
 
 // Keeps the nodes on paths through a frame whose name matches `pattern` (regex search):
 // the matches, their ancestors and their descendants.
-Profile include_paths(const Profile& profile, const std::regex& pattern);
+Profile include_paths(Profile profile, const std::regex& pattern);
 
 // Removes frames whose name matches `pattern`; their children move up to the nearest kept
 // ancestor, merging with a same-named sibling there. The root is never removed.
-Profile exclude_frames(const Profile& profile, const std::regex& pattern);
+Profile exclude_frames(Profile profile, const std::regex& pattern);
 
 // Nodes to show under -t: those whose value reaches `threshold` (by magnitude when `magnitude`,
 // for diffs), and their ancestors. The root is always shown.
