@@ -20,7 +20,7 @@ def _library_dirs():
     return list(dict.fromkeys(dirs))
 
 
-_proton.set_cupti_search_paths(_library_dirs())
+_proton.set_library_search_paths(_library_dirs())
 
 
 def start(

@@ -6,6 +6,8 @@
 // sessions, trees or output formats.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,7 +48,20 @@ class Backend {
 
   /// Properties of device `id` (for the device map).
   virtual DeviceInfo device(uint32_t id) = 0;
+
+  /// Now, on the clock of KernelRecord::start_ns/end_ns. Traces sample it next to the steady
+  /// clock when they start to put GPU and CPU events on one time line. The default is for
+  /// backends that already report steady-clock (CLOCK_MONOTONIC) timestamps.
+  virtual uint64_t timestamp_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
 };
+
+/// Extra folders where backends look for vendor libraries (the Python package passes its
+/// site-packages folders, where pip-installed CUDA wheels and Triton keep libcupti).
+void set_library_search_paths(std::vector<std::string> dirs);
 
 /// Creates the backend named `name` ("cupti", ...) or nullptr with `why` set when this build
 /// or machine has none.

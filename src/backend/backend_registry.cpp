@@ -1,4 +1,7 @@
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 
@@ -6,7 +9,18 @@ namespace proton {
 
 #ifdef PROTON_HAVE_CUPTI
 std::unique_ptr<Backend> make_cupti_backend(std::string& why);
+namespace cupti {
+void set_cupti_search_paths(std::vector<std::string> dirs);
+}
 #endif
+
+void set_library_search_paths(std::vector<std::string> dirs) {
+#ifdef PROTON_HAVE_CUPTI
+  cupti::set_cupti_search_paths(std::move(dirs));
+#else
+  (void)dirs;
+#endif
+}
 
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why) {
   if (name.empty() || name == "cupti") {

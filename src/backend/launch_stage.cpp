@@ -79,6 +79,17 @@ ThreadStage* LaunchStage::register_thread() {
   return s;
 }
 
+void LaunchStage::scope_event(ContextId scope, bool enter) {
+  SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
+                       trace_sessions.load(std::memory_order_relaxed);
+  if (traced == 0) return;
+  ThreadStage* s = tls_stage;
+  if (s == nullptr) [[unlikely]]
+    s = register_thread();
+  s->push(LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
+                    enter ? kTagScopeEnter : kTagScopeExit, 0, s->index});
+}
+
 void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {
   std::lock_guard lock(g_stages_mu);
   auto& all = stages();

@@ -1,7 +1,7 @@
 // Per-thread staging of launch tags: the hot path of the profiler.
 //
 // A launch callback calls LaunchStage::tag(correlation): it reads the thread's context id and
-// the active-session mask and appends a 32-byte LaunchTag to a queue owned by the calling
+// the active-session mask and appends a 48-byte LaunchTag to a queue owned by the calling
 // thread. No lock, no allocation (blocks are recycled), no strings. The record-processing
 // thread drains every thread's queue before it attributes a batch of activity records.
 //
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -37,6 +38,17 @@ static_assert(sizeof(LaunchTag) == 48);
 
 /// LaunchTag::flags: the record had no launch tag and was attributed to the root.
 inline constexpr uint32_t kTagUnattributed = 1;
+/// LaunchTag::flags: not a launch but a CPU scope opening / closing on a traced thread
+/// (cpu_ns = when, context = the scope's path); see LaunchStage::scope_event.
+inline constexpr uint32_t kTagScopeEnter = 2;
+inline constexpr uint32_t kTagScopeExit = 4;
+/// LaunchTag::flags bits 8..31: the phase epoch (mod 2^24) the record processor stamps on a
+/// tag when it drains it; launch sites leave them 0. See RecordProcessor::advance_epoch.
+inline constexpr uint32_t kTagEpochShift = 8;
+inline constexpr uint32_t kTagEpochMask = 0xFFFFFFu;
+inline uint32_t tag_epoch(const LaunchTag& t) {
+  return (t.flags >> kTagEpochShift) & kTagEpochMask;
+}
 
 class ThreadStage {
  public:
@@ -106,15 +118,36 @@ class LaunchStage {
     ThreadStage* s = tls_stage;
     if (s == nullptr) [[unlikely]]
       s = register_thread();
-    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed), 0,
+    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed), trace_clock(),
                       ThreadContext::launch_context(), kRootContext, fanout, 0, 0, s->index});
   }
+
+  /// Launch time for a tag: steady-clock ns while a trace session is active, else 0 (one
+  /// relaxed load when no trace is recorded).
+  static uint64_t trace_clock() {
+    if (!trace_active.load(std::memory_order_relaxed)) return 0;
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  }
+
+  /// Stages a CPU scope opening or closing on the calling thread for the active trace
+  /// sessions, in order with its launches (installed as ThreadContext's scope observer).
+  static void scope_event(ContextId scope, bool enter);
 
   /// Drains all threads' tags (consumer; called by the RecordProcessor under its lock).
   static void drain(const std::function<void(const LaunchTag&)>& fn);
 
   /// Sessions that launches are currently attributed to (bit i = session i).
   static inline std::atomic<SessionMask> active_sessions{0};
+  /// True while an active session records a trace: launches then carry cpu_ns. Written by the
+  /// session layer under its API lock; read relaxed on the hot path.
+  static inline std::atomic<bool> trace_active{false};
+  /// Sessions that record a trace (bit i = session i); same writer as trace_active.
+  static inline std::atomic<SessionMask> trace_sessions{0};
+  /// The phase epoch the record processor stamps on tags it drains now (see
+  /// RecordProcessor::advance_epoch, the only writer, under its lock).
+  static inline std::atomic<uint32_t> phase_epoch{0};
 
  private:
   static ThreadStage* register_thread();

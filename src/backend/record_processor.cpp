@@ -1,18 +1,60 @@
 #include "backend/record_processor.h"
 
+#include <algorithm>
+
 namespace proton {
 
 void RecordProcessor::drain_tags() {
-  LaunchStage::drain([this](const LaunchTag& tag) {
-    tags_.insert_or_assign(tag.correlation, Pending{tag, tag.fanout});
+  uint32_t epoch = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+  uint32_t stamp = (epoch & kTagEpochMask) << kTagEpochShift;
+  LaunchStage::drain([&](const LaunchTag& staged) {
+    LaunchTag tag = staged;
+    tag.flags |= stamp;
+    if (tag.flags & (kTagScopeEnter | kTagScopeExit)) {
+      sink_.scope_event(tag);
+      return;
+    }
+    auto [it, inserted] = tags_.try_emplace(tag.correlation, Pending{tag, tag.fanout});
+    if (!inserted) {  // a correlation id reused before its kernels came: the old tag is done
+      if (it->second.remaining != 0) close_one(tag_epoch(it->second.tag));
+      it->second = Pending{tag, tag.fanout};
+    }
+    if (tag.fanout == 0) return;
+    if (open_epochs_.empty() || open_epochs_.back().first != epoch) {
+      open_epochs_.emplace_back(epoch, 0);
+    }
+    ++open_epochs_.back().second;
   });
+}
+
+void RecordProcessor::close_one(uint32_t epoch) {
+  // Stamps are epochs mod 2^24; the open list is short (epochs with kernels in flight).
+  for (auto& [e, open] : open_epochs_) {
+    if ((e & kTagEpochMask) == epoch && open != 0) {
+      --open;
+      break;
+    }
+  }
+  while (!open_epochs_.empty() && open_epochs_.front().second == 0) {
+    open_epochs_.erase(open_epochs_.begin());
+  }
+}
+
+uint32_t RecordProcessor::oldest_open_epoch() const {
+  std::lock_guard lock(mu_);
+  uint32_t current = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+  uint32_t oldest = open_epochs_.empty() ? current : open_epochs_.front().first;
+  return std::max(oldest, settled_epoch_);
 }
 
 bool RecordProcessor::attribute(const KernelRecord& r) {
   auto it = tags_.find(r.correlation);
   if (it == tags_.end()) return false;
   sink_.deliver(it->second.tag.sessions, it->second.tag, r);
-  if (it->second.remaining != 0 && --it->second.remaining == 0) tags_.erase(it);
+  if (it->second.remaining != 0 && --it->second.remaining == 0) {
+    close_one(tag_epoch(it->second.tag));
+    tags_.erase(it);
+  }
   return true;
 }
 
@@ -24,7 +66,9 @@ void RecordProcessor::unattributed(const KernelRecord& r) {
   tag.correlation = r.correlation;
   tag.sessions = active;
   tag.fanout = 1;
-  tag.flags = kTagUnattributed;
+  tag.flags =
+      kTagUnattributed | (LaunchStage::phase_epoch.load(std::memory_order_relaxed) & kTagEpochMask)
+                             << kTagEpochShift;
   sink_.deliver(tag.sessions, tag, r);
 }
 
@@ -57,7 +101,16 @@ void RecordProcessor::settle(bool forget_open_tags) {
     if (!attribute(r)) unattributed(r);
   }
   waiting_.clear();
-  if (forget_open_tags) tags_.clear();
+  // A flush waits for the GPU, so every launch staged before it has been delivered; tags still
+  // open (a launch that produced no kernel) must not hold their phase open forever.
+  settled_epoch_ = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+  while (!open_epochs_.empty() && open_epochs_.front().first < settled_epoch_) {
+    open_epochs_.erase(open_epochs_.begin());
+  }
+  if (forget_open_tags) {
+    tags_.clear();
+    open_epochs_.clear();
+  }
 }
 
 RecordProcessor::Stats RecordProcessor::stats() const {

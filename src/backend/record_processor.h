@@ -30,6 +30,9 @@ class RecordSink {
   virtual void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) = 0;
   /// Records the backend lost (buffer overflow), reported to every active session.
   virtual void dropped(uint64_t count) = 0;
+  /// A CPU scope opening or closing (tag.flags has kTagScopeEnter or kTagScopeExit) for the
+  /// trace sessions in tag.sessions, delivered in the thread's order with its launches.
+  virtual void scope_event(const LaunchTag& tag) {}
 };
 
 class RecordProcessor {
@@ -52,11 +55,29 @@ class RecordProcessor {
   void settle(bool forget_open_tags = false);
   Stats stats() const;
 
+  /// Phases: every tag drained from now on is stamped with a new epoch (LaunchStage::
+  /// phase_epoch, in LaunchTag::flags). Tags staged before this call are drained first, so a
+  /// thread's launches before advance_epoch() keep the old epoch. `on_advanced(new_epoch)` runs
+  /// under the processor lock, before any record of the new epoch is delivered.
+  template <typename Fn>
+  uint32_t advance_epoch(Fn&& on_advanced) {
+    std::lock_guard lock(mu_);
+    drain_tags();
+    uint32_t next = LaunchStage::phase_epoch.load(std::memory_order_relaxed) + 1;
+    LaunchStage::phase_epoch.store(next, std::memory_order_relaxed);
+    on_advanced(next);
+    return next;
+  }
+  /// The oldest epoch that may still have kernels to deliver: every launch stamped with an
+  /// older epoch has been delivered (or a flush has passed it). The current epoch when none.
+  uint32_t oldest_open_epoch() const;
+
  private:
   struct Pending {
     LaunchTag tag;
     uint32_t remaining;  // 0 = unknown fan-out: kept until settle(true)
   };
+  void close_one(uint32_t epoch);            // requires mu_: a tag of `epoch` has all its kernels
   void drain_tags();                         // requires mu_
   bool attribute(const KernelRecord& r);     // requires mu_
   void unattributed(const KernelRecord& r);  // requires mu_
@@ -65,6 +86,10 @@ class RecordProcessor {
   mutable std::mutex mu_;  // guards everything below; never held while calling user code
   std::unordered_map<uint64_t, Pending> tags_;  // correlation -> launch tag
   std::vector<KernelRecord> waiting_;           // records seen before their tag
+  // Tags still expecting kernels, per epoch, oldest first (epochs only grow). Unknown fan-out
+  // tags are not counted: nothing says when they are done.
+  std::vector<std::pair<uint32_t, uint64_t>> open_epochs_;
+  uint32_t settled_epoch_ = 0;  // every epoch before it is complete (set by settle())
   Stats stats_;
 };
 

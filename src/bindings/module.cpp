@@ -15,7 +15,6 @@
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
-#include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_floor.h"
 #endif
 
@@ -144,8 +143,6 @@ NB_MODULE(_proton, m) {
   });
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_records", &cupti_floor_records);
-  m.def("set_cupti_search_paths", &cupti::set_cupti_search_paths);
-#else
-  m.def("set_cupti_search_paths", [](const std::vector<std::string>&) {});
 #endif
+  m.def("set_library_search_paths", &set_library_search_paths);
 }
