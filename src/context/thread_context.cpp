@@ -47,6 +47,7 @@ void ThreadContext::enter_scope(NameId name) {
   }
   stack_.push_back(ContextTree::global().child(scope_context(), name));
   recompute();
+  if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), true);
 }
 
 void ThreadContext::exit_scope(NameId name) {
@@ -59,6 +60,7 @@ void ThreadContext::exit_scope(NameId name) {
     throw std::logic_error("exit_scope: expected to close scope '" + std::string(names.name(top)) +
                            "' but got '" + std::string(names.name(name)) + "'");
   }
+  if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), false);
   stack_.pop_back();
   recompute();
 }
@@ -72,6 +74,7 @@ void ThreadContext::exit_scope(std::string_view name) {
     throw std::logic_error("exit_scope: expected to close scope '" + std::string(top) +
                            "' but got '" + std::string(name) + "'");
   }
+  if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), false);
   stack_.pop_back();
   recompute();
 }

@@ -68,6 +68,12 @@ class ThreadContext {
   /// Forgets this thread's scopes and state (tests, and after fork).
   void reset();
 
+  /// Called with (scope path, true) after a scope opens and (scope path, false) before it
+  /// closes, on the scope's thread. Set by the session layer while a trace is recorded (so this
+  /// layer needs no knowledge of traces); null otherwise: one relaxed load per scope change.
+  using ScopeObserver = void (*)(ContextId scope, bool enter);
+  static inline std::atomic<ScopeObserver> scope_observer{nullptr};
+
  private:
   void recompute();
 

@@ -5,12 +5,14 @@
 
 #include "common/name_table.h"
 #include "io/json_writer.h"
+#include "io/msgpack_writer.h"
 
 namespace proton {
 
 namespace {
 
-void write_metric_value(JsonWriter& w, const MetricValue& v) {
+template <typename W>
+void write_metric_value(W& w, const MetricValue& v) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
@@ -45,7 +47,8 @@ std::vector<std::pair<NameId, MetricType>> scalar_columns(const CallTree& tree) 
   return columns;
 }
 
-void write_root_columns(JsonWriter& w, const CallTree& tree) {
+template <typename W>
+void write_root_columns(W& w, const CallTree& tree) {
   auto& names = NameTable::global();
   const auto& own = tree.node(CallTree::kRoot).metrics;
   for (const auto& [metric, type] : scalar_columns(tree)) {
@@ -62,8 +65,8 @@ void write_root_columns(JsonWriter& w, const CallTree& tree) {
   }
 }
 
-void write_metrics(JsonWriter& w, const CallTree& tree, CallTree::NodeId id,
-                   const CollectionStats& stats) {
+template <typename W>
+void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const CollectionStats& stats) {
   const CallTree::Node& n = tree.node(id);
   auto& names = NameTable::global();
   w.key("metrics").begin_object();
@@ -91,7 +94,8 @@ void write_metrics(JsonWriter& w, const CallTree& tree, CallTree::NodeId id,
   w.end_object();
 }
 
-void write_device_map(JsonWriter& w, std::span<const DeviceInfo> devices) {
+template <typename W>
+void write_device_map(W& w, std::span<const DeviceInfo> devices) {
   w.begin_object();
   for (DeviceType type : {DeviceType::kCuda, DeviceType::kHip}) {
     bool opened = false;
@@ -112,13 +116,10 @@ void write_device_map(JsonWriter& w, std::span<const DeviceInfo> devices) {
   w.end_object();
 }
 
-}  // namespace
-
-std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
-                         const CollectionStats& stats) {
-  std::string out;
-  out.reserve(256 + tree.size() * 160);
-  JsonWriter w(out);
+// One walk for both encodings: the msgpack tree equals the JSON tree key for key.
+template <typename W>
+void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devices,
+                   const CollectionStats& stats) {
   auto& names = NameTable::global();
   w.begin_array();
   // Iterative pre-order walk: Python call paths can be deep, the stack must not be.
@@ -150,7 +151,26 @@ std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devic
   }
   write_device_map(w, devices);
   w.end_array();
+}
+
+}  // namespace
+
+std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
+                         const CollectionStats& stats) {
+  std::string out;
+  out.reserve(256 + tree.size() * 160);
+  JsonWriter w(out);
+  write_hatchet(w, tree, devices, stats);
   out.push_back('\n');
+  return out;
+}
+
+std::string hatchet_msgpack(const CallTree& tree, std::span<const DeviceInfo> devices,
+                            const CollectionStats& stats) {
+  std::string out;
+  out.reserve(256 + tree.size() * 96);
+  MsgpackWriter w(out);
+  write_hatchet(w, tree, devices, stats);
   return out;
 }
 

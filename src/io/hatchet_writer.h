@@ -25,5 +25,9 @@ struct CollectionStats {
 
 std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
                          const CollectionStats& stats);
+/// The same tree as MessagePack (triton.profiler's "hatchet_msgpack"): decodes to exactly
+/// what hatchet_json parses to.
+std::string hatchet_msgpack(const CallTree& tree, std::span<const DeviceInfo> devices,
+                            const CollectionStats& stats);
 
 }  // namespace proton

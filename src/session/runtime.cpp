@@ -1,6 +1,8 @@
 #include "session/runtime.h"
 
 #include <bit>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -8,6 +10,7 @@
 #include "backend/launch_stage.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
+#include "io/chrome_trace_writer.h"
 #include "io/hatchet_writer.h"
 
 namespace proton {
@@ -36,6 +39,69 @@ BackendOptions options_from_env() {
   return o;
 }
 
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+uint64_t wall_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// PROTON_TRACE_BUDGET_MB: the flight-recorder size of trace sessions (read at start, never in
+// a callback). Unset or 0: stream the whole trace to disk.
+uint64_t trace_budget_from_env() {
+  const char* s = std::getenv("PROTON_TRACE_BUDGET_MB");
+  if (s == nullptr || *s == 0) return 0;
+  char* end = nullptr;
+  double mb = std::strtod(s, &end);
+  if (end == s || *end != 0 || !std::isfinite(mb) || mb < 0) {
+    throw std::invalid_argument("PROTON_TRACE_BUDGET_MB='" + std::string(s) +
+                                "' is not a size in MB (e.g. 256, or 0 for no budget)");
+  }
+  return static_cast<uint64_t>(mb * 1024 * 1024);
+}
+
+// The files finalize(output_format) writes for `s`: "" means the session's natural outputs.
+// Throws std::invalid_argument (before anything is flushed or written) for an unknown format
+// or one the session has no data for.
+std::vector<std::string> resolve_formats(const Session& s, std::string_view format) {
+  std::vector<std::string> out;
+  if (format.empty()) {
+    if (s.data().tree) {
+      out.push_back(s.periodic_flushing().enabled ? s.periodic_flushing().format : "hatchet");
+    }
+    if (s.data().trace) out.emplace_back("chrome_trace");
+    return out;
+  }
+  size_t begin = 0;
+  while (begin <= format.size()) {
+    size_t end = std::min(format.find(',', begin), format.size());
+    std::string f(format.substr(begin, end - begin));
+    begin = end + 1;
+    check_option("output format", f, {"hatchet", "hatchet_msgpack", "chrome_trace"});
+    bool is_tree = f != "chrome_trace";
+    if (is_tree && !s.data().tree) {
+      throw std::invalid_argument("output format '" + f + "' writes a call tree, but session " +
+                                  std::to_string(s.id()) + " was started with data='" +
+                                  s.config().data +
+                                  "' (start it with data='tree,trace' to get both)");
+    }
+    if (!is_tree && !s.data().trace) {
+      throw std::invalid_argument("output format 'chrome_trace' writes a timeline, but session " +
+                                  std::to_string(s.id()) + " was started with data='" +
+                                  s.config().data +
+                                  "' (start it with data='trace' or "
+                                  "data='tree,trace')");
+    }
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace
 
 Runtime& Runtime::get() {
@@ -47,8 +113,9 @@ Runtime::Runtime() = default;
 
 SessionId Runtime::start(const SessionConfig& config) {
   check_option("context", config.context, {"shadow", "python"});
-  check_option("data", config.data, {"tree"});
-  check_option("mode", config.mode, {""});
+  if (!parse_periodic_flushing(config.mode).enabled) check_option("mode", config.mode, {""});
+  SessionConfig effective = config;
+  if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {
@@ -66,7 +133,8 @@ SessionId Runtime::start(const SessionConfig& config) {
   if (id == kMaxSessions) {
     throw std::invalid_argument("too many profiling sessions (at most 64); finalize some first");
   }
-  auto session = std::make_unique<Session>(id, config);
+  auto session = std::make_unique<Session>(
+      id, effective, LaunchStage::phase_epoch.load(std::memory_order_relaxed));
   if (std::string why = check_writable(session->output_path("hatchet")); !why.empty()) {
     throw std::invalid_argument("cannot write the profile of session '" + config.name +
                                 "': " + why);
@@ -76,8 +144,35 @@ SessionId Runtime::start(const SessionConfig& config) {
     sessions_[id] = std::move(session);
   }
   ensure_backend(config);
+  if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
   set_active(id, true);
   return id;
+}
+
+void Runtime::start_trace(Session& s) {
+  // Align the backend's kernel clock with the steady clock: take the closest of a few
+  // (steady, backend, steady) samples; the offset error is at most half that window.
+  int64_t offset = 0;
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; backend_running_ && i < 5; ++i) {
+    uint64_t before = steady_ns();
+    uint64_t gpu = backend_->timestamp_ns();
+    uint64_t after = steady_ns();
+    if (after - before < best) {
+      best = after - before;
+      offset = static_cast<int64_t>(gpu) - static_cast<int64_t>(before + (after - before) / 2);
+    }
+  }
+  TraceClock clock;
+  clock.base_steady_ns = steady_ns();
+  clock.base_wall_ns = wall_ns();
+  {
+    std::lock_guard lock(s.mu);
+    s.start_trace(clock, offset);
+  }
+  LaunchStage::trace_sessions.fetch_or(SessionMask{1} << s.id());
+  // Installed once and left: LaunchStage::scope_event does nothing without an active trace.
+  ThreadContext::scope_observer.store(&LaunchStage::scope_event, std::memory_order_release);
 }
 
 void Runtime::ensure_backend(const SessionConfig& config) {
@@ -107,6 +202,8 @@ void Runtime::set_active(SessionId id, bool on) {
   SessionMask bit = SessionMask{1} << id;
   SessionMask after = on ? (before | bit) : (before & ~bit);
   LaunchStage::active_sessions.store(after, std::memory_order_release);
+  LaunchStage::trace_active.store((after & LaunchStage::trace_sessions.load()) != 0,
+                                  std::memory_order_release);
   if (!backend_running_) return;
   if (before == 0 && after != 0) backend_->resume();
   if (before != 0 && after == 0) backend_->pause();
@@ -146,12 +243,13 @@ void Runtime::flush_backend() {
 }
 
 void Runtime::finalize(SessionId id, std::string_view format) {
-  check_option("output format", std::string(format), {"", "hatchet"});
   std::lock_guard api(api_mu_);
   Session& s = session_or_throw(id);
+  std::vector<std::string> formats = resolve_formats(s, format);  // throws before any change
   set_active(id, false);
   flush_backend();
-  write_output(s, format);  // throws, keeping the session, when the file cannot be written
+  write_output(s, formats);  // throws, keeping the session, when a file cannot be written
+  LaunchStage::trace_sessions.fetch_and(~(SessionMask{1} << id));
   {
     std::unique_lock lock(sessions_mu_);
     sessions_[id].reset();
@@ -177,16 +275,11 @@ void Runtime::finalize_all(std::string_view format) {
   }
 }
 
-std::vector<DeviceInfo> Runtime::devices_of(Session& s) {
+std::vector<DeviceInfo> Runtime::devices_of(const uint64_t (&seen)[2]) {
   std::vector<DeviceInfo> out;
   for (DeviceType type : {DeviceType::kCuda, DeviceType::kHip}) {
-    uint64_t seen;
-    {
-      std::lock_guard lock(s.mu);
-      seen = s.tree().devices_seen(type);
-    }
-    for (; seen != 0; seen &= seen - 1) {
-      auto id = static_cast<uint32_t>(std::countr_zero(seen));
+    for (uint64_t m = seen[static_cast<int>(type)]; m != 0; m &= m - 1) {
+      auto id = static_cast<uint32_t>(std::countr_zero(m));
       DeviceInfo d = backend_ ? backend_->device(id) : DeviceInfo{};
       d.type = type;
       d.id = id;
@@ -196,23 +289,124 @@ std::vector<DeviceInfo> Runtime::devices_of(Session& s) {
   return out;
 }
 
-void Runtime::write_output(Session& s, std::string_view format) {
-  std::vector<DeviceInfo> devices = devices_of(s);
-  std::string text;
+std::string Runtime::encode_tree(Session& s, uint32_t phase, bool msgpack) {
+  // The device map asks the backend: do that without holding s.mu, then encode under it
+  // (api_mu_ keeps clear() and advance_phase() out meanwhile).
+  uint64_t seen[2] = {0, 0};
   {
     std::lock_guard lock(s.mu);
-    text = proton::hatchet_json(s.tree(), devices, {s.dropped_records, s.unattributed_kernels});
+    if (const CallTree* tree = s.phase_tree(phase)) {
+      seen[0] = tree->devices_seen(DeviceType::kCuda);
+      seen[1] = tree->devices_seen(DeviceType::kHip);
+    }
   }
-  write_file_atomically(s.output_path(format.empty() ? "hatchet" : format), text);
+  std::vector<DeviceInfo> devices = devices_of(seen);
+  std::lock_guard lock(s.mu);
+  CallTree empty;
+  const CallTree* tree = s.phase_tree(phase);
+  if (tree == nullptr) tree = &empty;  // cleared or already written: an empty profile
+  CollectionStats stats{s.dropped_records, s.unattributed_kernels};
+  return msgpack ? proton::hatchet_msgpack(*tree, devices, stats)
+                 : proton::hatchet_json(*tree, devices, stats);
 }
 
-std::string Runtime::hatchet_json(SessionId id) {
+void Runtime::write_tree(Session& s, uint32_t phase, const std::string& format,
+                         const std::string& path) {
+  write_file_atomically(path, encode_tree(s, phase, format == "hatchet_msgpack"));
+}
+
+void Runtime::write_output(Session& s, const std::vector<std::string>& formats) {
+  for (const std::string& format : formats) {
+    if (format == "chrome_trace") {
+      std::lock_guard lock(s.mu);
+      s.finish_trace(steady_ns());
+      continue;
+    }
+    std::vector<uint32_t> phases;
+    uint32_t current;
+    {
+      std::lock_guard lock(s.mu);
+      phases = s.live_phases();
+      current = s.current_phase();
+    }
+    // As triton.profiler: one file while the session never advanced, else one per phase.
+    for (uint32_t phase : phases) {
+      write_tree(s, phase, format, s.output_path(format, current == 0 ? -1 : int64_t{phase}));
+    }
+  }
+}
+
+std::string Runtime::tree_data(SessionId id, uint32_t phase, bool msgpack) {
   std::lock_guard api(api_mu_);
   Session& s = session_or_throw(id);
+  if (!s.data().tree) {
+    throw std::invalid_argument("session " + std::to_string(id) + " records data='" +
+                                s.config().data +
+                                "' only: it has no call tree (start it with data='tree,trace')");
+  }
   flush_backend();
-  std::vector<DeviceInfo> devices = devices_of(s);
+  {
+    std::lock_guard lock(s.mu);
+    if (phase > s.current_phase()) {
+      throw std::invalid_argument("phase " + std::to_string(phase) + " of session " +
+                                  std::to_string(id) + " has not begun (current phase is " +
+                                  std::to_string(s.current_phase()) + ")");
+    }
+  }
+  return encode_tree(s, phase, msgpack);
+}
+
+std::string Runtime::hatchet_json(SessionId id, uint32_t phase) {
+  return tree_data(id, phase, false);
+}
+
+std::string Runtime::hatchet_msgpack(SessionId id, uint32_t phase) {
+  return tree_data(id, phase, true);
+}
+
+uint32_t Runtime::advance_phase(SessionId id) {
+  std::lock_guard api(api_mu_);
+  Session& s = session_or_throw(id);
+  uint32_t phase = 0;
+  processor_.advance_epoch([&](uint32_t epoch) {
+    std::lock_guard lock(s.mu);
+    phase = s.begin_phase(epoch);
+  });
+  if (s.periodic_flushing().enabled) flush_completed_phases(s);
+  return phase;
+}
+
+bool Runtime::phase_complete(Session& s, uint32_t phase) {
+  uint32_t oldest_open = processor_.oldest_open_epoch();
   std::lock_guard lock(s.mu);
-  return proton::hatchet_json(s.tree(), devices, {s.dropped_records, s.unattributed_kernels});
+  return phase < s.current_phase() && oldest_open >= s.phase_start(phase + 1);
+}
+
+bool Runtime::is_phase_complete(SessionId id, uint32_t phase) {
+  std::lock_guard api(api_mu_);
+  return phase_complete(session_or_throw(id), phase);
+}
+
+void Runtime::flush_completed_phases(Session& s) {
+  std::vector<uint32_t> phases;
+  {
+    std::lock_guard lock(s.mu);
+    phases = s.live_phases();
+  }
+  const std::string& format = s.periodic_flushing().format;
+  for (uint32_t phase : phases) {
+    if (!phase_complete(s, phase)) break;  // phases complete in order
+    write_tree(s, phase, format, s.output_path(format, phase));
+    std::lock_guard lock(s.mu);
+    s.clear_phases(phase, false);
+  }
+}
+
+void Runtime::clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase) {
+  std::lock_guard api(api_mu_);
+  Session& s = session_or_throw(id);
+  std::lock_guard lock(s.mu);
+  s.clear_phases(phase, clear_up_to_phase);
 }
 
 void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics) {
@@ -228,6 +422,13 @@ void Runtime::deliver(SessionMask sessions, const LaunchTag& tag, const KernelRe
   std::shared_lock lock(sessions_mu_);
   for (; sessions != 0; sessions &= sessions - 1) {
     if (Session* s = sessions_[std::countr_zero(sessions)].get()) s->add_kernel(tag, r);
+  }
+}
+
+void Runtime::scope_event(const LaunchTag& tag) {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionMask m = tag.sessions; m != 0; m &= m - 1) {
+    if (Session* s = sessions_[std::countr_zero(m)].get()) s->add_scope_event(tag);
   }
 }
 

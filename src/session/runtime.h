@@ -1,6 +1,7 @@
 // The process-wide profiler: sessions over one backend.
 //
 // Lock order (outer first): api_mu_ -> RecordProcessor::mu_ -> sessions_mu_ -> Session::mu.
+// Phase changes take RecordProcessor::mu_ then Session::mu (see RecordProcessor::advance_epoch).
 // api_mu_ serialises the user-facing calls (start/activate/deactivate/finalize), which may
 // flush the backend; flushing delivers records through deliver(), which only takes
 // sessions_mu_ (shared) and the session's own mutex.
@@ -40,8 +41,18 @@ class Runtime final : public RecordSink {
   /// Adds metrics to the current context of the calling thread in every active session.
   void add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics);
 
-  /// The session's tree as Hatchet JSON (flushes first).
-  std::string hatchet_json(SessionId id);
+  /// The tree of `phase` as Hatchet JSON / MessagePack (flushes first). A phase that was
+  /// cleared or written out reads as an empty tree; a phase not begun yet is an error.
+  std::string hatchet_json(SessionId id, uint32_t phase = 0);
+  std::string hatchet_msgpack(SessionId id, uint32_t phase = 0);
+
+  /// Phases (data.advance_phase / is_phase_complete / clear). advance_phase returns the new
+  /// phase; with periodic flushing it then writes and frees every completed earlier phase.
+  uint32_t advance_phase(SessionId id);
+  /// True when every kernel launched during `phase` has been delivered (the phase is over and
+  /// no launch stamped with its epochs is still waiting for records). Never blocks on the GPU.
+  bool is_phase_complete(SessionId id, uint32_t phase);
+  void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
 
   bool is_active(SessionId id) const;
   bool has_sessions() const;
@@ -54,15 +65,23 @@ class Runtime final : public RecordSink {
   // RecordSink
   void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override;
   void dropped(uint64_t count) override;
+  void scope_event(const LaunchTag& tag) override;
 
  private:
   Runtime();
-  Session& session_or_throw(SessionId id);           // requires api_mu_
-  void set_active(SessionId id, bool on);            // requires api_mu_
-  void ensure_backend(const SessionConfig& config);  // requires api_mu_
-  void flush_backend();                              // requires api_mu_
-  void write_output(Session& s, std::string_view format);
-  std::vector<DeviceInfo> devices_of(Session& s);
+  Session& session_or_throw(SessionId id);                                 // requires api_mu_
+  void set_active(SessionId id, bool on);                                  // requires api_mu_
+  void ensure_backend(const SessionConfig& config);                        // requires api_mu_
+  void flush_backend();                                                    // requires api_mu_
+  void write_output(Session& s, const std::vector<std::string>& formats);  // requires api_mu_
+  void write_tree(Session& s, uint32_t phase, const std::string& format,
+                  const std::string& path);                           // requires api_mu_
+  std::string encode_tree(Session& s, uint32_t phase, bool msgpack);  // requires api_mu_
+  void flush_completed_phases(Session& s);          // requires api_mu_ (periodic flushing)
+  bool phase_complete(Session& s, uint32_t phase);  // requires api_mu_
+  void start_trace(Session& s);                     // requires api_mu_
+  std::vector<DeviceInfo> devices_of(const uint64_t (&seen)[2]);  // requires api_mu_
+  std::string tree_data(SessionId id, uint32_t phase, bool msgpack);
 
   std::mutex api_mu_;
   mutable std::shared_mutex sessions_mu_;  // guards sessions_ (the pointers, not the sessions)

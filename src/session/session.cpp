@@ -1,16 +1,185 @@
 #include "session/session.h"
 
+#include <algorithm>
+#include <stdexcept>
+
+#include "data/trace_store.h"
+#include "io/chrome_trace_writer.h"
+
 namespace proton {
 
-std::string Session::output_path(std::string_view format) const {
-  std::string ext = format == "hatchet_msgpack" ? ".hatchet.msgpack"
-                    : format == "chrome_trace"  ? ".chrome_trace"
-                                                : ".hatchet";
-  const std::string& name = config_.name;
-  if (name.size() >= ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
-    return name;
+namespace {
+
+// Output extensions mirror triton.profiler's: path + "." + format name.
+std::string extension_of(std::string_view format) {
+  if (format == "hatchet_msgpack") return ".hatchet_msgpack";
+  if (format == "chrome_trace") return ".chrome_trace";
+  return ".hatchet";
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+DataKinds parse_data(const std::string& data) {
+  DataKinds kinds;
+  size_t begin = 0;
+  while (begin <= data.size()) {
+    size_t end = std::min(data.find(',', begin), data.size());
+    std::string part = data.substr(begin, end - begin);
+    if (part == "tree") {
+      kinds.tree = true;
+    } else if (part == "trace") {
+      kinds.trace = true;
+    } else {
+      throw std::invalid_argument("unknown data '" + data +
+                                  "' (expected 'tree', 'trace' or 'tree,trace')");
+    }
+    begin = end + 1;
   }
-  return name + ext;
+  return kinds;
+}
+
+PeriodicFlushing parse_periodic_flushing(const std::string& mode) {
+  PeriodicFlushing p;
+  std::string head = mode.substr(0, mode.find(':'));
+  std::transform(head.begin(), head.end(), head.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (head != "periodic_flushing") return p;
+  p.enabled = true;
+  if (head.size() == mode.size()) return p;
+  std::string option = mode.substr(head.size() + 1);
+  if (option.rfind("format=", 0) != 0) {
+    throw std::invalid_argument("unknown periodic_flushing option '" + option +
+                                "' (expected 'format=hatchet' or 'format=hatchet_msgpack')");
+  }
+  p.format = option.substr(7);
+  if (p.format == "chrome_trace") {
+    throw std::invalid_argument(
+        "periodic_flushing writes one tree per phase; format=chrome_trace is not supported: a "
+        "data='trace' session already streams its timeline to one .chrome_trace file (bound it "
+        "with PROTON_TRACE_BUDGET_MB)");
+  }
+  if (p.format != "hatchet" && p.format != "hatchet_msgpack") {
+    throw std::invalid_argument("unknown periodic_flushing format '" + p.format +
+                                "' (expected 'hatchet' or 'hatchet_msgpack')");
+  }
+  return p;
+}
+
+Session::Session(SessionId id, SessionConfig config, uint32_t epoch)
+    : id_(id),
+      config_(std::move(config)),
+      data_(parse_data(config_.data)),
+      flushing_(parse_periodic_flushing(config_.mode)) {
+  if (flushing_.enabled && !data_.tree) {
+    throw std::invalid_argument(
+        "mode 'periodic_flushing' writes call trees; it needs data='tree' "
+        "or data='tree,trace', not '" +
+        config_.data + "'");
+  }
+  phase_starts_.push_back(epoch);
+  if (data_.tree) trees_[0] = std::make_unique<CallTree>();
+}
+
+Session::~Session() = default;
+
+std::string Session::output_path(std::string_view format, int64_t phase) const {
+  std::string base = config_.name;
+  for (std::string_view known : {".hatchet", ".hatchet_msgpack", ".chrome_trace"}) {
+    if (ends_with(base, known)) {
+      base.resize(base.size() - known.size());
+      break;
+    }
+  }
+  if (phase >= 0) base += ".part_" + std::to_string(phase);
+  return base + extension_of(format);
+}
+
+CallTree& Session::tree() {
+  auto& t = trees_[current_phase()];
+  if (!t) t = std::make_unique<CallTree>();
+  return *t;
+}
+
+uint32_t Session::begin_phase(uint32_t epoch) {
+  phase_starts_.push_back(epoch);
+  if (data_.tree) trees_[current_phase()] = std::make_unique<CallTree>();
+  return current_phase();
+}
+
+CallTree* Session::phase_tree(uint32_t phase) {
+  auto it = trees_.find(phase);
+  return it == trees_.end() ? nullptr : it->second.get();
+}
+
+std::vector<uint32_t> Session::live_phases() const {
+  std::vector<uint32_t> out;
+  for (const auto& [phase, tree] : trees_)
+    out.push_back(phase);
+  return out;
+}
+
+void Session::clear_phases(uint32_t phase, bool up_to) {
+  if (up_to) {
+    trees_.erase(trees_.begin(), trees_.upper_bound(phase));
+  } else {
+    trees_.erase(phase);
+  }
+  // The current phase keeps collecting: it restarts empty (triton.profiler's clear of the
+  // current phase also only drops what it holds).
+  if (data_.tree && !trees_.count(current_phase())) {
+    trees_[current_phase()] = std::make_unique<CallTree>();
+  }
+}
+
+CallTree* Session::tree_for(const LaunchTag& tag) {
+  if (!data_.tree) return nullptr;
+  // Stamps are epochs mod 2^24, never newer than the current epoch: recover the full value.
+  uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+  uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
+  auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
+  auto phase =
+      static_cast<uint32_t>(after == phase_starts_.begin() ? 0 : after - phase_starts_.begin() - 1);
+  CallTree* t = phase_tree(phase);
+  if (t == nullptr) ++late_kernels;
+  return t;
+}
+
+void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns) {
+  gpu_offset_ns_ = gpu_offset_ns;
+  trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
+  trace_ = std::make_unique<TraceStore>(
+      config_.trace_budget_bytes, [w = trace_writer_.get()](auto events) { w->append(events); });
+}
+
+void Session::finish_trace(uint64_t now_ns) {
+  if (!trace_ || trace_finished_) return;
+  trace_->close_open_scopes(now_ns);
+  trace_->for_each_chunk([this](auto events) { trace_writer_->append(events); });
+  TraceSummary summary;
+  summary.recorded_events = trace_->recorded();
+  summary.dropped_events = trace_->dropped();
+  summary.dropped_before_ns = trace_->dropped_before_ns();
+  summary.budget_bytes = trace_->budget_bytes();
+  summary.dropped_records = dropped_records;
+  summary.unattributed_kernels = unattributed_kernels;
+  summary.unfinished_scopes = trace_->unfinished_scopes();
+  trace_finished_ = true;  // the events are in the writer now: never append them twice
+  trace_writer_->finish(summary);
+}
+
+void Session::add_scope_event(const LaunchTag& tag) {
+  std::lock_guard lock(mu);
+  if (!trace_ || trace_finished_) return;
+  if (tag.flags & kTagScopeEnter) {
+    trace_->scope_enter(tag.thread, tag.context, tag.cpu_ns);
+  } else {
+    trace_->scope_exit(tag.thread, tag.context, tag.cpu_ns);
+  }
 }
 
 void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
@@ -18,17 +187,39 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
                       ? tag.python_context
                       : tag.context;
   std::lock_guard lock(mu);
-  CallTree::NodeId kernel = tree_.child(tree_.node_for_context(ctx), r.name);
-  tree_.add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
-                   r.device_type);
+  if (CallTree* tree = tree_for(tag)) {
+    CallTree::NodeId kernel = tree->child(tree->node_for_context(ctx), r.name);
+    tree->add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
+                     r.device_type);
+  }
   if (tag.flags & kTagUnattributed) ++unattributed_kernels;
+  if (trace_ && !trace_finished_) {
+    TraceEvent e;
+    e.kind = TraceEvent::kKernel;
+    e.start_ns = static_cast<uint64_t>(static_cast<int64_t>(r.start_ns) - gpu_offset_ns_);
+    e.end_ns = static_cast<uint64_t>(static_cast<int64_t>(r.end_ns) - gpu_offset_ns_);
+    e.launch_ns = tag.cpu_ns;
+    e.correlation = r.correlation;
+    e.context = ctx;
+    e.name = r.name;
+    e.device = r.device_id;
+    e.stream = r.stream_id;
+    e.thread = tag.thread;
+    e.device_type = static_cast<uint8_t>(r.device_type);
+    if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
+    if (r.correlation != last_launch_) e.flags |= kTraceFirstOfLaunch;
+    last_launch_ = r.correlation;
+    trace_->add(e);
+  }
 }
 
 void Session::add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::lock_guard lock(mu);
-  CallTree::NodeId node = tree_.node_for_context(ctx);
+  if (!data_.tree) return;  // a trace-only session has no tree to hold scope metrics
+  CallTree& t = tree();
+  CallTree::NodeId node = t.node_for_context(ctx);
   for (const auto& [name, value] : metrics)
-    tree_.add_metric(node, name, value);
+    t.add_metric(node, name, value);
 }
 
 }  // namespace proton

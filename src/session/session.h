@@ -1,11 +1,15 @@
-// One profiling session: its configuration, its call tree, its output path.
+// One profiling session: its configuration, its call trees (one per phase), its trace, its
+// output paths.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/kernel_record.h"
 #include "backend/launch_stage.h"
@@ -14,39 +18,108 @@
 
 namespace proton {
 
+class ChromeTraceWriter;
+class TraceStore;
+struct TraceClock;
+
 struct SessionConfig {
   std::string name = "proton";  // output path without extension (an extension is kept)
   std::string context = "shadow";
   std::string data = "tree";
   std::string backend;  // "" = pick the GPU backend of this machine
   std::string mode;
+  /// data includes "trace": keep only the newest this-many bytes of events in memory (a flight
+  /// recorder); 0 streams the whole trace to disk. Runtime::start reads PROTON_TRACE_BUDGET_MB.
+  uint64_t trace_budget_bytes = 0;
 };
+
+/// What `data` asks for: "tree", "trace", or both ("tree,trace" / "trace,tree").
+struct DataKinds {
+  bool tree = false;
+  bool trace = false;
+};
+/// Throws std::invalid_argument naming the accepted spellings.
+DataKinds parse_data(const std::string& data);
+
+/// mode "periodic_flushing[:format=hatchet|hatchet_msgpack]" (as triton.profiler spells it):
+/// each completed phase is written to name.part_N.<format> and freed.
+struct PeriodicFlushing {
+  bool enabled = false;
+  std::string format = "hatchet";
+};
+/// Empty result for any other mode; throws std::invalid_argument for a malformed one.
+PeriodicFlushing parse_periodic_flushing(const std::string& mode);
 
 class Session {
  public:
-  Session(SessionId id, SessionConfig config) : id_(id), config_(std::move(config)) {}
+  /// Throws std::invalid_argument for an unknown `data` or malformed periodic-flushing mode.
+  /// `epoch` is the record processor's phase epoch now: phase 0 starts there.
+  Session(SessionId id, SessionConfig config, uint32_t epoch = 0);
+  ~Session();
 
   SessionId id() const { return id_; }
   const SessionConfig& config() const { return config_; }
-  /// Output file for `format` ("hatchet" -> name + ".hatchet" unless the name has it).
-  std::string output_path(std::string_view format) const;
+  const DataKinds& data() const { return data_; }
+  const PeriodicFlushing& periodic_flushing() const { return flushing_; }
+  /// Output file for `format` ("hatchet" -> name + ".hatchet"; a known extension on the name is
+  /// replaced). With `phase` >= 0: name.part_<phase>.<ext>, triton.profiler's phase files.
+  std::string output_path(std::string_view format, int64_t phase = -1) const;
 
   /// Adds one completed kernel to this session's data (takes mu).
   void add_kernel(const LaunchTag& tag, const KernelRecord& r);
   /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
   void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
 
-  /// Guards tree(), dropped and unattributed. Taken by the record thread per delivery and by
-  /// user threads adding scope metrics; never held across a backend call.
+  /// A CPU scope opening/closing on a traced thread (takes mu).
+  void add_scope_event(const LaunchTag& tag);
+
+  /// Guards the phase trees, the trace, dropped and unattributed. Taken by the record thread
+  /// per delivery and by user threads adding scope metrics; never held across a backend call.
   std::mutex mu;
-  CallTree& tree() { return tree_; }
+  /// The current phase's tree (requires mu). Recreated empty if the phase was cleared.
+  CallTree& tree();
+
+  // Phases (all require mu). Phase p holds the kernels whose tags the record processor
+  // stamped with an epoch in [phase_start(p), phase_start(p + 1)).
+  uint32_t current_phase() const { return static_cast<uint32_t>(phase_starts_.size() - 1); }
+  uint32_t phase_start(uint32_t phase) const { return phase_starts_[phase]; }
+  /// Opens phase current_phase() + 1 at `epoch` and returns it.
+  uint32_t begin_phase(uint32_t epoch);
+  /// The tree of `phase`, nullptr when it was cleared or written out.
+  CallTree* phase_tree(uint32_t phase);
+  /// Phases that still hold a tree, oldest first.
+  std::vector<uint32_t> live_phases() const;
+  /// Frees `phase` (or every phase up to it); clearing the current phase empties it.
+  void clear_phases(uint32_t phase, bool up_to);
+
+  /// The trace (nullptr unless data includes "trace"); requires mu.
+  TraceStore* trace() { return trace_.get(); }
+  /// Starts recording the trace: ts 0 is `clock`; kernel times minus `gpu_offset_ns` are on
+  /// the steady clock.
+  void start_trace(const TraceClock& clock, int64_t gpu_offset_ns);
+  /// Closes open scopes at `now_ns`, writes the trace file (requires mu). Throws
+  /// std::runtime_error when it cannot be written.
+  void finish_trace(uint64_t now_ns);
+  bool trace_finished() const { return trace_finished_; }
+
   uint64_t dropped_records = 0;
   uint64_t unattributed_kernels = 0;
+  uint64_t late_kernels = 0;  // kernels of phases already cleared or written out
 
  private:
+  CallTree* tree_for(const LaunchTag& tag);  // requires mu
+
   SessionId id_;
   SessionConfig config_;
-  CallTree tree_;
+  DataKinds data_;
+  PeriodicFlushing flushing_;
+  std::vector<uint32_t> phase_starts_;                   // phase -> first epoch
+  std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
+  std::unique_ptr<ChromeTraceWriter> trace_writer_;
+  std::unique_ptr<TraceStore> trace_;
+  int64_t gpu_offset_ns_ = 0;
+  uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
+  bool trace_finished_ = false;
 };
 
 }  // namespace proton

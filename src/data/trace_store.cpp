@@ -1,0 +1,79 @@
+#include "data/trace_store.h"
+
+#include <algorithm>
+
+#include "context/context_tree.h"
+
+namespace proton {
+
+TraceStore::TraceStore(uint64_t budget_bytes, Spill spill)
+    : budget_bytes_(budget_bytes), spill_(std::move(spill)) {
+  max_chunks_ = budget_bytes == 0
+                    ? kResidentChunks
+                    : std::max<size_t>(2, static_cast<size_t>(budget_bytes / kChunkBytes));
+}
+
+TraceStore::Chunk* TraceStore::tail() {
+  if (!chunks_.empty() && chunks_.back()->size() < kChunkEvents) return chunks_.back().get();
+  if (chunks_.size() >= max_chunks_) {
+    std::unique_ptr<Chunk> oldest = std::move(chunks_.front());
+    chunks_.erase(chunks_.begin());
+    if (budget_bytes_ == 0) {
+      spill_(std::span<const TraceEvent>(*oldest));
+    } else {
+      dropped_ += oldest->size();
+      for (const TraceEvent& e : *oldest)
+        dropped_until_ns_ = std::max(dropped_until_ns_, e.start_ns);
+    }
+    oldest->clear();
+    spare_ = std::move(oldest);
+  }
+  std::unique_ptr<Chunk> c = std::move(spare_);
+  if (!c) {
+    c = std::make_unique<Chunk>();
+    c->reserve(kChunkEvents);
+  }
+  chunks_.push_back(std::move(c));
+  return chunks_.back().get();
+}
+
+void TraceStore::add(const TraceEvent& e) {
+  tail()->push_back(e);
+  ++recorded_;
+}
+
+void TraceStore::scope_enter(uint32_t thread, ContextId scope, uint64_t ns) {
+  open_scopes_[thread].emplace_back(scope, ns);
+}
+
+void TraceStore::scope_exit(uint32_t thread, ContextId scope, uint64_t ns) {
+  auto it = open_scopes_.find(thread);
+  // A scope opened before the trace started has no enter event: nothing to pair it with.
+  if (it == open_scopes_.end() || it->second.empty() || it->second.back().first != scope) return;
+  TraceEvent e;
+  e.kind = TraceEvent::kScope;
+  e.start_ns = it->second.back().second;
+  e.end_ns = ns;
+  e.context = scope;
+  e.name = ContextTree::global().node(scope).name;
+  e.thread = thread;
+  it->second.pop_back();
+  add(e);
+}
+
+void TraceStore::close_open_scopes(uint64_t ns) {
+  for (auto& [thread, stack] : open_scopes_) {
+    while (!stack.empty()) {
+      ++unfinished_scopes_;
+      scope_exit(thread, stack.back().first, std::max(ns, stack.back().second));
+    }
+  }
+}
+
+void TraceStore::for_each_chunk(const std::function<void(std::span<const TraceEvent>)>& fn) const {
+  for (const auto& c : chunks_) {
+    if (!c->empty()) fn(std::span<const TraceEvent>(*c));
+  }
+}
+
+}  // namespace proton

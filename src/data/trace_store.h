@@ -1,0 +1,96 @@
+// A session's timeline: kernel and CPU-scope events, bounded in memory.
+//
+// Events are fixed-size plain records kept in chunks of kChunkEvents. Two ways to stay bounded:
+//   - streaming (no budget): once more than kResidentChunks are full, the oldest chunk is handed
+//     to the spill callback (the Chrome trace writer appends it to the output file) and reused,
+//     so memory stays at a few MB and finalize only formats the tail;
+//   - flight recorder (budget_bytes > 0): the newest budget_bytes of events are kept and the
+//     oldest chunk is dropped (and counted) when a new one is needed; nothing is written before
+//     finalize.
+// Times are steady-clock ns (CPU domain); kernels are converted from the backend's clock with
+// the offset measured when the trace started (see Runtime::start).
+//
+// Not thread-safe: the owning Session serialises access (Session::mu).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/ids.h"
+
+namespace proton {
+
+struct TraceEvent {
+  enum Kind : uint8_t { kKernel = 0, kScope = 1 };
+  uint64_t start_ns = 0;             // steady clock
+  uint64_t end_ns = 0;               // steady clock
+  uint64_t launch_ns = 0;            // kernel: CPU time of its launch (0 = unknown)
+  uint64_t correlation = 0;          // kernel: launch correlation id
+  ContextId context = kRootContext;  // the call path (kernel: where it was launched)
+  NameId name = kNoName;             // kernel name (scopes: the path's last frame)
+  uint32_t device = 0;               // kernel: device id
+  uint32_t stream = 0;               // kernel: stream id
+  uint32_t thread = 0;               // launching thread / scope's thread (small index)
+  uint8_t kind = kKernel;
+  uint8_t device_type = 0;  // DeviceType of a kernel
+  uint16_t flags = 0;       // kTraceFirstOfLaunch, kTraceUnattributed
+};
+static_assert(sizeof(TraceEvent) == 56);
+
+/// TraceEvent::flags: the first kernel of its launch (a graph launch yields many).
+inline constexpr uint16_t kTraceFirstOfLaunch = 1;
+/// TraceEvent::flags: the kernel had no launch tag (context unknown).
+inline constexpr uint16_t kTraceUnattributed = 2;
+
+class TraceStore {
+ public:
+  static constexpr size_t kChunkEvents = 4096;  // 224 KiB per chunk
+  static constexpr size_t kChunkBytes = kChunkEvents * sizeof(TraceEvent);
+  // Streaming keeps ~3.5 MB resident: enough to batch file writes, small next to CUPTI buffers.
+  static constexpr size_t kResidentChunks = 16;
+
+  using Spill = std::function<void(std::span<const TraceEvent>)>;
+
+  /// `budget_bytes` 0 streams full chunks to `spill`; otherwise keeps the newest events that
+  /// fit in budget_bytes (at least two chunks) and never calls `spill`.
+  TraceStore(uint64_t budget_bytes, Spill spill);
+
+  void add(const TraceEvent& e);
+  /// CPU scopes arrive as enter/exit pairs per thread; a completed pair becomes one event.
+  void scope_enter(uint32_t thread, ContextId scope, uint64_t ns);
+  void scope_exit(uint32_t thread, ContextId scope, uint64_t ns);
+  /// Closes every scope still open at `ns` (finalize); they are flagged as unfinished.
+  void close_open_scopes(uint64_t ns);
+
+  /// Calls fn(span) for the events held in memory, oldest first.
+  void for_each_chunk(const std::function<void(std::span<const TraceEvent>)>& fn) const;
+
+  uint64_t budget_bytes() const { return budget_bytes_; }
+  uint64_t recorded() const { return recorded_; }                   // events ever added
+  uint64_t dropped() const { return dropped_; }                     // events the budget pushed out
+  uint64_t dropped_before_ns() const { return dropped_until_ns_; }  // latest dropped start
+  uint64_t resident_bytes() const { return chunks_.size() * kChunkBytes; }
+  uint64_t unfinished_scopes() const { return unfinished_scopes_; }
+
+ private:
+  using Chunk = std::vector<TraceEvent>;
+  Chunk* tail();  // a chunk with room, spilling or dropping the oldest one when needed
+
+  uint64_t budget_bytes_;
+  size_t max_chunks_;  // chunks kept before the oldest is spilled or dropped
+  Spill spill_;
+  std::vector<std::unique_ptr<Chunk>> chunks_;  // oldest first (front erase is rare: per chunk)
+  std::unique_ptr<Chunk> spare_;                // a recycled chunk, so steady state allocates none
+  std::unordered_map<uint32_t, std::vector<std::pair<ContextId, uint64_t>>> open_scopes_;
+  uint64_t recorded_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t dropped_until_ns_ = 0;
+  uint64_t unfinished_scopes_ = 0;
+};
+
+}  // namespace proton

@@ -1,0 +1,281 @@
+#include "io/chrome_trace_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "common/name_table.h"
+#include "context/context_tree.h"
+#include "io/json_writer.h"
+
+namespace proton {
+
+namespace {
+
+constexpr size_t kFlushBytes = 1u << 20;  // one write() per MB keeps spilling cheap
+
+void append_uint(std::string& out, uint64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, end);
+}
+
+}  // namespace
+
+ChromeTraceWriter::ChromeTraceWriter(std::string path, TraceClock clock)
+    : path_(std::move(path)),
+      partial_(path_ + ".partial." + std::to_string(::getpid())),
+      clock_(clock),
+      cpu_pid_(std::to_string(::getpid())) {
+  buf_.reserve(kFlushBytes + 4096);
+}
+
+ChromeTraceWriter::~ChromeTraceWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    std::remove(partial_.c_str());
+  }
+}
+
+bool ChromeTraceWriter::open_file() {
+  if (file_ != nullptr) return true;
+  if (failed_) return false;
+  file_ = std::fopen(partial_.c_str(), "wb");
+  if (file_ == nullptr) {
+    failed_ = true;
+    failure_ = std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+void ChromeTraceWriter::flush_buffer() {
+  if (buf_.empty() || !open_file()) return;
+  if (std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
+    failed_ = true;
+    failure_ = std::strerror(errno);
+  }
+  bytes_written_ += buf_.size();
+  buf_.clear();
+}
+
+void ChromeTraceWriter::append_time(uint64_t ns) {
+  if (ns < clock_.base_steady_ns) {
+    buf_.push_back('-');
+    append_duration(clock_.base_steady_ns - ns);
+  } else {
+    append_duration(ns - clock_.base_steady_ns);
+  }
+}
+
+void ChromeTraceWriter::append_duration(uint64_t ns) {
+  // Fixed-point µs with 3 decimals: exact for ns inputs, and no floating-point formatting.
+  append_uint(buf_, ns / 1000);
+  char frac[4] = {'.', static_cast<char>('0' + ns / 100 % 10),
+                  static_cast<char>('0' + ns / 10 % 10), static_cast<char>('0' + ns % 10)};
+  buf_.append(frac, 4);
+}
+
+const std::string& ChromeTraceWriter::call_stack(ContextId ctx) {
+  auto [it, inserted] = stacks_.try_emplace(ctx);
+  if (inserted) {
+    std::vector<NameId> path;
+    ContextTree::global().path(ctx, path);
+    std::string& s = it->second;
+    s.push_back('[');
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (i) s.push_back(',');
+      JsonWriter::append_string(s, NameTable::global().name(path[i]));
+    }
+    s.push_back(']');
+  }
+  return it->second;
+}
+
+const std::string& ChromeTraceWriter::quoted_name(NameId name) {
+  auto [it, inserted] = names_.try_emplace(name);
+  if (inserted) {
+    JsonWriter::append_string(it->second,
+                              name == kNoName ? "<unknown>" : NameTable::global().name(name));
+  }
+  return it->second;
+}
+
+void ChromeTraceWriter::append_event(const TraceEvent& e) {
+  const std::string& cpu_pid = cpu_pid_;
+  auto sep = [&] {
+    if (!first_event_) buf_.push_back(',');
+    first_event_ = false;
+    buf_.push_back('\n');
+  };
+  uint64_t dur = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
+  if (e.kind == TraceEvent::kScope) {
+    cpu_lanes_.insert(e.thread);
+    sep();
+    buf_ += "{\"ph\":\"X\",\"cat\":\"scope\",\"name\":";
+    buf_ += quoted_name(e.name);
+    buf_ += ",\"pid\":" + cpu_pid + ",\"tid\":";
+    append_uint(buf_, e.thread);
+    buf_ += ",\"ts\":";
+    append_time(e.start_ns);
+    buf_ += ",\"dur\":";
+    append_duration(dur);
+    buf_ += ",\"args\":{\"call_stack\":";
+    buf_ += call_stack(e.context);
+    buf_ += "}}";
+    return;
+  }
+  gpu_lanes_[e.device].insert(e.stream);
+  uint64_t start = e.start_ns;
+  sep();
+  buf_ += "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":";
+  buf_ += quoted_name(e.name);
+  buf_ += ",\"pid\":";
+  append_uint(buf_, e.device);
+  buf_ += ",\"tid\":";
+  append_uint(buf_, e.stream);
+  buf_ += ",\"ts\":";
+  append_time(start);
+  buf_ += ",\"dur\":";
+  append_duration(dur);
+  buf_ += ",\"args\":{\"call_stack\":";
+  buf_ += call_stack(e.context);
+  buf_ += ",\"correlation\":";
+  append_uint(buf_, e.correlation);
+  buf_ += ",\"time (ns)\":";
+  append_uint(buf_, dur);
+  if (e.flags & kTraceUnattributed) buf_ += ",\"unattributed\":true";
+  buf_ += "}}";
+  if (e.launch_ns == 0) return;
+  cpu_lanes_.insert(e.thread);
+  if (e.flags & kTraceFirstOfLaunch) {
+    sep();
+    buf_ += "{\"ph\":\"X\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":" + cpu_pid + ",\"tid\":";
+    append_uint(buf_, e.thread);
+    buf_ += ",\"ts\":";
+    append_time(e.launch_ns);
+    buf_ += ",\"dur\":0.000,\"args\":{\"correlation\":";
+    append_uint(buf_, e.correlation);
+    buf_ += ",\"kernel\":";
+    buf_ += quoted_name(e.name);
+    buf_ += "}}";
+  }
+  // One arrow per kernel (a graph launch fans out); ids are unique within the file.
+  uint64_t id = next_flow_id_++;
+  sep();
+  buf_ += "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"launch->kernel\",\"id\":";
+  append_uint(buf_, id);
+  buf_ += ",\"pid\":" + cpu_pid + ",\"tid\":";
+  append_uint(buf_, e.thread);
+  buf_ += ",\"ts\":";
+  append_time(e.launch_ns);
+  buf_ += ",\"bp\":\"e\"}";
+  sep();
+  buf_ += "{\"ph\":\"f\",\"cat\":\"flow\",\"name\":\"launch->kernel\",\"id\":";
+  append_uint(buf_, id);
+  buf_ += ",\"pid\":";
+  append_uint(buf_, e.device);
+  buf_ += ",\"tid\":";
+  append_uint(buf_, e.stream);
+  buf_ += ",\"ts\":";
+  append_time(start);
+  buf_ += ",\"bp\":\"e\"}";
+}
+
+void ChromeTraceWriter::append(std::span<const TraceEvent> events) noexcept {
+  try {
+    if (failed_) {
+      lost_events_ += events.size();
+      return;
+    }
+    if (bytes_written_ == 0 && buf_.empty()) buf_ = "{\"traceEvents\":[";
+    for (const TraceEvent& e : events) {
+      append_event(e);
+      if (buf_.size() >= kFlushBytes) flush_buffer();
+    }
+    if (failed_) lost_events_ += events.size();
+  } catch (...) {  // std::bad_alloc: lose this batch, keep the program alive
+    failed_ = true;
+    failure_ = "out of memory";
+    lost_events_ += events.size();
+  }
+}
+
+void ChromeTraceWriter::finish(const TraceSummary& summary) {
+  if (bytes_written_ == 0 && buf_.empty()) buf_ = "{\"traceEvents\":[";
+  const std::string& pid = cpu_pid_;
+  auto meta = [&](const std::string& p, const std::string& tid, const char* what,
+                  const std::string& arg) {
+    if (!first_event_) buf_.push_back(',');
+    first_event_ = false;
+    buf_ += "\n{\"ph\":\"M\",\"pid\":" + p + ",\"tid\":" + tid + ",\"name\":\"" + what +
+            "\",\"args\":{" + arg + "}}";
+  };
+  auto quoted = [](const std::string& s) {
+    std::string out;
+    JsonWriter::append_string(out, s);
+    return out;
+  };
+  meta(pid, "0", "process_name", "\"name\":" + quoted("CPU (pid " + pid + ")"));
+  meta(pid, "0", "process_sort_index", "\"sort_index\":0");
+  for (uint32_t t : cpu_lanes_) {
+    std::string tid = std::to_string(t);
+    meta(pid, tid, "thread_name", "\"name\":" + quoted("thread " + tid));
+    meta(pid, tid, "thread_sort_index", "\"sort_index\":" + tid);
+  }
+  for (const auto& [device, streams] : gpu_lanes_) {
+    std::string d = std::to_string(device);
+    meta(d, "0", "process_name", "\"name\":" + quoted("GPU " + d));
+    meta(d, "0", "process_sort_index", "\"sort_index\":" + std::to_string(device + 1));
+    for (uint32_t s : streams) {
+      std::string tid = std::to_string(s);
+      meta(d, tid, "thread_name", "\"name\":" + quoted("stream " + tid));
+      meta(d, tid, "thread_sort_index", "\"sort_index\":" + tid);
+    }
+  }
+  if (summary.dropped_events != 0) {
+    // A global instant where the kept window starts, so the gap is visible on the timeline.
+    if (!first_event_) buf_.push_back(',');
+    buf_ += "\n{\"ph\":\"i\",\"s\":\"g\",\"name\":\"proton: trace budget dropped ";
+    append_uint(buf_, summary.dropped_events);
+    buf_ += " earlier events\",\"pid\":" + pid + ",\"tid\":0,\"ts\":";
+    append_time(summary.dropped_before_ns);
+    buf_ += "}";
+  }
+  buf_ += "\n],\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
+  append_uint(buf_, clock_.base_wall_ns);
+  buf_ += ",\n\"otherData\":{\"proton_format_version\":1,\"proton_version\":\"0.1.0\"";
+  auto field = [&](const char* key, uint64_t v) {
+    buf_ += ",\"";
+    buf_ += key;
+    buf_ += "\":";
+    append_uint(buf_, v);
+  };
+  field("proton_base_time_ns", clock_.base_wall_ns);
+  field("proton_base_steady_ns", clock_.base_steady_ns);
+  field("proton_recorded_events", summary.recorded_events);
+  field("proton_dropped_events", summary.dropped_events);
+  field("proton_trace_budget_bytes", summary.budget_bytes);
+  field("proton_lost_events", lost_events_ + summary.write_errors);
+  field("dropped_records", summary.dropped_records);
+  field("unattributed_kernels", summary.unattributed_kernels);
+  field("proton_unfinished_scopes", summary.unfinished_scopes);
+  buf_ += "}}\n";
+  flush_buffer();
+  if (file_ != nullptr && std::fclose(file_) != 0 && !failed_) {
+    failed_ = true;
+    failure_ = std::strerror(errno);
+  }
+  file_ = nullptr;
+  if (failed_ || std::rename(partial_.c_str(), path_.c_str()) != 0) {
+    std::string why = failed_ ? failure_ : std::strerror(errno);
+    std::remove(partial_.c_str());
+    throw std::runtime_error("cannot write trace '" + path_ + "': " + why);
+  }
+}
+
+}  // namespace proton

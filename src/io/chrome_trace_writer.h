@@ -1,0 +1,94 @@
+// Chrome trace JSON output (Perfetto, chrome://tracing), written as a stream.
+//
+//   {"traceEvents": [ ...events... ], "displayTimeUnit": "ns",
+//    "baseTimeNanoseconds": <wall-clock ns of ts 0>,
+//    "otherData": {"proton_base_time_ns": ..., "proton_base_steady_ns": ..., ...}}
+//
+// Lanes: one process per GPU (pid = device id, named "GPU <d>") with one thread per stream
+// (tid = stream id); one process for the CPU (pid = the OS pid) with one thread per profiled
+// thread (tid = Proton's small thread index). Kernels and scopes are complete ("X") events in
+// µs relative to the session's trace start; each kernel with a known launch gets a zero-length
+// "launch" slice on its thread and a flow arrow ("s" -> "f", bound to the enclosing slices).
+// Kernel args carry the call path ("call_stack", outermost first, as triton.profiler writes
+// it), the correlation id and "time (ns)".
+//
+// Events are appended as they leave the TraceStore (spilled chunks during the run, the resident
+// tail at finalize) into "<path>.partial"; finish() adds lane names and the trailer and renames
+// the file over <path>, so a reader never sees half a trace under the final name.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "data/trace_store.h"
+
+namespace proton {
+
+struct TraceClock {
+  uint64_t base_steady_ns = 0;  // steady-clock ns written as ts 0
+  uint64_t base_wall_ns = 0;    // the same instant as ns since the Unix epoch (CLOCK_REALTIME)
+};
+
+/// What finish() reports about collection inside the file.
+struct TraceSummary {
+  uint64_t recorded_events = 0;
+  uint64_t dropped_events = 0;     // pushed out by the budget (flight recorder)
+  uint64_t dropped_before_ns = 0;  // steady ns of the newest dropped event
+  uint64_t budget_bytes = 0;       // 0 = unbounded
+  uint64_t dropped_records = 0;    // activity records the backend lost
+  uint64_t unattributed_kernels = 0;
+  uint64_t unfinished_scopes = 0;  // scopes still open at finalize (closed there)
+  uint64_t write_errors = 0;       // events lost because the partial file could not be written
+};
+
+class ChromeTraceWriter {
+ public:
+  ChromeTraceWriter(std::string path, TraceClock clock);
+  ~ChromeTraceWriter();  // removes an unfinished partial file
+  ChromeTraceWriter(const ChromeTraceWriter&) = delete;
+  ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
+
+  /// Appends events. Never throws (it runs on the record thread): a write failure is counted
+  /// and reported by finish().
+  void append(std::span<const TraceEvent> events) noexcept;
+  /// Writes lane names and the trailer, then renames the partial file over the output path.
+  /// Throws std::runtime_error naming the path when the file cannot be written.
+  void finish(const TraceSummary& summary);
+
+  const std::string& path() const { return path_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  void append_event(const TraceEvent& e);
+  void append_time(uint64_t ns);      // µs relative to the base, 3 decimals
+  void append_duration(uint64_t ns);  // µs, 3 decimals
+  const std::string& call_stack(ContextId ctx);
+  const std::string& quoted_name(NameId name);
+  bool open_file();
+  void flush_buffer();
+
+  std::string path_;
+  std::string partial_;
+  TraceClock clock_;
+  std::string cpu_pid_;  // the CPU process's pid, as text
+  std::FILE* file_ = nullptr;
+  bool failed_ = false;
+  std::string failure_;
+  uint64_t lost_events_ = 0;
+  std::string buf_;
+  uint64_t bytes_written_ = 0;
+  bool first_event_ = true;
+  uint64_t next_flow_id_ = 1;
+  std::unordered_map<ContextId, std::string> stacks_;  // call_stack JSON arrays per context
+  std::unordered_map<NameId, std::string> names_;      // quoted, escaped names
+  std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;   // device -> streams seen
+  std::set<uint32_t> cpu_lanes_;                       // thread indices seen
+};
+
+}  // namespace proton
