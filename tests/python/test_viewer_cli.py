@@ -1,0 +1,134 @@
+"""Runs the built proton-viewer binary on the recorded fixtures.
+
+The binary comes from $PROTON_VIEWER, else `proton-viewer` on PATH; without one the module is
+skipped (the C++ GoogleTest suite covers the same code in-process).
+"""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
+VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
+
+pytestmark = pytest.mark.skipif(not VIEWER or not os.path.exists(VIEWER),
+                                reason="proton-viewer not built (set PROTON_VIEWER)")
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run(*args, cwd=FIXTURES, env=None):
+    return subprocess.run([VIEWER, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def table(stdout):
+    """Maps frame name -> list of column strings from the tree output."""
+    rows = {}
+    for line in stdout.splitlines()[1:]:
+        if not line.strip() or line.startswith("Sorted"):
+            break
+        cells = line.split()
+        name = re.sub(r"^[\s│├└─]+", "", line.split("  ")[-1]).strip()
+        rows[name] = cells
+    return rows
+
+
+def test_default_tree_is_plain_when_piped():
+    r = run("triton_style.json")
+    assert r.returncode == 0, r.stderr
+    assert not ANSI.search(r.stdout)
+    rows = table(r.stdout)
+    assert rows["ROOT"][0] == "6.000"
+    assert rows["matmul_kernel"][0] == "4.000"
+    assert "__proton_launch_metadata" not in r.stdout
+    assert "vector_add_f32" in rows  # demangled and shortened
+
+
+def test_color_forced_and_no_color_env():
+    assert ANSI.search(run("--color", "triton_style.json").stdout)
+    env = dict(os.environ, NO_COLOR="1")
+    assert not ANSI.search(run("triton_style.json", env=env).stdout)
+
+
+def test_derived_metrics_numbers():
+    r = run("-m", "time/us,count,tflop16/s,gbyte/s,avg_time/us,time/%", "triton_style.json")
+    assert r.returncode == 0, r.stderr
+    cells = table(r.stdout)["matmul_kernel"]
+    assert [float(c) for c in cells[:6]] == [4000.0, 10, 500.0, 2500.0, 400.0, pytest.approx(66.667)]
+
+
+def test_triton_option_spellings():
+    for sorted_flag in ("--print-sorted", "--print_sorted"):
+        r = run("-m", "time/ms", sorted_flag, "-f", "function_line", "triton_style.json")
+        assert r.returncode == 0 and "Sorted frames by time/ms" in r.stdout
+        assert "12@main" in r.stdout
+    r = run("--metrics=TIME/MS", "--depth=1", "triton_style.json")
+    assert r.returncode == 0 and "matmul" not in r.stdout
+
+
+def test_diff_marks_one_sided_frames():
+    r = run("-m", "time/ms", "-diff", "triton_style.json", "triton_style_new.json")
+    assert r.returncode == 0, r.stderr
+    assert "softmax [only in triton_style_new.json]" in r.stdout
+    assert "vector_add_f32 [only in triton_style.json]" in r.stdout
+    assert table(r.stdout)["ROOT"][0] == "-1.100"
+
+
+def test_bad_inputs_name_file_offset_reason(tmp_path):
+    r = run("errors/truncated.json")
+    assert r.returncode == 1
+    assert re.match(r"errors/truncated\.json:\d+: \S", r.stderr)
+    bad = tmp_path / "bad.json"
+    data = b'[{"frame": {"name": "ROOT"}, "metrics": {"t": {}}}]'
+    bad.write_bytes(data)
+    r = run(bad)
+    offset = data.index(b"{}")  # the offending value
+    assert r.returncode == 1 and f"{bad}:{offset}: metric \"t\" must be a number" in r.stderr
+
+
+def test_usage_errors_exit_2():
+    assert run("-m", "nope", "triton_style.json").returncode == 2
+    assert run("--nope", "triton_style.json").returncode == 2
+    assert run().returncode == 2
+    assert run("-h").returncode == 0
+
+
+def test_random_corruptions_never_crash():
+    data = (FIXTURES / "triton_style.json").read_bytes()
+    rng = random.Random(5)
+    for i in range(60):
+        mutated = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        path = Path(f"/tmp/proton_viewer_mutant_{os.getpid()}.json")
+        path.write_bytes(bytes(mutated))
+        r = run(path)
+        assert r.returncode in (0, 1), (i, r.returncode, r.stderr)
+        path.unlink()
+
+
+def test_merge_writes_a_viewable_profile(tmp_path):
+    out = tmp_path / "merged.json"
+    r = run("merge", "triton_style.json", "triton_style_new.json", "-o", out)
+    assert r.returncode == 0, r.stderr
+    root, devices = json.loads(out.read_text())
+    assert root["frame"]["name"] == "ROOT" and "CUDA" in devices
+    r = run("-m", "time:max/ms,time:argmax,time/ms", out)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout)["_attn_fwd"][:3] == ["1.700", "1", "3.200"]
+
+
+def test_folded_and_speedscope(tmp_path):
+    r = run("--format", "folded", "-m", "time/ns", "triton_style.json")
+    assert r.stdout.splitlines()[0] == "/home/user/proj/train.py:12@main;matmul;matmul_kernel 4000000"
+    out = tmp_path / "p.speedscope.json"
+    assert run("--output-format", "speedscope", "-o", out, "triton_style.json").returncode == 0
+    doc = json.loads(out.read_text())
+    assert doc["profiles"][0]["unit"] == "milliseconds"
+    assert sum(doc["profiles"][0]["weights"]) == pytest.approx(6.0)
