@@ -215,7 +215,7 @@ int run_merge(const MergeOptions& options, std::ostream& out) {
   std::vector<const Profile*> inputs;
   for (const auto& p : profiles)
     inputs.push_back(&p);
-  Profile merged = merge_profiles(inputs, options.inputs);
+  Profile merged = merge_profiles(inputs);
   write_file_atomically(options.output_path, to_hatchet_json(merged));
   out << "merged " << inputs.size() << " profiles into " << options.output_path << "\n";
   for (size_t k = 0; k < options.inputs.size(); ++k) {

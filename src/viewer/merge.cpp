@@ -34,8 +34,7 @@ std::string stat_name(std::string_view metric, std::string_view stat, MetricKind
 
 }  // namespace
 
-Profile merge_profiles(const std::vector<const Profile*>& inputs,
-                       const std::vector<std::string>& labels) {
+Profile merge_profiles(const std::vector<const Profile*>& inputs) {
   Alignment aligned = align_profiles(inputs);
   Profile out = std::move(aligned.tree);
   size_t n = inputs.size();
@@ -116,12 +115,6 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs,
     for (const DeviceInfo& d : p->devices) {
       if (out.device(d.type, d.id) == nullptr) out.devices.push_back(d);
     }
-  }
-  if (!out.nodes.empty()) {
-    std::string joined;
-    for (size_t k = 0; k < labels.size(); ++k)
-      joined += (k ? ", " : "") + labels[k];
-    out.nodes[0].text.emplace_back("merged_inputs", joined);
   }
   return out;
 }

@@ -14,9 +14,8 @@ namespace proton::viewer {
 //                               frame counting as 0; "(exc)" because a max of sums is not a sum
 //                               of maxima, so readers must not roll these up again;
 //   <name>:argmax (pty)         the index of the input holding the max.
-// Properties "(pty)" keep the first input's value. The root's string metric "merged_inputs"
-// lists the labels in input order.
-Profile merge_profiles(const std::vector<const Profile*>& inputs,
-                       const std::vector<std::string>& labels);
+// Properties "(pty)" keep the first input's value. The input list is not stored in the file:
+// Triton's viewer sums every metric column, so a string metric on the root would break it.
+Profile merge_profiles(const std::vector<const Profile*>& inputs);
 
 }  // namespace proton::viewer

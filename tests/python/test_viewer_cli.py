@@ -16,8 +16,18 @@ import pytest
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
 VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
 
-pytestmark = pytest.mark.skipif(not VIEWER or not os.path.exists(VIEWER),
-                                reason="proton-viewer not built (set PROTON_VIEWER)")
+
+
+def _is_ours(path):
+    # triton.profiler installs a Python `proton-viewer` too; only test the C++ one.
+    if not path or not os.path.exists(path):
+        return False
+    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
+
+
+pytestmark = pytest.mark.skipif(not _is_ours(VIEWER),
+                                reason="C++ proton-viewer not built (set PROTON_VIEWER)")
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

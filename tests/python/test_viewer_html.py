@@ -16,8 +16,18 @@ VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
 CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(b)), None)
 
-pytestmark = pytest.mark.skipif(not VIEWER or not CHROMIUM,
-                                reason="needs proton-viewer and a Chromium")
+
+
+def _is_ours(path):
+    # triton.profiler installs a Python `proton-viewer` too; only test the C++ one.
+    if not path or not os.path.exists(path):
+        return False
+    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
+
+
+pytestmark = pytest.mark.skipif(not CHROMIUM or not _is_ours(VIEWER),
+                                reason="needs the C++ proton-viewer and a Chromium")
 
 
 @pytest.fixture(scope="module")
