@@ -1,0 +1,175 @@
+"""The ``proton`` command: profile a whole script, module or pytest run.
+
+    proton [options] script.py [args]
+    proton [options] pytest [args]
+    proton [options] --module NAME [args]     (or a module name: ``proton pkg.train``)
+    python -m proton [options] ...
+
+The command owns the session: it starts one before the target runs and finalizes it after,
+even when the target raises or calls ``sys.exit``. ``proton.start``/``proton.finalize`` inside
+the target are ignored meanwhile (``_flags.command_line``), so scripts written for plain use
+run unchanged. The exit status is the target's.
+"""
+
+import argparse
+import importlib.util
+import os
+import runpy
+import sys
+import traceback
+
+from . import _flags
+from .profile import finalize as _finalize
+from .profile import start as _start
+
+_USAGE = """\
+proton [options] script.py [script args]
+       proton [options] pytest [pytest args]
+       proton [options] --module NAME [module args]
+       python -m proton [options] ..."""
+
+_EPILOG = """\
+targets:
+  script.py        run as __main__, with sys.argv = [script.py, args...] and the script's
+                   folder first on sys.path, as `python script.py` would
+  pytest           run pytest.main(args) in this process (every test is profiled)
+  --module NAME    run a module as __main__, as `python -m NAME` would; a bare target that is
+                   not a file but names an importable module is run the same way
+
+The session is started before the target and finalized (profile written) after it, also when
+the target raises, calls sys.exit() or is interrupted; start()/finalize() calls inside the
+target are ignored. The exit status is the target's (1 for an uncaught exception, 130 for
+Ctrl-C).
+
+environment:
+  PROTON_NVTX=0    do not turn NVTX ranges (nvtxRangePush/Pop) into scopes (on by default)
+
+examples:
+  proton -n matmul bench.py --size 4096       writes matmul.hatchet
+  proton -c python -k triton train.py         Python call paths, Triton launch metadata
+  proton pytest -x tests/test_kernels.py
+  proton-viewer -m time/ms matmul.hatchet
+"""
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="proton",
+        usage=_USAGE,
+        description="Profile GPU kernels of a Python script, module or pytest run.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-n", "--name", default=None,
+                   help="output path without extension (default: proton -> proton.hatchet)")
+    p.add_argument("-b", "--backend", default=None,
+                   help="GPU backend: cupti (NVIDIA); default: this machine's")
+    p.add_argument("-c", "--context", default="shadow", choices=["shadow", "python"],
+                   help="shadow: kernels under proton.scope/state frames (default); "
+                        "python: under the Python call path that launched them")
+    p.add_argument("-d", "--data", default="tree", help="data kept: tree (default)")
+    p.add_argument("-k", "--hook", default=None, choices=["triton"],
+                   help="triton: attach each Triton kernel's launch_metadata "
+                        "(name, flops*, bytes, ...) to its node")
+    p.add_argument("-m", "--mode", default=None, help="backend mode (default: kernel timing)")
+    p.add_argument("--module", dest="module", default=None, metavar="NAME",
+                   help="run module NAME as __main__ (like python -m NAME)")
+    p.add_argument("--no-nvtx", action="store_true",
+                   help="do not turn NVTX ranges into scopes (same as PROTON_NVTX=0)")
+    p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
+    return p
+
+
+def _exit_code(e: SystemExit) -> int:
+    """The status `python script.py` would exit with for this SystemExit."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _is_module(target: str) -> bool:
+    if os.path.exists(target) or target.endswith(".py") or os.sep in target:
+        return False
+    try:
+        return importlib.util.find_spec(target) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _run_target(kind: str, target: str, args: list) -> int:
+    """Runs the target in this process; returns its exit status."""
+    saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
+    try:
+        if kind == "pytest":
+            import pytest
+
+            sys.argv = ["pytest", *args]
+            return int(pytest.main(list(args)))
+        if kind == "module":
+            sys.argv = [target, *args]
+            # `python -m` puts the working directory first on sys.path.
+            sys.path[0] = os.getcwd()
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+            return 0
+        sys.argv = [target, *args]
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+        runpy.run_path(target, run_name="__main__")
+        return 0
+    except SystemExit as e:
+        return _exit_code(e)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return 130
+    except BaseException:  # noqa: B902 - the target's error is reported, the profile still kept
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    opts = parser.parse_args(argv)
+    if opts.module is not None:
+        kind, target, args = "module", opts.module, ([opts.target] if opts.target else []) + opts.args
+    elif opts.target is None:
+        parser.error("nothing to run: give a script, pytest, or --module NAME")
+    elif os.path.basename(opts.target) == "pytest":
+        kind, target, args = "pytest", opts.target, opts.args
+    elif _is_module(opts.target):
+        kind, target, args = "module", opts.target, opts.args
+    else:
+        kind, target, args = "script", opts.target, opts.args
+        if not os.path.isfile(target):
+            parser.error(f"no such script: {target}")
+    if opts.no_nvtx:
+        os.environ["PROTON_NVTX"] = "0"
+
+    try:
+        _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
+               mode=opts.mode, hook=opts.hook)
+    except (ValueError, RuntimeError) as e:
+        parser.error(str(e))
+    _flags.command_line = True
+    status = 1
+    try:
+        status = _run_target(kind, target, args)
+    finally:
+        _flags.command_line = False
+        try:
+            _finalize()
+        except Exception as e:  # say why the profile is missing; a failing target's status wins
+            print(f"proton: could not write the profile: {e}", file=sys.stderr)
+            status = status or 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

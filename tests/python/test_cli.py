@@ -1,0 +1,182 @@
+"""The `proton` command on a CPU machine: sessions, exit codes, targets (script, module, pytest).
+
+Without a GPU a session still records CPU-side scopes and metrics and writes its .hatchet file,
+so everything but kernel attribution can be checked here; tests/gpu/test_gpu_cli.py checks
+kernels.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# A script that marks the profile with a scope metric, so the test can tell whose file it is.
+MARK = """
+import proton
+with proton.scope("marked", metrics={"mark": 1}):
+    pass
+"""
+
+
+def run(args, cwd, env=None, timeout=120):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "proton", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def write(path, code):
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+def frames(path):
+    with open(path) as f:
+        root = json.load(f)[0]
+    names = []
+
+    def walk(node):
+        names.append(node["frame"]["name"])
+        for c in node.get("children", []):
+            walk(c)
+
+    walk(root)
+    return names
+
+
+def test_script_runs_under_a_session_and_writes_the_profile(tmp_path):
+    write(tmp_path / "s.py", MARK + "import sys\nprint('argv', sys.argv[1:])\n")
+    r = run(["-n", "out", "s.py", "a", "--flag"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "argv ['a', '--flag']" in r.stdout
+    assert "marked" in frames(tmp_path / "out.hatchet")
+
+
+def test_start_and_finalize_inside_the_script_are_ignored(tmp_path):
+    write(tmp_path / "s.py", """
+        import proton
+        sid = proton.start("inner", context="python")
+        assert sid is None
+        with proton.scope("marked", metrics={"mark": 1}):
+            pass
+        proton.finalize()
+        with proton.scope("after_finalize", metrics={"mark": 1}):
+            pass
+    """)
+    r = run(["-n", "outer", "s.py"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "inner.hatchet").exists()
+    names = frames(tmp_path / "outer.hatchet")
+    assert "marked" in names and "after_finalize" in names
+
+
+def test_script_that_raises_exits_1_and_keeps_the_profile(tmp_path):
+    write(tmp_path / "s.py", MARK + "raise ValueError('boom')\n")
+    r = run(["-n", "out", "s.py"], cwd=tmp_path)
+    assert r.returncode == 1
+    assert "ValueError: boom" in r.stderr
+    assert "marked" in frames(tmp_path / "out.hatchet")
+
+
+@pytest.mark.parametrize("code, status, stderr", [
+    ("sys.exit(3)", 3, ""),
+    ("sys.exit(0)", 0, ""),
+    ("sys.exit()", 0, ""),
+    ("sys.exit('bad input')", 1, "bad input"),
+])
+def test_sys_exit_status_is_the_command_status(tmp_path, code, status, stderr):
+    write(tmp_path / "s.py", MARK + f"import sys\n{code}\n")
+    r = run(["-n", "out", "s.py"], cwd=tmp_path)
+    assert r.returncode == status, r.stderr
+    assert stderr in r.stderr
+    assert "marked" in frames(tmp_path / "out.hatchet")
+
+
+def test_script_sees_itself_as_main_with_its_folder_on_sys_path(tmp_path):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    write(sub / "helper.py", "VALUE = 42\n")
+    write(sub / "s.py", """
+        import helper, sys
+        assert __name__ == "__main__"
+        assert __file__.endswith("s.py")
+        sys.exit(helper.VALUE)
+    """)
+    r = run(["-n", "out", "sub/s.py"], cwd=tmp_path)
+    assert r.returncode == 42, r.stderr
+
+
+@pytest.mark.parametrize("how", ["--module", "bare"])
+def test_module_target(tmp_path, how):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    write(pkg / "__init__.py", "")
+    write(pkg / "tool.py", MARK + textwrap.dedent("""
+        import sys
+        assert __name__ == "__main__"
+        sys.exit(int(sys.argv[1]))
+    """))
+    target = ["--module", "mypkg.tool"] if how == "--module" else ["mypkg.tool"]
+    r = run(["-n", "out", *target, "5"], cwd=tmp_path)
+    assert r.returncode == 5, r.stderr
+    assert "marked" in frames(tmp_path / "out.hatchet")
+
+
+def test_pytest_target_profiles_the_tests_and_returns_pytest_status(tmp_path):
+    write(tmp_path / "test_tiny.py", """
+        import proton
+
+        def test_ok():
+            with proton.scope("in_test", metrics={"mark": 1}):
+                pass
+            proton.finalize()  # ignored: the command owns the session
+    """)
+    r = run(["-n", "out", "pytest", "-q", "-p", "no:cacheprovider", "test_tiny.py"],
+            cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
+    assert "in_test" in frames(tmp_path / "out.hatchet")
+
+    write(tmp_path / "test_fail.py", "def test_fail():\n    assert False\n")
+    r = run(["-n", "out2", "pytest", "-q", "-p", "no:cacheprovider", "test_fail.py"],
+            cwd=tmp_path)
+    assert r.returncode == 1
+    assert (tmp_path / "out2.hatchet").exists()
+
+
+def test_python_context_and_options_are_accepted(tmp_path):
+    write(tmp_path / "s.py", MARK)
+    r = run(["-n", "out", "-c", "python", "-d", "tree", "--no-nvtx", "s.py"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out.hatchet").exists()
+
+
+def test_bad_options_and_missing_target_are_usage_errors(tmp_path):
+    r = run(["-c", "nonsense", "s.py"], cwd=tmp_path)
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = run(["missing_script.py"], cwd=tmp_path)
+    assert r.returncode == 2 and "no such script" in r.stderr
+    r = run([], cwd=tmp_path)
+    assert r.returncode == 2 and "nothing to run" in r.stderr
+    r = run(["-d", "nonsense", "-n", "x", "missing_but_checked_later.py"], cwd=tmp_path)
+    assert r.returncode == 2
+
+
+def test_help_documents_every_option(tmp_path):
+    r = run(["-h"], cwd=tmp_path)
+    assert r.returncode == 0
+    for opt in ["--name", "--backend", "--context", "--data", "--hook", "--mode", "--module",
+                "--no-nvtx", "pytest", "PROTON_NVTX", "sys.exit"]:
+        assert opt in r.stdout, opt
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("proton")
+    if exe is None:
+        pytest.skip("the proton console script is not on PATH (package not pip-installed)")
+    r = subprocess.run([exe, "-h"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--context" in r.stdout
