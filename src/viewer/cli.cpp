@@ -36,10 +36,10 @@ Prepared prepare(const std::string& path, const ViewOptions& options,
   p.tree = load_hatchet(path);
   if (!options.show_metadata) p.tree = hide_metadata(std::move(p.tree));
   if (options.include) {
-    p.tree = include_paths(std::move(p.tree), compile_regex(*options.include, "-i"));
+    p.tree = include_paths(std::move(p.tree), NamePattern(*options.include, "-i"));
   }
   if (options.exclude) {
-    p.tree = exclude_frames(std::move(p.tree), compile_regex(*options.exclude, "-e"));
+    p.tree = exclude_frames(std::move(p.tree), NamePattern(*options.exclude, "-e"));
   }
   if (requests.empty()) requests.push_back(default_metric(p.tree));
   p.columns = derive_columns(p.tree, requests, warnings);

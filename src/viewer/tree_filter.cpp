@@ -125,12 +125,12 @@ Profile hide_metadata(Profile profile) {
   return Rebuilder(std::move(profile)).run(actions);
 }
 
-Profile include_paths(Profile profile, const std::regex& pattern) {
+Profile include_paths(Profile profile, const NamePattern& pattern) {
   size_t n = profile.nodes.size();
   std::vector<char> matched(n), above(n), below(n);
   for (size_t i = 0; i < n; ++i) {
     const Node& node = profile.nodes[i];
-    matched[i] = std::regex_search(node.name, pattern);
+    matched[i] = pattern.matches(node.name);
     above[i] = matched[i] || (node.parent >= 0 && above[static_cast<size_t>(node.parent)]);
   }
   for (size_t i = n; i-- > 0;) {
@@ -144,11 +144,10 @@ Profile include_paths(Profile profile, const std::regex& pattern) {
   return Rebuilder(std::move(profile)).run(actions);
 }
 
-Profile exclude_frames(Profile profile, const std::regex& pattern) {
+Profile exclude_frames(Profile profile, const NamePattern& pattern) {
   std::vector<Action> actions(profile.nodes.size());
   for (size_t i = 0; i < profile.nodes.size(); ++i) {
-    actions[i] =
-        std::regex_search(profile.nodes[i].name, pattern) ? Action::kSplice : Action::kKeep;
+    actions[i] = pattern.matches(profile.nodes[i].name) ? Action::kSplice : Action::kKeep;
   }
   return Rebuilder(std::move(profile)).run(actions);
 }
@@ -165,15 +164,6 @@ std::vector<char> threshold_mask(const Profile& profile, const Column& column, d
   }
   if (n > 0) keep[0] = 1;
   return keep;
-}
-
-std::regex compile_regex(const std::string& pattern, std::string_view option) {
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw UsageError("bad regular expression for " + std::string(option) + " '" + pattern +
-                     "': " + e.what());
-  }
 }
 
 }  // namespace proton::viewer

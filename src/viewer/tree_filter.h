@@ -1,11 +1,11 @@
 // Tree surgery behind -i, -e, -t and the hiding of launch-hook metadata frames.
 #pragma once
 
-#include <regex>
 #include <string_view>
 #include <vector>
 
 #include "viewer/derived_metrics.h"
+#include "viewer/name_pattern.h"
 #include "viewer/profile.h"
 
 namespace proton::viewer {
@@ -20,20 +20,17 @@ bool is_metadata_frame(std::string_view name);
 // Drops metadata frames with their subtrees, then subtrees that carry no metric at all.
 Profile hide_metadata(Profile profile);
 
-// Keeps the nodes on paths through a frame whose name matches `pattern` (regex search):
+// Keeps the nodes on paths through a frame whose name matches `pattern`:
 // the matches, their ancestors and their descendants.
-Profile include_paths(Profile profile, const std::regex& pattern);
+Profile include_paths(Profile profile, const NamePattern& pattern);
 
 // Removes frames whose name matches `pattern`; their children move up to the nearest kept
 // ancestor, merging with a same-named sibling there. The root is never removed.
-Profile exclude_frames(Profile profile, const std::regex& pattern);
+Profile exclude_frames(Profile profile, const NamePattern& pattern);
 
 // Nodes to show under -t: those whose value reaches `threshold` (by magnitude when `magnitude`,
 // for diffs), and their ancestors. The root is always shown.
 std::vector<char> threshold_mask(const Profile& profile, const Column& column, double threshold,
                                  bool magnitude);
-
-// Compiles a user regex, turning std::regex_error into a UsageError naming the option.
-std::regex compile_regex(const std::string& pattern, std::string_view option);
 
 }  // namespace proton::viewer

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "viewer/errors.h"
 #include "viewer/tree_filter.h"
 
 namespace proton::viewer {
@@ -37,7 +38,7 @@ TEST(TreeFilter, HidesMetadataAndEmptySubtrees) {
 }
 
 TEST(TreeFilter, IncludeKeepsPathsThroughMatches) {
-  Profile p = include_paths(hide_metadata(sample()), compile_regex("^wrap$", "-i"));
+  Profile p = include_paths(hide_metadata(sample()), NamePattern("^wrap$", "-i"));
   EXPECT_GE(find_node(p, "k2"), 0);
   EXPECT_EQ(find_node(p, "b"), -1);
   EXPECT_EQ(time_of(p, "ROOT"), 31);  // wrap's subtree only
@@ -45,7 +46,7 @@ TEST(TreeFilter, IncludeKeepsPathsThroughMatches) {
 }
 
 TEST(TreeFilter, ExcludeMovesChildrenUpAndMergesSiblings) {
-  Profile p = exclude_frames(hide_metadata(sample()), compile_regex("wrap", "-e"));
+  Profile p = exclude_frames(hide_metadata(sample()), NamePattern("wrap", "-e"));
   EXPECT_EQ(find_node(p, "wrap"), -1);
   int32_t a = find_node(p, "a");
   ASSERT_EQ(p.nodes[a].children.size(), 2u);  // k1 (merged 10 + 5) and k2
@@ -63,8 +64,15 @@ TEST(TreeFilter, ThresholdKeepsAncestors) {
   EXPECT_FALSE(keep[find_node(p, "b")]);
 }
 
-TEST(TreeFilter, BadRegexIsAUsageError) {
-  EXPECT_THROW(compile_regex("(", "-i"), std::runtime_error);
+TEST(TreeFilter, PatternsSearchLikePythonAndSurviveHugeNames) {
+  EXPECT_THROW(NamePattern("(", "-i"), UsageError);
+  NamePattern digits("layer_\\d+$", "-i");
+  EXPECT_TRUE(digits.matches("model.layer_12"));
+  EXPECT_FALSE(digits.matches("model.layer_x"));
+  EXPECT_TRUE(NamePattern("[\\d]", "-i").matches("\\"));  // no rewrite inside brackets
+  std::string huge(200000, 'x');
+  EXPECT_FALSE(NamePattern(".*foo.*", "-i").matches(huge));
+  EXPECT_FALSE(NamePattern("(x|y)*z", "-e").matches(huge));
 }
 
 }  // namespace
