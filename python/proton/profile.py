@@ -38,9 +38,14 @@ def start(
         name: output path without extension (default ``"proton"`` -> ``proton.hatchet``).
             Starting a name that already has a session reactivates that session.
         context: ``"shadow"`` (scopes and states) or ``"python"`` (Python call paths).
-        data: ``"tree"``.
+        data: ``"tree"`` (aggregated call tree), ``"trace"`` (timeline, written as a Chrome
+            trace) or ``"tree,trace"`` (both from one run). A trace streams to disk; set
+            ``PROTON_TRACE_BUDGET_MB`` to keep only its newest N MB instead (a flight
+            recorder; what was dropped is reported in the file). See docs/trace.md.
         backend: ``None`` picks the GPU backend of this machine; ``"cupti"`` for NVIDIA.
         mode: backend-specific mode; ``None`` for kernel timing.
+            ``"periodic_flushing[:format=hatchet|hatchet_msgpack]"`` writes each completed
+            phase (see ``proton.data.advance_phase``) to ``<name>.part_<N>.<format>``.
         hook: ``None`` or ``"triton"`` (Triton launch metadata).
 
     Without a usable GPU backend the session records CPU-side scopes and metrics and says
@@ -82,7 +87,10 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
 def finalize(session: Optional[int] = None, output_format: str = "") -> None:
     """Writes the profile of ``session`` (all when None) and ends it.
 
-    ``output_format``: ``""`` or ``"hatchet"``.
+    ``output_format``: ``"hatchet"``, ``"hatchet_msgpack"``, ``"chrome_trace"`` or a
+    comma-separated list of them; ``""`` writes what the session records (``hatchet`` for a
+    tree, ``chrome_trace`` for a trace, both for ``data="tree,trace"``). A session that
+    advanced phases writes one tree file per phase, ``<name>.part_<N>.<ext>``.
     """
     if _flags.command_line:
         return

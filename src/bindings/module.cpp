@@ -105,7 +105,32 @@ NB_MODULE(_proton, m) {
       "finalize_all", [](std::string fmt) { Runtime::get().finalize_all(fmt); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
-      "hatchet_json", [](SessionId id) { return Runtime::get().hatchet_json(id); },
+      "hatchet_json",
+      [](SessionId id, uint32_t phase) { return Runtime::get().hatchet_json(id, phase); },
+      nb::arg("session"), nb::arg("phase") = 0, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "hatchet_msgpack",
+      [](SessionId id, uint32_t phase) {
+        std::string data;
+        {
+          nb::gil_scoped_release release;
+          data = Runtime::get().hatchet_msgpack(id, phase);
+        }
+        return nb::bytes(data.data(), data.size());
+      },
+      nb::arg("session"), nb::arg("phase") = 0);
+  m.def(
+      "advance_phase", [](SessionId id) { return Runtime::get().advance_phase(id); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "is_phase_complete",
+      [](SessionId id, uint32_t phase) { return Runtime::get().is_phase_complete(id, phase); },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "clear_phase",
+      [](SessionId id, uint32_t phase, bool up_to) {
+        Runtime::get().clear_phase(id, phase, up_to);
+      },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("has_sessions", [] { return Runtime::get().has_sessions(); });
   m.def("is_active", [](SessionId id) { return Runtime::get().is_active(id); });

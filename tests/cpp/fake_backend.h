@@ -50,6 +50,9 @@ class FakeBackend : public Backend {
     r.device_id = device;
     pending_.push_back(r);
   }
+  /// Queues a record exactly as given (timestamps, stream, ...).
+  void complete(const KernelRecord& r) { pending_.push_back(r); }
+  size_t pending() const { return pending_.size(); }
 
  private:
   Log* log_;

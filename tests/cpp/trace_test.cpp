@@ -1,0 +1,313 @@
+// Trace sessions end to end on synthetic records: the Chrome trace rules, lanes, flows, CPU
+// scopes from several threads, the flight-recorder budget and streaming of large traces.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "backend/launch_stage.h"
+#include "data/trace_store.h"
+#include "fake_backend.h"
+#include "session/runtime.h"
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using testing::id;
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::pair<int64_t, int64_t> lane(const json& e) {
+  return {e["pid"].get<int64_t>(), e["tid"].get<int64_t>()};
+}
+
+/// Checks the rules every Chrome trace we write must follow; returns the events by phase.
+std::map<std::string, std::vector<json>> check_chrome_rules(const json& trace) {
+  std::map<std::string, std::vector<json>> by_ph;
+  EXPECT_TRUE(trace.contains("traceEvents"));
+  EXPECT_EQ(trace["displayTimeUnit"], "ns");
+  EXPECT_GT(trace["otherData"]["proton_base_time_ns"].get<uint64_t>(), 0u);
+  EXPECT_EQ(trace["baseTimeNanoseconds"], trace["otherData"]["proton_base_time_ns"]);
+  std::set<std::pair<int64_t, int64_t>> named_threads, used_threads;
+  std::set<int64_t> named_processes, used_processes;
+  std::map<uint64_t, int> flow_starts, flow_ends;
+  for (const json& e : trace["traceEvents"]) {
+    std::string ph = e["ph"];
+    by_ph[ph].push_back(e);
+    if (ph == "X") {
+      for (const char* k : {"ts", "dur", "pid", "tid", "name"})
+        EXPECT_TRUE(e.contains(k)) << k << " missing in " << e.dump();
+      EXPECT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e.dump();
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      used_threads.insert(lane(e));
+      used_processes.insert(e["pid"].get<int64_t>());
+    } else if (ph == "M") {
+      if (e["name"] == "thread_name") named_threads.insert(lane(e));
+      if (e["name"] == "process_name") named_processes.insert(e["pid"].get<int64_t>());
+      EXPECT_TRUE(e["args"].contains("name") || e["args"].contains("sort_index")) << e.dump();
+    } else if (ph == "s" || ph == "f") {
+      for (const char* k : {"ts", "pid", "tid", "id"})
+        EXPECT_TRUE(e.contains(k)) << k << " missing in " << e.dump();
+      EXPECT_EQ(e["bp"], "e");
+      (ph == "s" ? flow_starts : flow_ends)[e["id"].get<uint64_t>()]++;
+      used_threads.insert(lane(e));
+    }
+  }
+  for (const auto& t : used_threads)
+    EXPECT_TRUE(named_threads.count(t)) << "lane " << t.first << "/" << t.second << " unnamed";
+  for (int64_t p : used_processes)
+    EXPECT_TRUE(named_processes.count(p)) << "process " << p << " unnamed";
+  EXPECT_EQ(flow_starts.size(), flow_ends.size());
+  for (const auto& [flow, n] : flow_starts) {
+    EXPECT_EQ(n, 1) << "flow " << flow;
+    EXPECT_EQ(flow_ends[flow], 1) << "flow " << flow << " has no end";
+  }
+  return by_ph;
+}
+
+class Traces : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("proton_trace_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    auto backend = std::make_unique<testing::FakeBackend>(&log_);
+    fake_ = backend.get();
+    rt_.set_backend_for_testing(std::move(backend));
+  }
+  void TearDown() override {
+    rt_.finalize_all("");
+    rt_.set_backend_for_testing(nullptr);
+    fs::remove_all(dir_);
+  }
+  SessionConfig config(const std::string& name, const std::string& data) {
+    SessionConfig c;
+    c.name = (dir_ / name).string();
+    c.data = data;
+    return c;
+  }
+  json read(const std::string& file) {
+    std::ifstream in(dir_ / file);
+    return json::parse(in);
+  }
+  /// Launches now; the kernel runs 2 µs later for `ns` on `stream` of `device`.
+  void launch(const std::string& kernel, uint64_t ns, uint32_t stream = 7, uint32_t device = 0) {
+    LaunchStage::tag(++correlation_);
+    KernelRecord r;
+    r.correlation = correlation_;
+    r.start_ns = now_ns() + 2000;
+    r.end_ns = r.start_ns + ns;
+    r.name = id(kernel);
+    r.stream_id = stream;
+    r.device_id = device;
+    fake_->complete(r);
+  }
+
+  testing::MainThreadFixture main_;
+  Runtime& rt_ = Runtime::get();
+  testing::FakeBackend::Log log_;
+  testing::FakeBackend* fake_ = nullptr;
+  fs::path dir_;
+  uint64_t correlation_ = 50000;
+};
+
+TEST_F(Traces, TreeAndTraceFromOneSession) {
+  SessionId s = rt_.start(config("both", "tree,trace"));
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("step"));
+  launch("gemm", 1500, 7, 0);
+  launch("gemm", 500, 8, 1);
+  tc.exit_scope(id("step"));
+  std::thread worker([&] {
+    auto& wc = ThreadContext::current();
+    wc.enter_scope(id("loader"));
+    LaunchStage::tag(900001);
+    wc.exit_scope(id("loader"));
+  });
+  worker.join();
+  KernelRecord r;
+  r.correlation = 900001;
+  r.start_ns = now_ns();
+  r.end_ns = r.start_ns + 100;
+  r.name = id("copy");
+  r.stream_id = 3;
+  fake_->complete(r);
+  rt_.finalize(s, "");
+
+  json tree = read("both.hatchet");
+  EXPECT_EQ(tree[0]["children"][0]["frame"]["name"], "step");
+  json trace = read("both.chrome_trace");
+  auto events = check_chrome_rules(trace);
+  std::vector<json> kernels, scopes, launches;
+  for (const json& e : events["X"]) {
+    if (e["cat"] == "kernel") kernels.push_back(e);
+    if (e["cat"] == "scope") scopes.push_back(e);
+    if (e["cat"] == "launch") launches.push_back(e);
+  }
+  ASSERT_EQ(kernels.size(), 3u);
+  EXPECT_EQ(launches.size(), 3u);
+  EXPECT_EQ(events["s"].size(), 3u);
+  std::set<std::pair<int64_t, int64_t>> lanes;
+  for (const json& k : kernels) {
+    lanes.insert(lane(k));
+    if (k["name"] == "gemm") {
+      EXPECT_EQ(k["args"]["call_stack"], json::array({"step"}));
+      EXPECT_TRUE(k["args"]["time (ns)"] == 1500 || k["args"]["time (ns)"] == 500);
+      EXPECT_NEAR(k["dur"].get<double>() * 1000, k["args"]["time (ns)"].get<double>(), 0.5);
+    } else {
+      EXPECT_EQ(k["args"]["call_stack"], json::array({"loader"}));
+    }
+  }
+  EXPECT_EQ(lanes, (std::set<std::pair<int64_t, int64_t>>{{0, 7}, {1, 8}, {0, 3}}));
+  ASSERT_EQ(scopes.size(), 2u);
+  EXPECT_NE(scopes[0]["tid"], scopes[1]["tid"]);  // one lane per thread
+  for (const json& sc : scopes) {
+    EXPECT_TRUE(sc["name"] == "step" || sc["name"] == "loader");
+    EXPECT_GE(sc["ts"].get<double>(), 0.0);
+  }
+  // The launch precedes its kernel on the common time line.
+  for (const json& l : launches) {
+    for (const json& k : kernels) {
+      if (k["args"]["correlation"] == l["args"]["correlation"]) {
+        EXPECT_LE(l["ts"].get<double>(), k["ts"].get<double>());
+      }
+    }
+  }
+  EXPECT_EQ(trace["otherData"]["proton_dropped_events"], 0);
+  EXPECT_FALSE(fs::exists(dir_ / "both.hatchet_msgpack"));
+}
+
+TEST_F(Traces, TraceOnlyWritesNoTreeAndRejectsTreeFormats) {
+  SessionId s = rt_.start(config("t", "trace"));
+  launch("k", 10);
+  EXPECT_THROW(rt_.finalize(s, "hatchet"), std::invalid_argument);
+  EXPECT_THROW(rt_.hatchet_json(s), std::invalid_argument);
+  EXPECT_TRUE(rt_.has_sessions());
+  rt_.finalize(s, "chrome_trace");
+  EXPECT_FALSE(fs::exists(dir_ / "t.hatchet"));
+  auto events = check_chrome_rules(read("t.chrome_trace"));
+  EXPECT_EQ(events["X"].size(), 2u);  // kernel + launch
+}
+
+TEST_F(Traces, FormatErrorsAreClear) {
+  SessionId s = rt_.start(config("tree", "tree"));
+  try {
+    rt_.finalize(s, "chrome_trace");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("data='trace'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rt_.finalize(s, "hatchet,xml"), std::invalid_argument);
+  rt_.finalize(s, "hatchet,hatchet_msgpack");
+  EXPECT_TRUE(fs::exists(dir_ / "tree.hatchet"));
+  EXPECT_TRUE(fs::exists(dir_ / "tree.hatchet_msgpack"));
+  EXPECT_THROW(rt_.start(config("bad", "timeline")), std::invalid_argument);
+  SessionConfig flush = config("f", "trace");
+  flush.mode = "periodic_flushing";
+  EXPECT_THROW(rt_.start(flush), std::invalid_argument);
+  flush.data = "tree";
+  flush.mode = "periodic_flushing:format=chrome_trace";
+  EXPECT_THROW(rt_.start(flush), std::invalid_argument);
+}
+
+TEST_F(Traces, BudgetKeepsTheNewestEventsAndReportsTheRest) {
+  SessionConfig c = config("ring", "trace");
+  c.trace_budget_bytes = 2 * TraceStore::kChunkBytes;
+  SessionId s = rt_.start(c);
+  const int total = 3 * static_cast<int>(TraceStore::kChunkEvents) + 10;
+  for (int i = 0; i < total; ++i) {
+    LaunchStage::tag(++correlation_);
+    KernelRecord r;
+    r.correlation = correlation_;
+    r.start_ns = now_ns() + static_cast<uint64_t>(i);
+    r.end_ns = r.start_ns + 1;
+    r.name = id("tiny");
+    fake_->complete(r);
+  }
+  rt_.finalize(s, "");
+  json trace = read("ring.chrome_trace");
+  auto events = check_chrome_rules(trace);
+  size_t kernels = 0;
+  for (const json& e : events["X"])
+    kernels += e["cat"] == "kernel";
+  uint64_t dropped = trace["otherData"]["proton_dropped_events"];
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(kernels + dropped, static_cast<size_t>(total));
+  EXPECT_LE(kernels, 2 * TraceStore::kChunkEvents);
+  ASSERT_EQ(events["i"].size(), 1u);  // the marker where the kept window starts
+  EXPECT_EQ(trace["otherData"]["proton_trace_budget_bytes"], c.trace_budget_bytes);
+}
+
+TEST_F(Traces, LargeTracesStreamToDisk) {
+  SessionId s = rt_.start(config("big", "trace"));
+  const size_t total = (TraceStore::kResidentChunks + 4) * TraceStore::kChunkEvents;
+  for (size_t i = 0; i < total; ++i) {
+    LaunchStage::tag(++correlation_);
+    KernelRecord r;
+    r.correlation = correlation_;
+    r.start_ns = now_ns();
+    r.end_ns = r.start_ns + 5;
+    r.name = id("stream_me");
+    fake_->complete(r);
+    if (i % 8192 == 0) rt_.deactivate(s, /*flush=*/true), rt_.activate(s);
+  }
+  rt_.deactivate(s, true);
+  // Spilled chunks are already in the partial file before finalize.
+  bool partial = false;
+  for (const auto& f : fs::directory_iterator(dir_))
+    partial = partial || f.path().filename().string().rfind("big.chrome_trace.partial", 0) == 0;
+  EXPECT_TRUE(partial);
+  rt_.finalize(s, "");
+  json trace = read("big.chrome_trace");
+  size_t kernels = 0;
+  for (const json& e : trace["traceEvents"])
+    kernels += e["ph"] == "X" && e["cat"] == "kernel";
+  EXPECT_EQ(kernels, total);
+  EXPECT_EQ(trace["otherData"]["proton_recorded_events"], total);
+  for (const auto& f : fs::directory_iterator(dir_))
+    EXPECT_EQ(f.path().string().find(".partial"), std::string::npos) << f.path();
+}
+
+TEST(TraceStoreUnit, ScopesPairPerThreadAndOpenOnesCloseAtTheEnd) {
+  testing::MainThreadFixture main;
+  std::vector<TraceEvent> spilled;
+  TraceStore store(
+      0, [&](auto events) { spilled.insert(spilled.end(), events.begin(), events.end()); });
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("a"));
+  ContextId a = tc.scope_context();
+  tc.enter_scope(id("b"));
+  ContextId b = tc.scope_context();
+  store.scope_exit(1, a, 5);  // exit of a scope entered before the trace: ignored
+  store.scope_enter(1, a, 10);
+  store.scope_enter(1, b, 20);
+  store.scope_enter(2, a, 15);
+  store.scope_exit(1, b, 30);
+  store.close_open_scopes(100);
+  tc.exit_scope(id("b"));
+  tc.exit_scope(id("a"));
+  std::vector<TraceEvent> kept;
+  store.for_each_chunk([&](auto events) { kept.insert(kept.end(), events.begin(), events.end()); });
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].context, b);
+  EXPECT_EQ(kept[0].start_ns, 20u);
+  EXPECT_EQ(kept[0].end_ns, 30u);
+  EXPECT_EQ(store.unfinished_scopes(), 2u);
+  EXPECT_TRUE(spilled.empty());
+}
+
+}  // namespace
+}  // namespace proton
