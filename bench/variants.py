@@ -83,6 +83,22 @@ class Proton(Variant):
             return _hatchet_kernel_count(json.load(f)[0])
 
 
+class ProtonTrace(Proton):
+    """This project recording a timeline (data="trace"): launches carry a CPU timestamp and
+    every kernel becomes a trace event streamed to disk. Target: within 0.1 µs/launch of
+    the tree variant."""
+
+    name = "proton_trace"
+
+    def start(self, out_dir):
+        self.lib.start(os.path.join(out_dir, "profile"), context="shadow", data="trace")
+
+    def kernels_seen(self, out_dir):
+        with open(os.path.join(out_dir, "profile.chrome_trace")) as f:
+            events = json.load(f)["traceEvents"]
+        return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel")
+
+
 class TritonProfiler(Proton):
     """Proton as shipped inside Triton (`triton.profiler`)."""
 
@@ -128,4 +144,7 @@ def _import(module):
         raise Unavailable(f"cannot import {module}: {e}") from e
 
 
-ALL = {v.name: v for v in (NoProfiler, CuptiFloor, Proton, TritonProfiler, TorchProfiler)}
+ALL = {
+    v.name: v
+    for v in (NoProfiler, CuptiFloor, Proton, ProtonTrace, TritonProfiler, TorchProfiler)
+}

@@ -118,7 +118,9 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     sep();
     buf_ += "{\"ph\":\"X\",\"cat\":\"scope\",\"name\":";
     buf_ += quoted_name(e.name);
-    buf_ += ",\"pid\":" + cpu_pid + ",\"tid\":";
+    buf_ += ",\"pid\":";
+    buf_ += cpu_pid;
+    buf_ += ",\"tid\":";
     append_uint(buf_, e.thread);
     buf_ += ",\"ts\":";
     append_time(e.start_ns);
@@ -154,7 +156,9 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   cpu_lanes_.insert(e.thread);
   if (e.flags & kTraceFirstOfLaunch) {
     sep();
-    buf_ += "{\"ph\":\"X\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":" + cpu_pid + ",\"tid\":";
+    buf_ += "{\"ph\":\"X\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":";
+    buf_ += cpu_pid;
+    buf_ += ",\"tid\":";
     append_uint(buf_, e.thread);
     buf_ += ",\"ts\":";
     append_time(e.launch_ns);
@@ -169,7 +173,9 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   sep();
   buf_ += "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"launch->kernel\",\"id\":";
   append_uint(buf_, id);
-  buf_ += ",\"pid\":" + cpu_pid + ",\"tid\":";
+  buf_ += ",\"pid\":";
+  buf_ += cpu_pid;
+  buf_ += ",\"tid\":";
   append_uint(buf_, e.thread);
   buf_ += ",\"ts\":";
   append_time(e.launch_ns);
