@@ -30,7 +30,7 @@ namespace proton::cupti {
   X(cuptiFinalize)
 
 // Newer entry points, absent from older libraries: null when missing.
-#define PROTON_CUPTI_OPTIONAL(X) X(cuptiSubscribe_v2)
+#define PROTON_CUPTI_OPTIONAL(X) X(cuptiSubscribe_v2) X(cuptiGetTimestamp)
 
 #define PROTON_DRIVER_REQUIRED(X) \
   X(cuInit)                       \

@@ -202,6 +202,15 @@ void CuptiBackend::consume(uint8_t* buffer, size_t valid_bytes) noexcept {
   }
 }
 
+uint64_t CuptiBackend::timestamp_ns() {
+  uint64_t ts = 0;
+  if (api_ != nullptr && api_->cuptiGetTimestamp != nullptr &&
+      api_->cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) {
+    return ts;
+  }
+  return Backend::timestamp_ns();  // assume the steady clock (CUPTI's usual Linux source)
+}
+
 DeviceInfo CuptiBackend::device(uint32_t id) {
   DeviceInfo info;
   info.type = DeviceType::kCuda;

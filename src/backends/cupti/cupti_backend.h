@@ -30,6 +30,8 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   void flush() override;
   void stop() override;
   DeviceInfo device(uint32_t id) override;
+  /// cuptiGetTimestamp: the clock of kernel records (traces align it with the steady clock).
+  uint64_t timestamp_ns() override;
 
  private:
   void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;
