@@ -1,9 +1,13 @@
 """Sessions: start, activate, deactivate, finalize, and the ``profile`` decorator."""
 
+import atexit
 import functools
 from typing import Optional
 
-from . import _flags, _proton
+from . import _flags, _proton, hooks
+
+# Interpreter teardown frees the thread states the Python-context walker reads.
+atexit.register(_proton._python_context_shutdown)
 
 DEFAULT_PROFILE_NAME = "proton"
 
@@ -46,15 +50,18 @@ def start(
         mode: backend-specific mode; ``None`` for kernel timing.
             ``"periodic_flushing[:format=hatchet|hatchet_msgpack]"`` writes each completed
             phase (see ``proton.data.advance_phase``) to ``<name>.part_<N>.<format>``.
-        hook: ``None`` or ``"triton"`` (Triton launch metadata).
+        hook: ``None`` or ``"triton"``: attach each Triton kernel's ``launch_metadata``
+            (its ``name`` renames the kernel, numbers become metrics; see ``proton.hooks``).
 
     Without a usable GPU backend the session records CPU-side scopes and metrics and says
     why once on stderr.
     """
     if _flags.command_line:
         return None
-    if hook not in (None, "triton"):
+    if hook is not None and hook != "triton" and not isinstance(hook, hooks.LaunchHook):
         raise ValueError(f"unknown hook {hook!r} (expected None or 'triton')")
+    if hook is not None:
+        hooks._runtime_knobs()  # no Triton: fail before a session exists
     session = _proton.start(
         DEFAULT_PROFILE_NAME if name is None else str(name),
         "shadow" if context is None else context,
@@ -62,6 +69,7 @@ def start(
         "" if backend is None else backend,
         "" if mode is None else str(mode),
     )
+    hooks.register(session, hook)
     return session
 
 
@@ -98,6 +106,7 @@ def finalize(session: Optional[int] = None, output_format: str = "") -> None:
         _proton.finalize_all(output_format)
     else:
         _proton.finalize(session, output_format)
+    hooks.unregister(session)
 
 
 def _profiling(func, **start_args):

@@ -66,6 +66,11 @@ thread_local StageOwner tls_owner;
 
 constinit thread_local ThreadStage* LaunchStage::tls_stage = nullptr;
 
+ContextId LaunchStage::python_context() noexcept {
+  PythonContextFn fn = python_context_provider.load(std::memory_order_acquire);
+  return fn != nullptr ? fn() : kRootContext;
+}
+
 ThreadStage* LaunchStage::register_thread() {
   static std::atomic<uint32_t> next_index{1};
   auto* s = new ThreadStage();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "context/launch_ops.h"
 #include "context/thread_context.h"
 
 namespace proton {
@@ -118,9 +119,17 @@ class LaunchStage {
     ThreadStage* s = tls_stage;
     if (s == nullptr) [[unlikely]]
       s = register_thread();
-    s->push(LaunchTag{correlation, active_sessions.load(std::memory_order_relaxed), trace_clock(),
-                      ThreadContext::launch_context(), kRootContext, fanout, 0, 0, s->index});
+    SessionMask active = active_sessions.load(std::memory_order_relaxed);
+    ContextId python = kRootContext;
+    if ((active & python_sessions.load(std::memory_order_relaxed)) != 0) [[unlikely]]
+      python = python_context();
+    s->push(LaunchTag{correlation, active, trace_clock(), ThreadContext::launch_context(), python,
+                      fanout, 0, LaunchOps::take_pending(), s->index});
   }
+
+  /// The calling thread's Python call path through the installed provider (kRootContext when
+  /// none is installed or the thread runs no Python code).
+  static ContextId python_context() noexcept;
 
   /// Launch time for a tag: steady-clock ns while a trace session is active, else 0 (one
   /// relaxed load when no trace is recorded).
@@ -140,6 +149,13 @@ class LaunchStage {
 
   /// Sessions that launches are currently attributed to (bit i = session i).
   static inline std::atomic<SessionMask> active_sessions{0};
+  /// Sessions with context="python" (bit i = session i): launches walk Python frames only while
+  /// one of them is active. Written by the session layer under its API lock.
+  static inline std::atomic<SessionMask> python_sessions{0};
+  /// Returns the calling thread's Python call path, or kRootContext when it has none. The core
+  /// knows nothing of Python: the Python module installs this at import. Must not throw.
+  using PythonContextFn = ContextId (*)() noexcept;
+  static inline std::atomic<PythonContextFn> python_context_provider{nullptr};
   /// True while an active session records a trace: launches then carry cpu_ns. Written by the
   /// session layer under its API lock; read relaxed on the hot path.
   static inline std::atomic<bool> trace_active{false};

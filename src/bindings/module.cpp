@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/launch_hook.h"
+#include "bindings/python_context.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
 #include "session/runtime.h"
@@ -160,6 +162,12 @@ NB_MODULE(_proton, m) {
       nb::arg("name").none());
   m.def("depth", [] { return ThreadContext::current().depth(); });
   m.def("add_metrics", &add_metrics);
+  m.def("state", [] {
+    NameId s = ThreadContext::current().state();
+    return s == kNoName ? std::string() : std::string(NameTable::global().name(s));
+  });
+  python::register_python_context(m);
+  python::register_launch_hook(m);
 
 #ifdef PROTON_HAVE_CUPTI
   m.def("_floor_start", [] {

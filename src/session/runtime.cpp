@@ -145,6 +145,9 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   ensure_backend(config);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
+  if (sessions_[id]->config().context == "python") {
+    LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
+  }
   set_active(id, true);
   return id;
 }
@@ -250,6 +253,7 @@ void Runtime::finalize(SessionId id, std::string_view format) {
   flush_backend();
   write_output(s, formats);  // throws, keeping the session, when a file cannot be written
   LaunchStage::trace_sessions.fetch_and(~(SessionMask{1} << id));
+  LaunchStage::python_sessions.fetch_and(~(SessionMask{1} << id));
   {
     std::unique_lock lock(sessions_mu_);
     sessions_[id].reset();

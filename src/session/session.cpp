@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include "context/launch_ops.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -188,9 +190,20 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
                       : tag.context;
   std::lock_guard lock(mu);
   if (CallTree* tree = tree_for(tag)) {
-    CallTree::NodeId kernel = tree->child(tree->node_for_context(ctx), r.name);
+    // Launch metadata (hook="triton") renames the kernel's node and adds its metrics, once per
+    // launch.
+    const LaunchOp* op = tag.op != 0 ? &LaunchOps::global().get(tag.op) : nullptr;
+    NameId name = op != nullptr && op->name != kNoName ? op->name : r.name;
+    CallTree::NodeId kernel = tree->child(tree->node_for_context(ctx), name);
     tree->add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
                      r.device_type);
+    for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
+      try {
+        tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);
+      } catch (const MetricTypeError&) {
+        // The hook rejects type changes before the launch; never let one stop delivery.
+      }
+    }
   }
   if (tag.flags & kTagUnattributed) ++unattributed_kernels;
   if (trace_ && !trace_finished_) {

@@ -1,0 +1,208 @@
+// hook="triton": Triton's launch enter/exit hooks, in C++ so a hooked launch stays cheap.
+//
+// Triton (3.4+) calls every function in knobs.runtime.launch_enter_hook with a LazyDict just
+// before cuLaunchKernel, and launch_exit_hook just after, both with the GIL held. `data` holds
+// {"name", "function", "stream"}; `extras` holds the kernel's launch_metadata function and its
+// (grid, metadata, args) if it has one, which LazyDict.get() calls and merges in.
+//
+// enter: no active session, a nested call (a Triton kernel launched by a metadata function)
+// or a kernel name the include/exclude filter rejects -> nothing. Otherwise the metadata
+// function runs under the state "__proton_launch_metadata" (so kernels it launches, e.g. a
+// tensor op, land under that frame, which viewers hide, as in triton.profiler); its result
+// becomes a LaunchOp (name -> the kernel node's name; numeric entries -> metrics) marked
+// pending on this thread; the launch callback moves it into the launch's tag.
+// exit: clears the pending op (a launch that never reached the driver must not pass it on).
+//
+// State shared across calls (filter, decisions, metric types) is guarded by the GIL: Triton
+// calls the hooks holding it.
+#include "bindings/launch_hook.h"
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "backend/launch_stage.h"
+#include "common/name_table.h"
+#include "context/launch_ops.h"
+#include "context/thread_context.h"
+#include "data/metric.h"
+
+namespace nb = nanobind;
+
+namespace proton::python {
+
+namespace {
+
+constexpr std::string_view kMetadataState = "__proton_launch_metadata";
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
+// Guarded by the GIL. Leaked on purpose: the interpreter may be gone when statics are freed.
+struct HookState {
+  PyObject* filter = nullptr;  // callable(name) -> bool, or null for "every kernel"
+  std::unordered_map<std::string, bool, StringHash, std::equal_to<>> decisions;
+  std::unordered_map<NameId, MetricType> metric_types;
+};
+HookState& state() {
+  static auto* s = new HookState();
+  return *s;
+}
+
+// Set while this thread runs a metadata function: Triton kernels it launches are not hooked.
+constinit thread_local bool tls_in_metadata = false;
+
+bool accepted(std::string_view kernel) {
+  HookState& s = state();
+  if (s.filter == nullptr) return true;
+  if (auto it = s.decisions.find(kernel); it != s.decisions.end()) return it->second;
+  nb::object verdict = nb::borrow(s.filter)(nb::str(kernel.data(), kernel.size()));
+  bool ok = nb::cast<bool>(verdict);
+  s.decisions.emplace(std::string(kernel), ok);
+  return ok;
+}
+
+// Runs LazyDict.get() with the metadata state set and the previous state restored after,
+// whatever the metadata function does.
+nb::object evaluate(nb::handle lazy) {
+  ThreadContext& tc = ThreadContext::current();
+  NameId previous = tc.state();
+  tc.set_state(NameTable::global().intern(kMetadataState));
+  tls_in_metadata = true;
+  struct Restore {
+    ThreadContext& tc;
+    NameId previous;
+    ~Restore() {
+      tls_in_metadata = false;
+      tc.set_state(previous);
+    }
+  } restore{tc, previous};
+  return lazy.attr("get")();
+}
+
+bool reserved(std::string_view key) {
+  return key == "name" || key == "function" || key == "stream";
+}
+
+// A metadata value as a metric; false for values that are not numbers (ignored, as Triton
+// does). Scalars of numpy/torch convert through item().
+bool to_metric(std::string_view name, nb::handle v, MetricValue& out) {
+  if (nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v)) {
+    out = nb::cast<int64_t>(v);
+  } else if (nb::isinstance<nb::float_>(v)) {
+    out = nb::cast<double>(v);
+  } else if (v.is_none() || !nb::hasattr(v, "item")) {
+    return false;
+  } else {
+    nb::object item = v.attr("item")();
+    if (nb::isinstance<nb::bool_>(item) || nb::isinstance<nb::int_>(item)) {
+      out = nb::cast<int64_t>(item);
+    } else if (nb::isinstance<nb::float_>(item)) {
+      out = nb::cast<double>(item);
+    } else {
+      return false;
+    }
+  }
+  out = coerce_metric(name, std::move(out));
+  return true;
+}
+
+void check_type(NameId metric, std::string_view name, const MetricValue& v) {
+  auto [it, added] = state().metric_types.emplace(metric, metric_type(v));
+  if (!added && it->second != metric_type(v)) {
+    throw nb::type_error(("launch_metadata metric '" + std::string(name) + "' changed type from " +
+                          metric_type_name(it->second) + " to " + metric_type_name(metric_type(v)))
+                             .c_str());
+  }
+}
+
+void launch_enter(nb::handle lazy) {
+  if (LaunchStage::active_sessions.load(std::memory_order_relaxed) == 0) return;
+  if (tls_in_metadata) return;
+  LaunchOps::set_pending(0);
+  nb::handle data = lazy.attr("data");
+  PyObject* kernel = PyDict_GetItemString(data.ptr(), "name");  // borrowed
+  if (kernel == nullptr || !PyUnicode_Check(kernel)) return;
+  Py_ssize_t len = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(kernel, &len);
+  if (text == nullptr) throw nb::python_error();
+  if (!accepted(std::string_view(text, static_cast<size_t>(len)))) return;
+  // No launch_metadata function: nothing beyond the kernel's own name to attach.
+  nb::object extras = lazy.attr("extras");
+  if (nb::len(extras) == 0) return;
+  nb::object result = evaluate(lazy);
+  if (!nb::isinstance<nb::dict>(result)) return;
+  nb::dict md = nb::borrow<nb::dict>(result);
+  NameId name = kNoName;
+  std::vector<std::pair<NameId, MetricValue>> metrics;
+  for (auto [k, v] : md) {
+    if (!nb::isinstance<nb::str>(k)) continue;
+    std::string_view key = nb::cast<std::string_view>(k);
+    if (key == "name") {
+      if (nb::isinstance<nb::str>(v))
+        name = NameTable::global().intern(nb::cast<std::string_view>(v));
+      continue;
+    }
+    if (reserved(key)) continue;
+    MetricValue value;
+    if (!to_metric(key, v, value)) continue;
+    NameId metric = NameTable::global().intern(key);
+    check_type(metric, key, value);
+    metrics.emplace_back(metric, std::move(value));
+  }
+  LaunchOps::set_pending(LaunchOps::global().intern(name, std::move(metrics)));
+}
+
+void launch_exit(nb::handle) {
+  if (!tls_in_metadata) LaunchOps::set_pending(0);
+}
+
+}  // namespace
+
+void register_launch_hook(nb::module_& m) {
+  m.def("_launch_enter", &launch_enter, nb::arg("metadata"));
+  m.def("_launch_exit", &launch_exit, nb::arg("metadata"));
+  m.def(
+      "_set_launch_filter",
+      [](nb::handle filter) {
+        HookState& s = state();
+        Py_XDECREF(s.filter);
+        s.filter = filter.is_none() ? nullptr : filter.inc_ref().ptr();
+        s.decisions.clear();
+      },
+      nb::arg("filter").none());
+  // Test hooks: how many ops exist, the op pending on this thread, and an op's content.
+  m.def("_launch_ops", [] { return LaunchOps::global().size() - 1; });
+  m.def("_launch_op", [](uint32_t id) {
+    if (id == 0 || id >= LaunchOps::global().size()) throw nb::index_error("no such launch op");
+    const LaunchOp& op = LaunchOps::global().get(id);
+    nb::dict metrics;
+    for (const auto& [metric, value] : op.metrics) {
+      nb::str key(NameTable::global().name(metric).data(), NameTable::global().name(metric).size());
+      if (const auto* i = std::get_if<int64_t>(&value)) {
+        metrics[key] = *i;
+      } else if (const auto* d = std::get_if<double>(&value)) {
+        metrics[key] = *d;
+      }
+    }
+    nb::object name = nb::none();
+    if (op.name != kNoName) {
+      std::string_view n = NameTable::global().name(op.name);
+      name = nb::str(n.data(), n.size());
+    }
+    return nb::make_tuple(name, metrics);
+  });
+  m.def("_pending_launch_op", [] {
+    uint32_t op = LaunchOps::take_pending();
+    LaunchOps::set_pending(op);
+    return op;
+  });
+}
+
+}  // namespace proton::python

@@ -1,0 +1,183 @@
+// Launch metadata (hook="triton") and the Python-context provider, from launch tag to Hatchet
+// output, through the real runtime over a fake backend.
+#include "context/launch_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "backend/launch_stage.h"
+#include "fake_backend.h"
+#include "session/runtime.h"
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using testing::id;
+
+TEST(LaunchOps, InternsByContent) {
+  auto& ops = LaunchOps::global();
+  uint32_t a = ops.intern(id("mm"), {{id("flops16"), 2.0}, {id("bytes"), int64_t{8}}});
+  uint32_t b = ops.intern(id("mm"), {{id("flops16"), 2.0}, {id("bytes"), int64_t{8}}});
+  uint32_t c = ops.intern(id("mm"), {{id("flops16"), 4.0}, {id("bytes"), int64_t{8}}});
+  uint32_t d = ops.intern(kNoName, {});
+  EXPECT_GE(a, 1u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, d);
+  EXPECT_EQ(ops.get(a).name, id("mm"));
+  ASSERT_EQ(ops.get(c).metrics.size(), 2u);
+  EXPECT_EQ(std::get<double>(ops.get(c).metrics[0].second), 4.0);
+}
+
+TEST(LaunchOps, PendingOpTagsOneLaunchOfItsThreadOnly) {
+  LaunchStage::drain([](const LaunchTag&) {});
+  uint32_t op = LaunchOps::global().intern(id("only_once"), {});
+  LaunchOps::set_pending(op);
+  std::thread other([] { LaunchStage::tag(2); });  // another thread's launch: no op
+  other.join();
+  LaunchStage::tag(1);
+  LaunchStage::tag(3);
+  std::map<uint64_t, uint32_t> ops;
+  LaunchStage::drain([&](const LaunchTag& t) { ops[t.correlation] = t.op; });
+  EXPECT_EQ(ops[1], op);
+  EXPECT_EQ(ops[2], 0u);
+  EXPECT_EQ(ops[3], 0u);
+}
+
+class LaunchOpSessions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("proton_launch_ops_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    auto backend = std::make_unique<testing::FakeBackend>(&log_);
+    fake_ = backend.get();
+    rt_.set_backend_for_testing(std::move(backend));
+  }
+  void TearDown() override {
+    rt_.finalize_all("");
+    rt_.set_backend_for_testing(nullptr);
+    LaunchStage::python_context_provider.store(nullptr);
+    fs::remove_all(dir_);
+  }
+  SessionConfig config(const std::string& name, const std::string& context = "shadow") {
+    SessionConfig c;
+    c.name = (dir_ / name).string();
+    c.context = context;
+    return c;
+  }
+  json read(const std::string& name) {
+    std::ifstream in(dir_ / (name + ".hatchet"));
+    return json::parse(in);
+  }
+  void launch(const std::string& kernel, uint64_t ns) {
+    LaunchStage::tag(++correlation_);
+    fake_->complete(correlation_, id(kernel), ns);
+  }
+  static const json* child(const json& node, const std::string& name) {
+    for (const auto& c : node["children"]) {
+      if (c["frame"]["name"] == name) return &c;
+    }
+    return nullptr;
+  }
+
+  testing::MainThreadFixture main_;
+  Runtime& rt_ = Runtime::get();
+  testing::FakeBackend::Log log_;
+  testing::FakeBackend* fake_ = nullptr;
+  fs::path dir_;
+  uint64_t correlation_ = 5000;
+};
+
+TEST_F(LaunchOpSessions, OpRenamesTheKernelAndAddsItsMetricsPerLaunch) {
+  SessionId s = rt_.start(config("ops"));
+  uint32_t op = LaunchOps::global().intern(id("matmul_1024"),
+                                           {{id("flops16"), 2.0e9}, {id("bytes"), int64_t{100}}});
+  for (int i = 0; i < 3; ++i) {
+    LaunchOps::set_pending(op);
+    launch("matmul_kernel", 10);
+  }
+  launch("matmul_kernel", 5);  // no metadata: keeps its own name and no metrics
+  rt_.finalize(s, "");
+  json root = read("ops")[0];
+  const json* renamed = child(root, "matmul_1024");
+  ASSERT_NE(renamed, nullptr) << root.dump(1);
+  EXPECT_EQ((*renamed)["metrics"]["count"], 3);
+  EXPECT_EQ((*renamed)["metrics"]["time (ns)"], 30);
+  EXPECT_DOUBLE_EQ((*renamed)["metrics"]["flops16"].get<double>(), 6.0e9);
+  EXPECT_EQ((*renamed)["metrics"]["bytes"], 300);
+  const json* plain = child(root, "matmul_kernel");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ((*plain)["metrics"]["count"], 1);
+  EXPECT_FALSE((*plain)["metrics"].contains("flops16"));
+}
+
+TEST_F(LaunchOpSessions, OpWithoutANameKeepsTheKernelName) {
+  SessionId s = rt_.start(config("unnamed"));
+  LaunchOps::set_pending(LaunchOps::global().intern(kNoName, {{id("bytes"), int64_t{4}}}));
+  launch("k", 1);
+  rt_.finalize(s, "");
+  json root = read("unnamed")[0];
+  const json* k = child(root, "k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ((*k)["metrics"]["bytes"], 4);
+}
+
+ContextId g_python_path = kRootContext;
+ContextId fake_python_context() noexcept {
+  return g_python_path;
+}
+
+TEST_F(LaunchOpSessions, PythonSessionsUseTheProviderAndFallBackToShadow) {
+  g_python_path = ContextTree::global().child(
+      ContextTree::global().child(kRootContext, id("main.py:3@<module>")), id("main.py:1@f"));
+  LaunchStage::python_context_provider.store(&fake_python_context);
+  SessionId py = rt_.start(config("py", "python"));
+  SessionId sh = rt_.start(config("sh"));
+  EXPECT_NE(LaunchStage::python_sessions.load() & (SessionMask{1} << py), 0u);
+  ThreadContext::current().enter_scope(id("user_scope"));
+  launch("k", 1);
+  g_python_path = kRootContext;  // a thread without Python frames
+  launch("no_frames", 1);
+  ThreadContext::current().exit_scope(id("user_scope"));
+  rt_.finalize(py, "");
+  rt_.finalize(sh, "");
+  EXPECT_EQ(LaunchStage::python_sessions.load(), 0u);
+
+  json p = read("py")[0];
+  const json* f = child(*child(p, "main.py:3@<module>"), "main.py:1@f");
+  ASSERT_NE(f, nullptr) << p.dump(1);
+  EXPECT_NE(child(*f, "k"), nullptr);
+  // Scopes are not part of Python paths; a launch with no frames keeps its shadow context.
+  EXPECT_NE(child(*child(p, "user_scope"), "no_frames"), nullptr) << p.dump(1);
+  json s = read("sh")[0];
+  EXPECT_NE(child(*child(s, "user_scope"), "k"), nullptr) << s.dump(1);
+}
+
+TEST_F(LaunchOpSessions, NoWalkWhileNoPythonSessionIsActive) {
+  static int calls = 0;
+  LaunchStage::python_context_provider.store(+[]() noexcept {
+    ++calls;
+    return kRootContext;
+  });
+  SessionId py = rt_.start(config("py2", "python"));
+  launch("k", 1);
+  EXPECT_EQ(calls, 1);
+  rt_.deactivate(py, false);
+  SessionId sh = rt_.start(config("sh2"));
+  launch("k", 1);
+  EXPECT_EQ(calls, 1);
+  rt_.finalize(sh, "");
+  rt_.finalize(py, "");
+}
+
+}  // namespace
+}  // namespace proton
