@@ -2,10 +2,12 @@
 """Times proton-viewer loading and printing a profile, pinned to one core.
 
 Usage: time_viewer.py PROTON_VIEWER PROFILE [--runs 7] [-- extra viewer args]
-Prints the median and best wall time of each command; output goes to /dev/null so the
+Prints the median and best wall time of each command and its median CPU time (user + system,
+which stays meaningful when other jobs share the machine); output goes to /dev/null so the
 terminal's speed is not measured.
 """
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,14 +33,17 @@ def main():
     size = os.path.getsize(profile) / 1e6
     print(f"profile {profile}: {size:.1f} MB; {runs} runs each, pinned to one core: {bool(pin)}")
     for args in COMMANDS:
-        times = []
+        times, cpu = [], []
         for _ in range(runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(pin + [viewer, *args, profile], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times.append(time.perf_counter() - start)
-        print(f"{' '.join(args):55s} median {statistics.median(times)*1e3:7.1f} ms"
-              f"  best {min(times)*1e3:7.1f} ms")
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        print(f"{' '.join(args):50s} wall median {statistics.median(times)*1e3:6.0f} ms"
+              f" best {min(times)*1e3:6.0f} ms | cpu median {statistics.median(cpu)*1e3:6.0f} ms")
 
 
 if __name__ == "__main__":
