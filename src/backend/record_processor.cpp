@@ -5,6 +5,9 @@
 namespace proton {
 
 void RecordProcessor::drain_tags() {
+  // Taken before draining: a launch reports its capture after staging its tag, so every
+  // captured launch named here has its tag in the drain below.
+  graphs_.take_captured(captured_);
   uint32_t epoch = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
   uint32_t stamp = (epoch & kTagEpochMask) << kTagEpochShift;
   LaunchStage::drain([&](const LaunchTag& staged) {
@@ -19,12 +22,29 @@ void RecordProcessor::drain_tags() {
       if (it->second.remaining != 0) close_one(tag_epoch(it->second.tag));
       it->second = Pending{tag, tag.fanout};
     }
-    if (tag.fanout == 0) return;
+    if (tag.fanout == 0) {
+      uint64_t evicted = graphs_.track_unknown(tag.correlation);
+      auto old = evicted != 0 ? tags_.find(evicted) : tags_.end();
+      if (old != tags_.end() && old->second.remaining == 0 && old->second.graph == 0) {
+        tags_.erase(old);  // no graph record ever claimed it: a graph without kernels
+      }
+      return;
+    }
     if (open_epochs_.empty() || open_epochs_.back().first != epoch) {
       open_epochs_.emplace_back(epoch, 0);
     }
     ++open_epochs_.back().second;
   });
+  for (uint64_t correlation : captured_)
+    retire(correlation);
+  captured_.clear();
+}
+
+void RecordProcessor::retire(uint64_t correlation) {
+  auto it = tags_.find(correlation);
+  if (it == tags_.end()) return;
+  if (it->second.remaining != 0) close_one(tag_epoch(it->second.tag));
+  tags_.erase(it);
 }
 
 void RecordProcessor::close_one(uint32_t epoch) {
@@ -50,11 +70,20 @@ uint32_t RecordProcessor::oldest_open_epoch() const {
 bool RecordProcessor::attribute(const KernelRecord& r) {
   auto it = tags_.find(r.correlation);
   if (it == tags_.end()) return false;
-  sink_.deliver(it->second.tag.sessions, it->second.tag, r);
+  uint64_t stale = 0;
+  if (r.graph_id == 0) {
+    sink_.deliver(it->second.tag.sessions, it->second.tag, r);
+  } else {
+    LaunchTag replay = graphs_.replay_tag(it->second.tag, r);
+    sink_.deliver(replay.sessions, replay, r);
+    it->second.graph = static_cast<uint32_t>(r.graph_id);
+    stale = graphs_.launch_seen(it->second.graph, r.correlation);
+  }
   if (it->second.remaining != 0 && --it->second.remaining == 0) {
     close_one(tag_epoch(it->second.tag));
     tags_.erase(it);
   }
+  if (stale != 0) retire(stale);
   return true;
 }
 
@@ -107,9 +136,11 @@ void RecordProcessor::settle(bool forget_open_tags) {
   while (!open_epochs_.empty() && open_epochs_.front().first < settled_epoch_) {
     open_epochs_.erase(open_epochs_.begin());
   }
+  graphs_.settle();
   if (forget_open_tags) {
     tags_.clear();
     open_epochs_.clear();
+    graphs_.forget_launches();
   }
 }
 

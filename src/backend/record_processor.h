@@ -10,6 +10,11 @@
 // pushed before the launch, so this only happens when the launch was not intercepted); if
 // still unmatched, or at settle(), it is attributed to the root of the active sessions and
 // counted as unattributed.
+//
+// CUDA graphs (GraphAttribution): a kernel record with a graph node id is delivered under its
+// replay's context extended by the node's capture-site path; tags of launches made during
+// stream capture (they never run) are dropped; graph launches of unknown fan-out are forgotten
+// by the rules of graph_attribution.h, so replaying a graph forever keeps memory flat.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/graph_attribution.h"
 #include "backend/kernel_record.h"
 #include "backend/launch_stage.h"
 
@@ -45,7 +51,8 @@ class RecordProcessor {
     uint64_t waiting = 0;       // records waiting for a tag
   };
 
-  explicit RecordProcessor(RecordSink& sink) : sink_(sink) {}
+  explicit RecordProcessor(RecordSink& sink, GraphRegistry& graphs = GraphRegistry::global())
+      : sink_(sink), graphs_(graphs) {}
 
   /// Attributes one batch. Thread-safe; batches are serialised.
   void process(std::span<const KernelRecord> records);
@@ -75,12 +82,14 @@ class RecordProcessor {
  private:
   struct Pending {
     LaunchTag tag;
-    uint32_t remaining;  // 0 = unknown fan-out: kept until settle(true)
+    uint32_t remaining;  // 0 = unknown fan-out: see graph_attribution.h
+    uint32_t graph = 0;  // graph id of its records, once one arrived (graph launches)
   };
   void close_one(uint32_t epoch);            // requires mu_: a tag of `epoch` has all its kernels
   void drain_tags();                         // requires mu_
   bool attribute(const KernelRecord& r);     // requires mu_
   void unattributed(const KernelRecord& r);  // requires mu_
+  void retire(uint64_t correlation);         // requires mu_: forget a tag, kernels or not
 
   RecordSink& sink_;
   mutable std::mutex mu_;  // guards everything below; never held while calling user code
@@ -90,6 +99,8 @@ class RecordProcessor {
   // tags are not counted: nothing says when they are done.
   std::vector<std::pair<uint32_t, uint64_t>> open_epochs_;
   uint32_t settled_epoch_ = 0;  // every epoch before it is complete (set by settle())
+  GraphAttribution graphs_;
+  std::vector<uint64_t> captured_;  // scratch: launches made during stream capture
   Stats stats_;
 };
 

@@ -1,0 +1,99 @@
+#include "backend/graph_attribution.h"
+
+#include <atomic>
+#include <cstdio>
+
+#include "common/name_table.h"
+#include "context/context_tree.h"
+
+namespace proton {
+
+namespace {
+
+// Once per process: a program that replays graphs captured before profiling started does so
+// every step, and one line says all there is to say.
+std::atomic<bool> g_noticed{false};
+
+void notice_unknown_graph(uint64_t graph) {
+  if (g_noticed.exchange(true, std::memory_order_relaxed)) return;
+  std::fprintf(stderr,
+               "proton: CUDA graph %llu was captured before profiling started; its kernels are "
+               "attributed to where the graph is launched, without their capture-site paths "
+               "(start profiling before capturing to see them)\n",
+               static_cast<unsigned long long>(graph));
+}
+
+}  // namespace
+
+GraphAttribution::GraphAttribution(GraphRegistry& registry)
+    : registry_(registry), capture_frame_(NameTable::global().intern(kCaptureFrame)) {}
+
+const GraphAttribution::CachedNode& GraphAttribution::node(uint64_t id) {
+  auto [it, inserted] = nodes_.try_emplace(id);
+  if (inserted) it->second.known = registry_.site(id, it->second.site);
+  return it->second;
+}
+
+ContextId GraphAttribution::path(ContextId replay, ContextId capture) {
+  uint64_t key = (uint64_t{replay} << 32) | capture;
+  auto [it, inserted] = paths_.try_emplace(key, kRootContext);
+  if (!inserted) return it->second;
+  ContextTree& tree = ContextTree::global();
+  ContextId ctx = tree.child(replay, capture_frame_);
+  scratch_.clear();
+  tree.path(capture, scratch_);
+  for (NameId name : scratch_)
+    ctx = tree.child(ctx, name);
+  it->second = ctx;
+  return ctx;
+}
+
+LaunchTag GraphAttribution::replay_tag(const LaunchTag& launch, const KernelRecord& r) {
+  LaunchTag tag = launch;
+  if (r.graph_node_id == 0) return tag;  // a graph-level record: the launch site is its place
+  const CachedNode& n = node(r.graph_node_id);
+  if (!n.known) {
+    ++unknown_site_records_;
+    notice_unknown_graph(r.graph_id);
+    return tag;
+  }
+  tag.context = path(launch.context, n.site.context);
+  if (launch.python_context != kRootContext) {
+    // A Python session that started after the capture has no Python capture path: the scopes
+    // active at capture are the best description left.
+    ContextId capture =
+        n.site.python_context != kRootContext ? n.site.python_context : n.site.context;
+    tag.python_context = path(launch.python_context, capture);
+  }
+  if (tag.op == 0) tag.op = n.site.op;
+  return tag;
+}
+
+uint64_t GraphAttribution::launch_seen(uint32_t graph, uint64_t correlation) {
+  auto& [older, newer] = recent_[graph];
+  if (correlation <= newer || correlation == older) return 0;  // a launch already known
+  uint64_t stale = older;
+  older = newer;
+  newer = correlation;
+  return stale;
+}
+
+uint64_t GraphAttribution::track_unknown(uint64_t correlation) {
+  unknown_.push_back(correlation);
+  if (unknown_.size() <= kMaxUnknownTags) return 0;
+  uint64_t evicted = unknown_.front();
+  unknown_.pop_front();
+  return evicted;
+}
+
+void GraphAttribution::settle() {
+  registry_.collect();
+  nodes_.clear();
+}
+
+void GraphAttribution::forget_launches() {
+  recent_.clear();
+  unknown_.clear();
+}
+
+}  // namespace proton
