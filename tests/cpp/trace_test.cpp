@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -271,12 +272,20 @@ TEST_F(Traces, LargeTracesStreamToDisk) {
     partial = partial || f.path().filename().string().rfind("big.chrome_trace.partial", 0) == 0;
   EXPECT_TRUE(partial);
   rt_.finalize(s, "");
-  json trace = read("big.chrome_trace");
+  // Parsing ~40 MB with a DOM takes minutes under TSan: count the kernel events as text and
+  // parse only the trailer (the rules are checked on the smaller traces above).
+  std::ifstream in(dir_ / "big.chrome_trace");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
   size_t kernels = 0;
-  for (const json& e : trace["traceEvents"])
-    kernels += e["ph"] == "X" && e["cat"] == "kernel";
+  for (size_t at = text.find("\"cat\":\"kernel\""); at != std::string::npos;
+       at = text.find("\"cat\":\"kernel\"", at + 1))
+    ++kernels;
   EXPECT_EQ(kernels, total);
-  EXPECT_EQ(trace["otherData"]["proton_recorded_events"], total);
+  size_t trailer = text.rfind("\n],");
+  ASSERT_NE(trailer, std::string::npos);
+  json tail = json::parse("{" + text.substr(trailer + 3));
+  EXPECT_EQ(tail["otherData"]["proton_recorded_events"], total);
+  EXPECT_EQ(text.compare(0, 16, "{\"traceEvents\":["), 0);
   for (const auto& f : fs::directory_iterator(dir_))
     EXPECT_EQ(f.path().string().find(".partial"), std::string::npos) << f.path();
 }
