@@ -22,6 +22,7 @@ class RecordProcessor;
 struct BackendOptions {
   size_t buffer_bytes = 4u << 20;  // size of each activity buffer
   size_t max_buffers = 64;         // buffers in flight before records are dropped
+  bool graph_level = false;        // mode="graph": one record per graph launch (see graphs.md)
 };
 
 class Backend {

@@ -113,7 +113,9 @@ Runtime::Runtime() = default;
 
 SessionId Runtime::start(const SessionConfig& config) {
   check_option("context", config.context, {"shadow", "python"});
-  if (!parse_periodic_flushing(config.mode).enabled) check_option("mode", config.mode, {""});
+  if (!parse_periodic_flushing(config.mode).enabled) {
+    check_option("mode", config.mode, {"", "graph"});
+  }
   SessionConfig effective = config;
   if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
   std::lock_guard api(api_mu_);
@@ -121,6 +123,16 @@ SessionId Runtime::start(const SessionConfig& config) {
     if (s && s->config().name == config.name) {
       set_active(s->id(), true);
       return s->id();
+    }
+  }
+  // mode="graph" swaps per-node kernel records for one record per graph launch, and CUPTI's
+  // activity kinds are process-wide: sessions that run together must agree on it.
+  for (auto& s : sessions_) {
+    if (s && (s->config().mode == "graph") != (config.mode == "graph")) {
+      throw std::invalid_argument(
+          "mode='graph' records one node per CUDA graph launch for the whole process; session '" +
+          s->config().name + "' runs with mode='" + s->config().mode +
+          "': finalize it first, or start both with the same mode");
     }
   }
   SessionId id = kMaxSessions;
@@ -182,7 +194,9 @@ void Runtime::ensure_backend(const SessionConfig& config) {
   if (backend_running_) return;
   std::string why;
   if (!backend_) backend_ = make_backend(config.backend, why);
-  if (backend_ && !backend_->start(&processor_, options_from_env(), why)) backend_.reset();
+  BackendOptions options = options_from_env();
+  options.graph_level = config.mode == "graph";
+  if (backend_ && !backend_->start(&processor_, options, why)) backend_.reset();
   backend_running_ = backend_ != nullptr;
   if (!backend_running_ && !warned_no_backend_) {
     warned_no_backend_ = true;

@@ -29,8 +29,14 @@ namespace proton::cupti {
   X(cuptiActivityFlushAll)             \
   X(cuptiFinalize)
 
-// Newer entry points, absent from older libraries: null when missing.
-#define PROTON_CUPTI_OPTIONAL(X) X(cuptiSubscribe_v2) X(cuptiGetTimestamp)
+// Newer entry points, absent from older libraries: null when missing. (The graph id getters
+// exist since CUDA 11-12, but a graph-less CUPTI must not stop kernel timing.)
+#define PROTON_CUPTI_OPTIONAL(X) \
+  X(cuptiSubscribe_v2)           \
+  X(cuptiGetGraphId)             \
+  X(cuptiGetGraphNodeId)         \
+  X(cuptiGetGraphExecId)         \
+  X(cuptiGetTimestamp)
 
 #define PROTON_DRIVER_REQUIRED(X) \
   X(cuInit)                       \

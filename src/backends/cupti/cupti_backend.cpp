@@ -3,8 +3,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "backend/graph_exec_table.h"
 #include "backend/record_processor.h"
 #include "backends/cupti/cupti_errors.h"
+#include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
 
 namespace proton {
@@ -75,6 +77,13 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     undo_start();
     return false;
   }
+  // Graph resource callbacks stay on from start to stop, paused or not: a graph captured while
+  // sessions are paused keeps its capture sites. Without them, graph kernels still land on
+  // their launch site, so a failure here is not fatal.
+  set_graph_id_api({api_->cuptiGetGraphId, api_->cuptiGetGraphNodeId, api_->cuptiGetGraphExecId});
+  set_graph_level(options.graph_level);
+  std::string graph_error;
+  set_graph_callbacks(*api_, subscriber_, true, graph_error);
   reset_launch_nesting();
   std::string error;
   if (set_launch_callbacks(*api_, subscriber_, true, error) == 0) {
@@ -89,6 +98,14 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     why = cupti_error(*api_, "cuptiActivityEnable(CONCURRENT_KERNEL)", cr);
     undo_start();
     return false;
+  }
+  if (options.graph_level) {
+    cr = api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (cr != CUPTI_SUCCESS) {
+      why = cupti_error(*api_, "cuptiActivityEnable(GRAPH_TRACE) for mode='graph'", cr);
+      undo_start();
+      return false;
+    }
   }
   running_ = true;
   paused_ = false;
@@ -122,10 +139,13 @@ void CuptiBackend::undo_start() {
   if (subscriber_ != nullptr) {
     std::string ignored;
     set_launch_callbacks(*api_, subscriber_, false, ignored);
+    set_graph_callbacks(*api_, subscriber_, false, ignored);
     api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     api_->cuptiUnsubscribe(subscriber_);
     subscriber_ = nullptr;
   }
+  set_graph_level(false);
   set_buffer_consumer(nullptr);
   release_activity(kOwner);
   processor_ = nullptr;
@@ -174,11 +194,17 @@ void CuptiBackend::stop() {
   if (!running_) return;
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
+  set_graph_callbacks(*api_, subscriber_, false, ignored);
   sync_current_context();
   api_->cuptiActivityFlushAll(0);
   api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   processor_->settle(/*forget_open_tags=*/true);
+  // Unwatched, an executable graph may be destroyed and its handle reused by a new one: the
+  // next start must not trust the old fan-outs (node capture sites stay valid: ids are unique).
+  GraphExecTable::global().clear();
+  set_graph_level(false);
   set_buffer_consumer(nullptr);  // waits for a delivery in progress on CUPTI's thread
   api_->cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "backend/record_processor.h"
+#include "backends/cupti/graph_records.h"
 #include "common/name_table.h"
 
 namespace proton::cupti {
@@ -70,7 +71,10 @@ BufferStats KernelBatcher::deliver(uint8_t* buffer, size_t valid_bytes,
   stats.end = walk_records(next_, buffer, valid_bytes, [&](const CUpti_Activity& record) {
     ++stats.records;
     KernelRecord r;
-    if (translate_kernel(record, names_, r)) batch_.push_back(r);
+    if (translate_kernel(record, names_, r) ? keep_kernel_record(r)
+                                            : translate_graph_trace(record, r)) {
+      batch_.push_back(r);
+    }
   });
   stats.kernels = batch_.size();
   if (!batch_.empty()) processor.process(std::span<const KernelRecord>(batch_));

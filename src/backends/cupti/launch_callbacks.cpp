@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "backend/launch_stage.h"
+#include "backends/cupti/graph_callbacks.h"
 
 namespace proton::cupti {
 
@@ -54,6 +55,8 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
 struct Nesting {
   uint32_t epoch = 0;
   uint32_t depth = 0;
+  uint64_t correlation = 0;  // the outermost launch in progress (0: none)
+  uint32_t op = 0;           // its launch-metadata op
 };
 constinit thread_local Nesting tls_nesting;  // owning thread only
 
@@ -86,21 +89,46 @@ uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 
 void CUPTIAPI on_launch_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    on_graph_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
+    return;
+  }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   Nesting& n = tls_nesting;
   uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (n.epoch != epoch) n = Nesting{epoch, 0};
   if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (n.depth > 0) --n.depth;
+    if (n.depth > 0 && --n.depth == 0) n.correlation = 0;
     return;
   }
   if (n.depth++ != 0) return;  // nested inside a launch already tagged on this thread
+  uint32_t fanout = launch_fanout(domain, cbid);
+  if (fanout == 0) {
+    fanout = graph_launch_fanout(domain, cbid, cb->functionParams);
+    if (fanout == kNoKernels) return;  // a graph without kernels: nothing will claim a tag
+  }
+  // Remembered for graph resource callbacks issued inside this launch (stream capture). The
+  // op is read before tag() takes it.
+  n.correlation = cb->correlationId;
+  n.op = 0;
   try {
-    LaunchStage::tag(cb->correlationId, launch_fanout(domain, cbid));
+    LaunchStage::tag(cb->correlationId, fanout);
   } catch (...) {
     // Only the first tag of a thread allocates; never let it unwind through CUPTI.
     g_errors.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept {
+  // While paused, launch callbacks are off and an exit may have been missed: nothing is known.
+  const Nesting& n = tls_nesting;
+  if (n.epoch != g_epoch.load(std::memory_order_relaxed) || n.depth == 0 || n.correlation == 0 ||
+      LaunchStage::active_sessions.load(std::memory_order_relaxed) == 0) {
+    return false;
+  }
+  correlation = n.correlation;
+  op = n.op;
+  return true;
 }
 
 void reset_launch_nesting() {

@@ -25,7 +25,7 @@ namespace proton::cupti {
 struct LaunchCallback {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
-  bool graph;  // one launch, many kernels: tagged with fan-out 0 (unknown) for now
+  bool graph;  // one launch, many kernels: fan-out from graph_launch_fanout()
 };
 
 /// Every callback the backend enables.
@@ -37,6 +37,11 @@ uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /// The subscriber callback (passed to cuptiSubscribe). Never throws, never locks.
 void CUPTIAPI on_launch_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data);
+
+/// True while the calling thread is inside a tagged launch API call (between its enter and exit
+/// callbacks): `correlation` and the launch-metadata `op` of that launch. Graph resource
+/// callbacks use it to recognise a launch that stream capture turned into a graph node.
+bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept;
 
 /// Forgets any launch left half-seen on any thread (its exit callback was disabled by a
 /// pause). Call before enabling the callbacks again.

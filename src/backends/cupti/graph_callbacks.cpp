@@ -1,0 +1,195 @@
+#include "backends/cupti/graph_callbacks.h"
+
+#include <array>
+#include <atomic>
+
+#include "backend/graph_exec_table.h"
+#include "backend/graph_registry.h"
+#include "backend/launch_stage.h"
+#include "backends/cupti/launch_callbacks.h"
+
+namespace proton::cupti {
+
+namespace {
+
+constexpr std::array kGraphCallbacks = {
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,          CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,          CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+};
+
+// Written by set_graph_id_api before the callbacks are enabled; read in callbacks.
+std::atomic<decltype(&::cuptiGetGraphId)> g_graph_id{nullptr};
+std::atomic<decltype(&::cuptiGetGraphNodeId)> g_node_id{nullptr};
+std::atomic<decltype(&::cuptiGetGraphExecId)> g_exec_id{nullptr};
+std::atomic<bool> g_graph_level{false};  // written at backend start/stop, read relaxed
+std::atomic<uint64_t> g_errors{0};
+
+// The executable-graph table stores the fan-out as is, 0 for "unknown", and this for "no
+// kernels" (GraphExecTable::kUnknown, one above, means "never seen").
+constexpr uint32_t kZeroKernels = GraphExecTable::kUnknown - 1;
+
+uint32_t graph_id(CUgraph graph) {
+  auto fn = g_graph_id.load(std::memory_order_relaxed);
+  uint32_t id = 0;
+  if (graph == nullptr || fn == nullptr || fn(graph, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+uint64_t node_id(CUgraphNode node) {
+  auto fn = g_node_id.load(std::memory_order_relaxed);
+  uint64_t id = 0;
+  if (node == nullptr || fn == nullptr || fn(node, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+uint32_t exec_id(CUgraphExec exec) {
+  auto fn = g_exec_id.load(std::memory_order_relaxed);
+  uint32_t id = 0;
+  if (exec == nullptr || fn == nullptr || fn(exec, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
+GraphNodeKind kind_of(CUgraphNodeType type) {
+  switch (type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return GraphNodeKind::kKernel;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_HOST:
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+      return GraphNodeKind::kNoKernel;
+    default:
+      // Child graphs, conditional (if/while/switch) nodes, and types newer than this code:
+      // their kernels per launch are not a fixed count.
+      return GraphNodeKind::kUncertain;
+  }
+}
+
+void node_created(const CUpti_GraphData& g) {
+  uint64_t node = node_id(g.node);
+  if (node == 0) return;
+  CaptureSite site;
+  site.context = ThreadContext::launch_context();
+  uint64_t correlation = 0;
+  bool captured = launch_in_progress(correlation, site.op);
+  if (!captured) site.op = 0;
+  GraphRegistry& registry = GraphRegistry::global();
+  registry.node_created(node, graph_id(g.graph), kind_of(g.nodeType), &site);
+  // Created inside a kernel (or graph) launch on this thread: that launch was captured into a
+  // graph, not run. Explicitly added nodes (cudaGraphAddKernelNode) are created outside any
+  // launch and keep their thread's context as their site.
+  if (captured) registry.captured_launch(correlation);
+}
+
+void exec_created(const CUpti_GraphData& g) {
+  if (g.graphExec == nullptr) return;
+  uint32_t fanout = GraphRegistry::global().exec_created(exec_id(g.graphExec), graph_id(g.graph));
+  uint32_t stored = fanout == GraphRegistry::kUnknownFanout ? 0
+                    : fanout == 0                           ? kZeroKernels
+                                                            : fanout;
+  GraphExecTable::global().set(reinterpret_cast<uintptr_t>(g.graphExec), stored);
+}
+
+}  // namespace
+
+void set_graph_id_api(const GraphIdApi& api) {
+  g_graph_id.store(api.graph_id, std::memory_order_relaxed);
+  g_node_id.store(api.node_id, std::memory_order_relaxed);
+  g_exec_id.store(api.exec_id, std::memory_order_release);
+}
+
+void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) noexcept {
+  if (data == nullptr || data->resourceDescriptor == nullptr) return;
+  const auto& g = *static_cast<const CUpti_GraphData*>(data->resourceDescriptor);
+  GraphRegistry& registry = GraphRegistry::global();
+  try {
+    switch (cbid) {
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+        node_created(g);
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+        registry.node_cloned(node_id(g.node), graph_id(g.graph), node_id(g.originalNode),
+                             kind_of(g.nodeType));
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
+        registry.node_destroyed(node_id(g.node), graph_id(g.graph), kind_of(g.nodeType));
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+        registry.graph_destroyed(graph_id(g.graph));
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+        exec_created(g);
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+        // Its handle may be reused by the next instantiation; its nodes' sites stay until
+        // their own destroy events (records of its last launch may still be in flight).
+        GraphExecTable::global().erase(reinterpret_cast<uintptr_t>(g.graphExec));
+        break;
+      default:
+        break;
+    }
+  } catch (...) {
+    g_errors.fetch_add(1, std::memory_order_relaxed);  // out of memory: that node goes unknown
+  }
+}
+
+int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                        std::string& error) {
+  int done = 0;
+  for (CUpti_CallbackIdResource cbid : kGraphCallbacks) {
+    CUptiResult r =
+        api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    if (r == CUPTI_SUCCESS) {
+      ++done;
+    } else if (error.empty()) {
+      error = cupti_error(api, "cuptiEnableCallback(graph resource)", r);
+    }
+  }
+  return done;
+}
+
+uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* params) noexcept {
+  if (g_graph_level.load(std::memory_order_relaxed)) return 1;  // one graph record per launch
+  if (params == nullptr) return 0;
+  const void* exec = nullptr;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) {
+      exec = static_cast<const cudaGraphLaunch_v10000_params*>(params)->graphExec;
+    } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000) {
+      exec = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params)->graphExec;
+    }
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) {
+      exec = static_cast<const cuGraphLaunch_params*>(params)->hGraph;
+    } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
+      exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
+    }
+  }
+  if (exec == nullptr) return 0;
+  uint32_t stored = GraphExecTable::global().find(reinterpret_cast<uintptr_t>(exec));
+  if (stored == GraphExecTable::kUnknown) return 0;  // instantiated before profiling started
+  return stored == kZeroKernels ? kNoKernels : stored;
+}
+
+void set_graph_level(bool on) {
+  g_graph_level.store(on, std::memory_order_relaxed);
+}
+
+bool graph_level() noexcept {
+  return g_graph_level.load(std::memory_order_relaxed);
+}
+
+uint64_t graph_callback_errors() {
+  return g_errors.load(std::memory_order_relaxed);
+}
+
+}  // namespace proton::cupti

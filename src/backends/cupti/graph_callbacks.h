@@ -1,0 +1,63 @@
+// CUDA graphs in the CUPTI backend: the resource callbacks that tell the GraphRegistry where
+// each kernel node was captured and how many kernels an executable graph launches, the fan-out
+// a graph launch is tagged with, and the graph-level mode.
+//
+// CUPTI facts this relies on (docs and Triton's Proton, which depends on the same):
+//   - GRAPHNODE_CREATED is issued on the thread that creates the node, between the enter and
+//     exit callbacks of the API that created it: for stream capture, inside the captured
+//     kernel launch, so the thread's context then is the capture site, and the launch being
+//     tagged on that thread is a captured one that will never run.
+//   - Instantiating or cloning a graph reports each copied node as CREATED, then CLONED with
+//     the original node: the copy inherits the original's capture site.
+//   - Node ids (cuptiGetGraphNodeId) are unique for the process and are what kernel records
+//     carry in graphNodeId.
+//   - GRAPHEXEC_CREATED carries the source graph and the new executable graph; the handle in
+//     cudaGraphLaunch/cuGraphLaunch parameters is that executable graph.
+// Resource callbacks are not on the per-launch path: they may lock and allocate, but never
+// throw through CUPTI.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "backends/cupti/cupti_api.h"
+
+namespace proton::cupti {
+
+/// graph_launch_fanout(): the graph launches no kernel, so the launch needs no tag.
+inline constexpr uint32_t kNoKernels = std::numeric_limits<uint32_t>::max();
+
+/// The CUPTI id getters the callbacks use (from CuptiApi; tests pass fakes). Set before the
+/// graph callbacks are enabled; a null getter makes the matching events count as unknown.
+struct GraphIdApi {
+  decltype(&::cuptiGetGraphId) graph_id = nullptr;
+  decltype(&::cuptiGetGraphNodeId) node_id = nullptr;
+  decltype(&::cuptiGetGraphExecId) exec_id = nullptr;
+};
+void set_graph_id_api(const GraphIdApi& api);
+
+/// Handles CUPTI_CB_DOMAIN_RESOURCE graph events (called from the subscriber callback).
+void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) noexcept;
+
+/// Enables or disables the graph resource callbacks; returns how many took effect.
+int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                        std::string& error);
+
+/// Hot path of a graph launch (cudaGraphLaunch / cuGraphLaunch and _ptsz): the kernels this
+/// launch of `params`' executable graph produces, 0 when unknown, kNoKernels when none. One
+/// lock-free table probe.
+uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const void* params) noexcept;
+
+/// Graph-level mode (mode="graph"): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE record per graph
+/// launch instead of one kernel record per node, so every graph launch has fan-out 1.
+void set_graph_level(bool on);
+bool graph_level() noexcept;
+
+/// Graph callbacks that failed (allocation): counted, not propagated through CUPTI.
+uint64_t graph_callback_errors();
+
+}  // namespace proton::cupti

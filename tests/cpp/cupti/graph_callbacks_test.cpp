@@ -1,0 +1,244 @@
+// The graph resource callbacks and graph-launch fan-out, driven through the real subscriber
+// callback with hand-built CUpti_ResourceData / CUpti_GraphData and fake CUPTI id getters (a
+// handle's id is its address, so tests pick ids by picking handles).
+#include "backends/cupti/graph_callbacks.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "backend/graph_exec_table.h"
+#include "backend/graph_registry.h"
+#include "backend/launch_stage.h"
+#include "backends/cupti/graph_records.h"
+#include "backends/cupti/launch_callbacks.h"
+#include "test_util.h"
+
+namespace proton::cupti {
+namespace {
+
+CUptiResult fake_graph_id(CUgraph graph, uint32_t* id) {
+  *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graph));
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_node_id(CUgraphNode node, uint64_t* id) {
+  *id = reinterpret_cast<uintptr_t>(node);
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_exec_id(CUgraphExec exec, uint32_t* id) {
+  *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(exec));
+  return CUPTI_SUCCESS;
+}
+
+template <typename T>
+T handle(uintptr_t id) {
+  return reinterpret_cast<T>(id);
+}
+
+std::vector<LaunchTag> drain() {
+  std::vector<LaunchTag> out;
+  LaunchStage::drain([&](const LaunchTag& t) { out.push_back(t); });
+  return out;
+}
+
+void resource(CUpti_CallbackId cbid, CUpti_GraphData g) {
+  CUpti_ResourceData data{};
+  data.resourceDescriptor = &g;
+  on_launch_api(nullptr, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+}
+
+CUpti_GraphData node(uintptr_t node, uintptr_t graph,
+                     CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL) {
+  CUpti_GraphData g{};
+  g.node = handle<CUgraphNode>(node);
+  g.graph = handle<CUgraph>(graph);
+  g.nodeType = type;
+  return g;
+}
+
+void api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
+         uint32_t correlation, const void* params = nullptr) {
+  CUpti_CallbackData data{};
+  data.callbackSite = site;
+  data.correlationId = correlation;
+  data.functionParams = params;
+  on_launch_api(nullptr, domain, cbid, &data);
+}
+
+class GraphCallbacks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_graph_id_api({fake_graph_id, fake_node_id, fake_exec_id});
+    set_graph_level(false);
+    reset_launch_nesting();
+    drain();
+    std::vector<uint64_t> stale;
+    GraphRegistry::global().take_captured(stale);
+    LaunchStage::active_sessions = 1;
+  }
+  void TearDown() override {
+    LaunchStage::active_sessions = 0;
+    set_graph_level(false);
+  }
+
+  // A kernel launch captured into `graph` as `node`, in the current scope.
+  void captured_launch(uint32_t correlation, uintptr_t node_handle, uintptr_t graph) {
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER,
+        correlation);
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(node_handle, graph));
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT,
+        correlation);
+  }
+
+  uint32_t launch_fanout_of(uintptr_t exec, uint32_t correlation) {
+    cuGraphLaunch_params p{handle<CUgraphExec>(exec), nullptr};
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_API_ENTER,
+        correlation, &p);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_API_EXIT,
+        correlation, &p);
+    auto tags = drain();
+    if (tags.empty()) return kNoKernels;
+    EXPECT_EQ(tags.size(), 1u);
+    return tags.back().fanout;
+  }
+
+  proton::testing::MainThreadFixture main_;
+};
+
+TEST_F(GraphCallbacks, CaptureRecordsTheSiteAndMarksTheLaunchCaptured) {
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(proton::testing::id("attention"));
+  captured_launch(21, 0x10010, 0x100);
+  tc.exit_scope(proton::testing::id("attention"));
+  CaptureSite site;
+  ASSERT_TRUE(GraphRegistry::global().site(0x10010, site));
+  EXPECT_EQ(proton::testing::path_of(site.context), "attention");
+  std::vector<uint64_t> captured;
+  GraphRegistry::global().take_captured(captured);
+  EXPECT_EQ(captured, std::vector<uint64_t>{21});
+  EXPECT_EQ(drain().size(), 1u);  // the capture-time tag was staged (the processor drops it)
+}
+
+TEST_F(GraphCallbacks, ExplicitlyAddedNodesAreNotCapturedLaunches) {
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x10020, 0x101));
+  std::vector<uint64_t> captured;
+  GraphRegistry::global().take_captured(captured);
+  EXPECT_TRUE(captured.empty());
+  CaptureSite site;
+  EXPECT_TRUE(GraphRegistry::global().site(0x10020, site));
+}
+
+TEST_F(GraphCallbacks, InstantiatedGraphLaunchesWithItsKernelCount) {
+  for (uint32_t i = 0; i < 3; ++i)
+    captured_launch(30 + i, 0x20000 + 0x10 * i, 0x200);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x20000, 0x200, CU_GRAPH_NODE_TYPE_MEMSET));
+  drain();
+  // cudaGraphInstantiate: copies (CREATED + CLONED), then GRAPHEXEC_CREATED.
+  for (uint32_t i = 0; i < 3; ++i) {
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x21000 + 0x10 * i, 0x210));
+    CUpti_GraphData clone = node(0x21000 + 0x10 * i, 0x210);
+    clone.originalNode = handle<CUgraphNode>(0x20000 + 0x10 * i);
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, clone);
+  }
+  CUpti_GraphData exec{};
+  exec.graph = handle<CUgraph>(0x200);
+  exec.graphExec = handle<CUgraphExec>(0x210);
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, exec);
+  EXPECT_EQ(launch_fanout_of(0x210, 40), 3u);
+
+  // Runtime launches read the same table through their own parameter struct.
+  cudaGraphLaunch_v10000_params rp{handle<cudaGraphExec_t>(0x210), nullptr};
+  EXPECT_EQ(graph_launch_fanout(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &rp),
+            3u);
+
+  // Graph-level mode: one graph record per launch whatever the nodes.
+  set_graph_level(true);
+  EXPECT_EQ(launch_fanout_of(0x210, 41), 1u);
+  set_graph_level(false);
+
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, exec);
+  EXPECT_EQ(launch_fanout_of(0x210, 42), 0u);  // gone: unknown again
+}
+
+TEST_F(GraphCallbacks, GraphsFromBeforeStartAndEmptyGraphs) {
+  EXPECT_EQ(launch_fanout_of(0x999, 50), 0u);  // never seen: tagged, fan-out unknown
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x30000, 0x300, CU_GRAPH_NODE_TYPE_MEMCPY));
+  CUpti_GraphData exec{};
+  exec.graph = handle<CUgraph>(0x300);
+  exec.graphExec = handle<CUgraphExec>(0x310);
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, exec);
+  EXPECT_EQ(launch_fanout_of(0x310, 51), kNoKernels);  // no kernels: no tag at all
+}
+
+TEST_F(GraphCallbacks, ConditionalNodeMakesTheFanoutUnknown) {
+  captured_launch(60, 0x40000, 0x400);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+           node(0x40010, 0x400, CU_GRAPH_NODE_TYPE_CONDITIONAL));
+  drain();
+  CUpti_GraphData exec{};
+  exec.graph = handle<CUgraph>(0x400);
+  exec.graphExec = handle<CUgraphExec>(0x410);
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, exec);
+  EXPECT_EQ(launch_fanout_of(0x410, 61), 0u);
+}
+
+TEST_F(GraphCallbacks, NothingIsCapturedWhilePaused) {
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 70);
+  LaunchStage::active_sessions = 0;  // paused between enter and exit: the exit is never seen
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x50000, 0x500));
+  std::vector<uint64_t> captured;
+  GraphRegistry::global().take_captured(captured);
+  EXPECT_TRUE(captured.empty());
+}
+
+TEST_F(GraphCallbacks, ResourceDataWithoutGraphDataIsIgnored) {
+  CUpti_ResourceData data{};
+  on_launch_api(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, &data);
+  EXPECT_EQ(graph_callback_errors(), 0u);
+}
+
+// CUPTI hands out records as CUpti_Activity* into its buffer; so does this.
+const CUpti_Activity* activity(const void* record) {
+  return static_cast<const CUpti_Activity*>(record);
+}
+
+TEST(GraphRecords, GraphTraceBecomesOneRecordOnTheLaunch) {
+  CUpti_ActivityGraphTrace2 g{};
+  g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+  g.correlationId = 77;
+  g.start = 1000;
+  g.end = 5000;
+  g.deviceId = 1;
+  g.graphId = 12;
+  g.streamId = 7;
+  KernelRecord r;
+  ASSERT_TRUE(translate_graph_trace(*activity(&g), r));
+  EXPECT_EQ(r.correlation, 77u);
+  EXPECT_EQ(r.end_ns - r.start_ns, 4000u);
+  EXPECT_EQ(NameTable::global().name(r.name), kGraphRecordName);
+  EXPECT_EQ(r.graph_id, 12u);
+  EXPECT_EQ(r.graph_node_id, 0u);
+  g.deviceId = 0x7fffffff;  // the graph starts on the host
+  ASSERT_TRUE(translate_graph_trace(*activity(&g), r));
+  EXPECT_EQ(r.device_id, 0u);
+
+  CUpti_Activity other{};
+  other.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  EXPECT_FALSE(translate_graph_trace(other, r));
+}
+
+TEST(GraphRecords, GraphModeDropsNodeKernelsOnly) {
+  KernelRecord node;
+  node.graph_id = 3;
+  node.graph_node_id = 9;
+  KernelRecord plain;
+  EXPECT_TRUE(keep_kernel_record(node));
+  set_graph_level(true);
+  EXPECT_FALSE(keep_kernel_record(node));
+  EXPECT_TRUE(keep_kernel_record(plain));
+  set_graph_level(false);
+}
+
+}  // namespace
+}  // namespace proton::cupti
