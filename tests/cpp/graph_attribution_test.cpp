@@ -10,6 +10,7 @@
 
 #include "backend/graph_registry.h"
 #include "backend/record_processor.h"
+#include "context/launch_ops.h"
 #include "session/session.h"
 #include "test_util.h"
 
@@ -210,6 +211,49 @@ TEST_F(Graphs, MultiStreamCaptureKeepsEachLaunchSite) {
   EXPECT_EQ(got["<captured_at>/side_stream/k2"], 3u);
   EXPECT_EQ(got["<captured_at>/side_stream/k3"], 3u);
   EXPECT_EQ(proc_.stats().pending_tags, 0u);
+}
+
+TEST_F(Graphs, LaunchMetadataOfACapturedLaunchCountsPerReplay) {
+  uint32_t op = LaunchOps::global().intern(id("matmul_128"), {{id("flops"), MetricValue{2.0}}});
+  capture(50, 5000, 1, op);
+  uint32_t fanout = instantiate(51, 50, 5000, 1, 100);
+  std::vector<KernelRecord> records;
+  for (int i = 0; i < 4; ++i)
+    replay(51, 5100, 1, fanout, records);
+  proc_.process(records);
+  std::lock_guard lock(session_.mu);
+  const CallTree& t = session_.tree();
+  bool found = false;
+  for (size_t n = 0; n < t.size(); ++n) {
+    const CallTree::Node& node = t.node(static_cast<CallTree::NodeId>(n));
+    if (NameTable::global().name(node.name) != "matmul_128") continue;
+    found = true;
+    EXPECT_EQ(node.kernel.count, 4u);
+    ASSERT_EQ(node.metrics.size(), 1u);
+    EXPECT_DOUBLE_EQ(std::get<double>(node.metrics[0].second), 8.0);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(Graphs, PythonSessionsGetPythonPathsOnBothSides) {
+  ContextTree& tree = ContextTree::global();
+  ContextId capture_py = tree.child(tree.child(kRootContext, id("model.py:forward")), id("mlp"));
+  ContextId replay_py = tree.child(kRootContext, id("serve.py:step"));
+  CaptureSite site{kRootContext, capture_py, 0};
+  registry_.node_created(11000, 110, GraphNodeKind::kKernel, &site);
+  GraphAttribution graphs(registry_);
+  LaunchTag launch{};
+  launch.python_context = replay_py;
+  KernelRecord r;
+  r.graph_id = 111;
+  r.graph_node_id = 11000;
+  LaunchTag tag = graphs.replay_tag(launch, r);
+  EXPECT_EQ(testing::path_of(tag.python_context),
+            "serve.py:step/<captured_at>/model.py:forward/mlp");
+  EXPECT_EQ(testing::path_of(tag.context), "<captured_at>");
+  // Same pair again: served from the cache, same id.
+  EXPECT_EQ(graphs.replay_tag(launch, r).python_context, tag.python_context);
+  EXPECT_EQ(graphs.cached_paths(), 2u);
 }
 
 TEST_F(Graphs, GraphFromBeforeStartGoesToTheLaunchSiteWithFlatMemory) {

@@ -78,6 +78,10 @@ void node_created(const CUpti_GraphData& g) {
   if (node == 0) return;
   CaptureSite site;
   site.context = ThreadContext::launch_context();
+  SessionMask active = LaunchStage::active_sessions.load(std::memory_order_relaxed);
+  if ((active & LaunchStage::python_sessions.load(std::memory_order_relaxed)) != 0) {
+    site.python_context = LaunchStage::python_context();
+  }
   uint64_t correlation = 0;
   bool captured = launch_in_progress(correlation, site.op);
   if (!captured) site.op = 0;

@@ -110,7 +110,7 @@ void CUPTIAPI on_launch_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId
   // Remembered for graph resource callbacks issued inside this launch (stream capture). The
   // op is read before tag() takes it.
   n.correlation = cb->correlationId;
-  n.op = 0;
+  n.op = detail::tls_pending_op;
   try {
     LaunchStage::tag(cb->correlationId, fanout);
   } catch (...) {

@@ -12,6 +12,7 @@
 #include "backend/launch_stage.h"
 #include "backends/cupti/graph_records.h"
 #include "backends/cupti/launch_callbacks.h"
+#include "context/launch_ops.h"
 #include "test_util.h"
 
 namespace proton::cupti {
@@ -117,6 +118,16 @@ TEST_F(GraphCallbacks, CaptureRecordsTheSiteAndMarksTheLaunchCaptured) {
   GraphRegistry::global().take_captured(captured);
   EXPECT_EQ(captured, std::vector<uint64_t>{21});
   EXPECT_EQ(drain().size(), 1u);  // the capture-time tag was staged (the processor drops it)
+}
+
+TEST_F(GraphCallbacks, TheCapturedLaunchsMetadataStaysWithTheNode) {
+  uint32_t op = LaunchOps::global().intern(proton::testing::id("add_kernel[128]"), {});
+  LaunchOps::set_pending(op);  // what hook="triton" does right before the launch
+  captured_launch(25, 0x10030, 0x102);
+  CaptureSite site;
+  ASSERT_TRUE(GraphRegistry::global().site(0x10030, site));
+  EXPECT_EQ(site.op, op);
+  EXPECT_EQ(LaunchOps::take_pending(), 0u);  // the capture-time tag took it, as for any launch
 }
 
 TEST_F(GraphCallbacks, ExplicitlyAddedNodesAreNotCapturedLaunches) {
