@@ -133,6 +133,20 @@ class GraphReplay(Workload):
             self.graph.replay()
 
 
+class GraphReplayBeforeStart(GraphReplay):
+    """The same replays of a graph captured before the profiler starts: no capture sites, so
+    kernels go to the launch site and the profiler cannot know the fan-out in advance."""
+
+    name = "cuda_graph_pre"
+
+    def setup(self):
+        super().setup()
+        GraphReplay.after_start(self)
+
+    def after_start(self):
+        pass
+
+
 def _triton_add_kernel():
     import triton
     import triton.language as tl
@@ -147,4 +161,5 @@ def _triton_add_kernel():
     return tiny_add
 
 
-ALL = {w.name: w for w in (TinyTorch, TinyTriton, MlpTraining, BigGemm, GraphReplay)}
+ALL = {w.name: w for w in (TinyTorch, TinyTriton, MlpTraining, BigGemm, GraphReplay,
+                           GraphReplayBeforeStart)}

@@ -1,0 +1,313 @@
+"""CUDA graphs: replayed kernels under their capture site, graphs from before start, mode="graph".
+
+Expected trees (see docs/graphs.md):
+    replay / <captured_at> / capture / <kernel>      count = replays
+    replay / <kernel>                                 graph captured before proton.start
+    replay / <cuda graph>                             mode="graph", count = graph launches
+"""
+
+import json
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+import proton  # noqa: E402
+
+CAPTURED = "<captured_at>"
+
+# Five different kernels, each captured under its own scope so the test does not depend on
+# how torch names its elementwise kernels.
+OPS = [
+    lambda x: x.add_(1.0),
+    lambda x: x.mul_(0.5),
+    lambda x: x.sin_(),
+    lambda x: x.clamp_(-2.0, 2.0),
+    lambda x: x.neg_(),
+]
+
+
+def five_kernels(x, scoped=True):
+    for i, op in enumerate(OPS):
+        if scoped:
+            with proton.scope(f"k{i}"):
+                op(x)
+        else:
+            op(x)
+
+
+def capture(body, *args):
+    """torch.cuda.graph with the usual side-stream warm-up; returns the graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        body(*args)  # warm-up (allocator pools, lazy init) outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        body(*args)
+    return g
+
+
+def assert_attributed(prof):
+    assert "unattributed_kernels" not in prof.root_metrics, prof.render()
+
+
+def test_ten_replays_of_five_kernels_count_ten_each(out_name, read_profile):
+    x = torch.zeros(4096, device="cuda")
+    proton.start(out_name)
+    with proton.scope("capture"):
+        g = capture(five_kernels, x)
+    with proton.scope("replay"):
+        for _ in range(10):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    assert_attributed(prof)
+    site = prof.node("replay", CAPTURED, "capture")
+    for i in range(5):
+        assert prof.count(prof.node(f"k{i}", start=site)) == 10, prof.render()
+    # Launches made during the capture never ran: nothing outside <captured_at> except the
+    # warm-up, which ran once per op.
+    assert prof.count(prof.node("replay")) == 50, prof.render()
+    assert prof.count(prof.node("capture")) == 5, prof.render()  # the warm-up launches
+
+
+def test_triton_kernel_captured_in_a_graph(out_name, read_profile):
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    @triton.jit
+    def axpy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(y_ptr + offs, tl.load(y_ptr + offs, mask=mask) + 2 * x, mask=mask)
+
+    x = torch.ones(8192, device="cuda")
+    y = torch.zeros_like(x)
+
+    def body():
+        axpy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+
+    body()  # compile outside the session
+    torch.cuda.synchronize()
+    proton.start(out_name)
+    with proton.scope("cap"):
+        g = capture(body)
+    with proton.scope("replay"):
+        for _ in range(7):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    assert_attributed(prof)
+    kernels = prof.kernels(prof.node("replay", CAPTURED, "cap"))
+    assert [k["frame"]["name"] for k in kernels] == ["axpy_kernel"], prof.render()
+    assert kernels[0]["metrics"]["count"] == 7
+    assert kernels[0]["metrics"]["time (ns)"] > 0
+
+
+def test_two_stream_capture_keeps_each_capture_site(out_name, read_profile):
+    a = torch.zeros(4096, device="cuda")
+    b = torch.zeros(4096, device="cuda")
+    side = torch.cuda.Stream()
+
+    def body():
+        with proton.scope("main_stream"):
+            a.add_(1.0)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), proton.scope("side_stream"):
+            b.mul_(3.0)
+            b.add_(1.0)
+        torch.cuda.current_stream().wait_stream(side)
+        with proton.scope("main_stream"):
+            a.add_(b)
+
+    proton.start(out_name)
+    with proton.scope("cap"):
+        g = capture(body)
+    with proton.scope("replay"):
+        for _ in range(5):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    assert_attributed(prof)
+    site = prof.node("replay", CAPTURED, "cap")
+    assert prof.count(prof.node("main_stream", start=site)) == 10, prof.render()
+    assert prof.count(prof.node("side_stream", start=site)) == 10, prof.render()
+
+
+def test_graph_with_copy_nodes_counts_only_kernels(out_name, read_profile):
+    # A device-to-device copy is a memcpy node: it must not stop the launch's tag from being
+    # retired (its fan-out counts kernel nodes only) nor show up as a kernel.
+    x = torch.zeros(1 << 16, device="cuda")
+    y = torch.empty_like(x)
+
+    def body():
+        x.add_(1.0)
+        y.copy_(x)
+        y.mul_(2.0)
+
+    proton.start(out_name)
+    g = capture(body)
+    with proton.scope("replay"):
+        for _ in range(20):
+            g.replay()
+    proton.finalize()
+    torch.testing.assert_close(y, (x * 2))
+    prof = read_profile()
+    assert_attributed(prof)
+    assert prof.count(prof.node("replay", CAPTURED)) == 40, prof.render()
+
+
+def test_replays_from_two_sites_split_by_site(out_name, read_profile):
+    x = torch.zeros(4096, device="cuda")
+    proton.start(out_name)
+    g = capture(five_kernels, x, False)
+    with proton.scope("prefill"):
+        for _ in range(3):
+            g.replay()
+    with proton.scope("decode"):
+        for _ in range(4):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    assert prof.count(prof.node("prefill", CAPTURED)) == 15, prof.render()
+    assert prof.count(prof.node("decode", CAPTURED)) == 20, prof.render()
+
+
+def test_launch_metadata_of_captured_triton_kernel_counts_per_replay(out_name, read_profile):
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    def meta(grid, metadata, args):
+        return {"name": f"scale_{args['n']}", "flops32": float(args["n"]), "bytes": 8 * args["n"]}
+
+    @triton.jit(launch_metadata=meta)
+    def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    x = torch.ones(1024, device="cuda")
+
+    def body():
+        scale_kernel[(triton.cdiv(x.numel(), 256),)](x, x.numel(), BLOCK=256)
+
+    body()
+    torch.cuda.synchronize()
+    proton.start(out_name, hook="triton")
+    with proton.scope("cap"):
+        g = capture(body)
+    with proton.scope("replay"):
+        for _ in range(6):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    node = prof.node("replay", CAPTURED, "cap", "scale_1024")
+    assert node["metrics"]["count"] == 6, prof.render()
+    assert node["metrics"]["flops32"] == pytest.approx(6 * 1024.0)
+    assert node["metrics"]["bytes"] == 6 * 8 * 1024
+
+
+def test_graph_mode_one_node_per_launch_site(out_name, read_profile):
+    x = torch.zeros(4096, device="cuda")
+    y = torch.ones(4096, device="cuda")
+    proton.start(out_name, mode="graph")
+    with proton.scope("cap"):
+        g = capture(five_kernels, x)
+    with proton.scope("replay"):
+        for _ in range(10):
+            g.replay()
+    with proton.scope("plain"):
+        x.add_(y)  # not in a graph: still timed per kernel
+    proton.finalize()
+    prof = read_profile()
+    assert_attributed(prof)
+    node = prof.node("replay", "<cuda graph>")
+    assert node["metrics"]["count"] == 10, prof.render()
+    assert node["metrics"]["time (ns)"] > 0
+    assert not prof.has("replay", CAPTURED), prof.render()
+    assert prof.count(prof.node("replay")) == 10, prof.render()  # no per-node records
+    assert prof.count(prof.node("plain")) == 1, prof.render()
+
+
+def test_graph_mode_and_default_mode_cannot_run_together(out_name, tmp_path):
+    proton.start(out_name, mode="graph")
+    with pytest.raises(Exception, match="mode='graph'"):
+        proton.start(str(tmp_path / "other"))
+    proton.finalize()
+
+
+# Runs in a process of its own: the notice prints once per process, and RSS must not include
+# other tests' leftovers.
+GRAPH_MEMORY_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, torch, proton
+
+    def rss_mb():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 2**20
+
+    before_start, mode, out = sys.argv[1] == "before", sys.argv[2], sys.argv[3]
+    x = torch.zeros(4096, device="cuda")
+
+    def body():
+        for _ in range(5):
+            x.add_(1.0)
+
+    def capture():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            body()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            body()
+        return g
+
+    if before_start:
+        g = capture()
+    proton.start(out, mode=mode or None)
+    if not before_start:
+        g = capture()
+    samples = []
+    with proton.scope("replay"):
+        for i in range(110_000):
+            g.replay()
+            if i % 10_000 == 9_999:
+                torch.cuda.synchronize()
+                samples.append(rss_mb())
+    proton.finalize()
+    print(json.dumps({"rss_mb": samples}))
+    """
+)
+
+
+@pytest.mark.parametrize("when,mode", [("before", ""), ("after", ""), ("after", "graph")])
+def test_memory_flat_over_100k_replays(run_script, tmp_path, read_profile, when, mode):
+    out = tmp_path / "mem"
+    r = run_script(GRAPH_MEMORY_SCRIPT, when, mode, out, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    samples = json.loads(r.stdout.strip().splitlines()[-1])["rss_mb"]
+    growth = samples[-1] - samples[0]  # from 10k to 110k replays: 100,000 replays
+    print(f"{when}/{mode or 'default'}: RSS {samples[0]:.1f} -> {samples[-1]:.1f} MB "
+          f"({growth:+.2f} MB over 100k replays)")
+    assert abs(growth) <= 1.0, samples
+
+    prof = read_profile(str(out))
+    assert "unattributed_kernels" not in prof.root_metrics, prof.render()
+    if mode == "graph":
+        assert prof.node("replay", "<cuda graph>")["metrics"]["count"] == 110_000
+    elif when == "before":
+        # No capture information: the launch site, one notice.
+        assert not prof.has("replay", CAPTURED), prof.render()
+        assert prof.count(prof.node("replay")) == 550_000
+        assert r.stderr.count("captured before profiling started") == 1, r.stderr
+    else:
+        assert prof.count(prof.node("replay", CAPTURED)) == 550_000, prof.render()
+        assert "captured before profiling started" not in r.stderr
