@@ -4,7 +4,8 @@
 // thread, or the thread that calls flush). Before each batch it drains every thread's launch
 // tags into a correlation map; a record whose tag is found goes to the sessions and context
 // recorded at launch time. One tag can serve several records (a graph launch fans out to
-// many kernels): the tag says how many to expect, and 0 means "until cleared".
+// many kernels): the tag says how many to expect, and 0 means "unknown" (graph_attribution.h
+// says when such a tag is forgotten).
 //
 // A record whose tag is not there yet is kept and retried with the next batch (tags are
 // pushed before the launch, so this only happens when the launch was not intercepted); if
