@@ -50,6 +50,9 @@ def start(
         mode: backend-specific mode; ``None`` for kernel timing.
             ``"periodic_flushing[:format=hatchet|hatchet_msgpack]"`` writes each completed
             phase (see ``proton.data.advance_phase``) to ``<name>.part_<N>.<format>``.
+            ``"graph"`` records one node per CUDA graph launch (``<cuda graph>`` under the
+            launch site) instead of every kernel of the graph: graph-heavy programs at
+            near-zero cost. Sessions running together must agree on it. See docs/graphs.md.
         hook: ``None`` or ``"triton"``: attach each Triton kernel's ``launch_metadata``
             (its ``name`` renames the kernel, numbers become metrics; see ``proton.hooks``).
 
