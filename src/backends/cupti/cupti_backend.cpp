@@ -8,6 +8,7 @@
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
+#include "backends/cupti/nvtx_callbacks.h"
 
 namespace proton {
 
@@ -107,6 +108,13 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
       return false;
     }
   }
+  // NVTX push/pop ranges become scopes (nvtx_callbacks.h); PROTON_NVTX=0 turns them off. They
+  // stay on while paused, so scopes stay balanced; a refusal only loses the ranges.
+  if (nvtx_enabled_from_env()) {
+    inject_nvtx(api_->path);
+    std::string nvtx_error;
+    set_nvtx_callbacks(*api_, subscriber_, true, nvtx_error);
+  }
   running_ = true;
   paused_ = false;
   return true;
@@ -122,9 +130,9 @@ bool CuptiBackend::subscribe(std::string& why) {
     params.subscriberName = "proton";
     params.oldSubscriberName = holder;
     params.oldSubscriberSize = sizeof(holder);
-    r = api_->cuptiSubscribe_v2(&subscriber_, on_launch_api, nullptr, &params);
+    r = api_->cuptiSubscribe_v2(&subscriber_, on_cupti_callback, nullptr, &params);
   } else {
-    r = api_->cuptiSubscribe(&subscriber_, on_launch_api, nullptr);
+    r = api_->cuptiSubscribe(&subscriber_, on_cupti_callback, nullptr);
   }
   if (r == CUPTI_SUCCESS) return true;
   subscriber_ = nullptr;
@@ -206,6 +214,7 @@ void CuptiBackend::stop() {
   GraphExecTable::global().clear();
   set_graph_level(false);
   set_buffer_consumer(nullptr);  // waits for a delivery in progress on CUPTI's thread
+  set_nvtx_callbacks(*api_, subscriber_, false, ignored);
   api_->cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;
   // cuptiFinalize detaches CUPTI from the driver, so even the cost of its hooks goes away, but

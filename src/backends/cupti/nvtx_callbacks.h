@@ -1,0 +1,57 @@
+// NVTX ranges as scopes: nvtxRangePush/Pop (as PyTorch's emit_nvtx and many libraries use)
+// open and close a scope on the calling thread, like proton.scope.
+//
+// CUPTI reports NVTX calls in its NVTX callback domain, but only once NVTX has loaded CUPTI as
+// its tool: NVTX looks for a tool at the first NVTX call of each module (each library carries
+// its own NVTX state) through the environment variable NVTX_INJECTION64_PATH, and a module that
+// found none keeps no-op NVTX functions for good. The backend therefore points
+// NVTX_INJECTION64_PATH at the libcupti it loaded when it starts (unless the user set it), as
+// triton.profiler does: ranges pushed by modules whose first NVTX call comes after the first
+// proton.start() are seen (the `proton` command starts before the script, so all are).
+//
+// Only push/pop ranges are scopes (nvtxRangePushA/W/Ex, nvtxDomainRangePushEx and the pops):
+// start/end ranges may end on another thread and do not nest. A pop closes a scope only if it
+// is the one the matching push opened and it is innermost on the thread: a user scope is never
+// closed by NVTX. Mismatches are counted, never thrown through CUPTI.
+//
+// PROTON_NVTX=0 turns it off (read at backend start).
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "backends/cupti/cupti_api.h"
+
+namespace proton::cupti {
+
+/// Whether NVTX ranges become scopes: PROTON_NVTX unset, or anything but 0/false/off.
+bool nvtx_enabled_from_env();
+
+/// Points NVTX_INJECTION64_PATH at `cupti_path` unless the user set it already.
+void inject_nvtx(const std::string& cupti_path);
+
+/// Enables (or disables) the NVTX push/pop callbacks. Returns how many ids took effect.
+int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                       std::string& error);
+
+/// The subscriber callback: NVTX calls here, everything else to on_launch_api.
+void CUPTIAPI on_cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const void* data);
+
+/// One NVTX callback (domain CUPTI_CB_DOMAIN_NVTX, data a CUpti_NvtxData). Never throws.
+void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept;
+
+/// The scope operations behind on_nvtx, on the calling thread (tests call them directly).
+void nvtx_push(std::string_view name) noexcept;
+void nvtx_pop() noexcept;
+/// NVTX scopes the calling thread has open.
+size_t nvtx_depth() noexcept;
+
+/// Pops that closed nothing (no NVTX range open, or a user scope innermost) and callbacks that
+/// failed (out of memory): counted, not raised.
+uint64_t nvtx_mismatches();
+
+}  // namespace proton::cupti

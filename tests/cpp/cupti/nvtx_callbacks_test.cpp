@@ -1,0 +1,195 @@
+// NVTX ranges as scopes, driven with hand-built CUpti_NvtxData: no libcupti, NVTX or GPU.
+#include "backends/cupti/nvtx_callbacks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/launch_stage.h"
+#include "test_util.h"
+
+namespace proton::cupti {
+namespace {
+
+using testing::id;
+using testing::path_of;
+
+// The parameter blocks NVTX passes (generated_nvtx_meta.h layouts).
+struct PushA {
+  const char* message;
+};
+struct PushW {
+  const wchar_t* message;
+};
+struct Attributes {  // nvtxEventAttributes_v2
+  uint16_t version = 3;
+  uint16_t size = sizeof(Attributes);
+  uint32_t category = 0;
+  int32_t color_type = 0;
+  uint32_t color = 0;
+  int32_t payload_type = 0;
+  int32_t reserved0 = 0;
+  uint64_t payload = 0;
+  int32_t message_type = 1;
+  const void* message = nullptr;
+};
+struct PushEx {
+  const Attributes* attributes;
+};
+struct DomainPushEx {
+  const void* domain;
+  PushEx core;
+};
+
+void callback(CUpti_CallbackId cbid, const void* params) {
+  CUpti_NvtxData data{};
+  data.functionName = "nvtx";
+  data.functionParams = params;
+  on_cupti_callback(nullptr, CUPTI_CB_DOMAIN_NVTX, cbid, &data);
+}
+void push(const char* name) {
+  PushA p{name};
+  callback(CUPTI_CBID_NVTX_nvtxRangePushA, &p);
+}
+void pop() {
+  void* dummy = nullptr;
+  callback(CUPTI_CBID_NVTX_nvtxRangePop, &dummy);
+}
+std::string here() {
+  return path_of(ThreadContext::launch_context());
+}
+
+class Nvtx : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    while (nvtx_depth() > 0)
+      nvtx_pop();
+  }
+  testing::MainThreadFixture main_;
+};
+
+TEST_F(Nvtx, PushAndPopAreScopes) {
+  push("forward");
+  push("linear");
+  EXPECT_EQ(here(), "forward/linear");
+  EXPECT_EQ(nvtx_depth(), 2u);
+  pop();
+  EXPECT_EQ(here(), "forward");
+  pop();
+  EXPECT_EQ(here(), "");
+  EXPECT_EQ(ThreadContext::current().open_scopes(), 0u);
+}
+
+TEST_F(Nvtx, EveryPushFlavourNamesItsScope) {
+  PushW w{L"r\u00e9seau"};
+  callback(CUPTI_CBID_NVTX_nvtxRangePushW, &w);
+  Attributes ascii;
+  ascii.message = "ex_ascii";
+  PushEx ex{&ascii};
+  callback(CUPTI_CBID_NVTX_nvtxRangePushEx, &ex);
+  Attributes wide;
+  wide.message_type = 2;
+  wide.message = L"ex_wide";
+  DomainPushEx domain{nullptr, PushEx{&wide}};
+  callback(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, &domain);
+  Attributes registered;
+  registered.message_type = 3;
+  registered.message = reinterpret_cast<const void*>(0x1234);
+  PushEx reg{&registered};
+  callback(CUPTI_CBID_NVTX_nvtxRangePushEx, &reg);
+  EXPECT_EQ(here(), "r\xc3\xa9seau/ex_ascii/ex_wide/<nvtx registered string>");
+  const void* d = nullptr;
+  callback(CUPTI_CBID_NVTX_nvtxDomainRangePop, &d);
+  pop();
+  pop();
+  pop();
+  EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, ExtraPopsAreCountedAndNeverCloseUserScopes) {
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("user"));
+  uint64_t before = nvtx_mismatches();
+  pop();
+  EXPECT_EQ(nvtx_mismatches(), before + 1);
+  EXPECT_EQ(here(), "user");
+  tc.exit_scope(id("user"));
+}
+
+TEST_F(Nvtx, UserScopeInsideARangeSurvivesItsPop) {
+  auto& tc = ThreadContext::current();
+  push("range");
+  tc.enter_scope(id("user"));
+  uint64_t before = nvtx_mismatches();
+  pop();  // the user's scope is innermost: NVTX must not close it
+  EXPECT_EQ(nvtx_mismatches(), before + 1);
+  EXPECT_EQ(here(), "range/user");
+  EXPECT_NO_THROW(tc.exit_scope(id("user")));
+  tc.reset();
+}
+
+TEST_F(Nvtx, LaunchesInsideARangeAreTaggedWithIt) {
+  LaunchStage::drain([](const LaunchTag&) {});
+  push("step");
+  LaunchStage::tag(77);
+  pop();
+  std::string got;
+  LaunchStage::drain([&](const LaunchTag& t) {
+    if (t.correlation == 77) got = path_of(t.context);
+  });
+  EXPECT_EQ(got, "step");
+}
+
+TEST_F(Nvtx, ThreadsKeepTheirOwnRanges) {
+  push("main_range");
+  std::string inside, after;
+  std::thread t([&] {
+    push("worker_range");
+    inside = here();
+    pop();
+    after = here();
+  });
+  t.join();
+  // A worker's first scope nests under the main thread's scopes, as for proton.scope.
+  EXPECT_EQ(inside, "main_range/worker_range");
+  EXPECT_EQ(after, "main_range");
+  EXPECT_EQ(here(), "main_range");
+  pop();
+}
+
+TEST_F(Nvtx, MissingParametersAreIgnored) {
+  CUpti_NvtxData data{};
+  EXPECT_NO_THROW(on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &data));
+  EXPECT_NO_THROW(on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, nullptr));
+  PushA null_message{nullptr};
+  callback(CUPTI_CBID_NVTX_nvtxRangePushA, &null_message);
+  EXPECT_EQ(here(), "<nvtx range>");
+  pop();
+}
+
+TEST(NvtxEnv, OnUnlessTurnedOff) {
+  unsetenv("PROTON_NVTX");
+  EXPECT_TRUE(nvtx_enabled_from_env());
+  for (const char* off : {"0", "false", "off"}) {
+    setenv("PROTON_NVTX", off, 1);
+    EXPECT_FALSE(nvtx_enabled_from_env()) << off;
+  }
+  setenv("PROTON_NVTX", "1", 1);
+  EXPECT_TRUE(nvtx_enabled_from_env());
+  unsetenv("PROTON_NVTX");
+}
+
+TEST(NvtxEnv, InjectionKeepsTheUsersChoice) {
+  unsetenv("NVTX_INJECTION64_PATH");
+  inject_nvtx("/opt/cuda/libcupti.so.12");
+  EXPECT_STREQ(std::getenv("NVTX_INJECTION64_PATH"), "/opt/cuda/libcupti.so.12");
+  inject_nvtx("/elsewhere/libcupti.so");
+  EXPECT_STREQ(std::getenv("NVTX_INJECTION64_PATH"), "/opt/cuda/libcupti.so.12");
+  unsetenv("NVTX_INJECTION64_PATH");
+}
+
+}  // namespace
+}  // namespace proton::cupti
