@@ -65,12 +65,16 @@ class Proton(Variant):
 
     name = "proton"
     module = "proton"
+    context = "shadow"
+    hook = None
 
     def load(self):
         self.lib = _import(self.module)
 
     def start(self, out_dir):
-        self.lib.start(os.path.join(out_dir, "profile"), context="shadow", data="tree")
+        options = {"hook": self.hook} if self.hook else {}
+        self.lib.start(os.path.join(out_dir, "profile"), context=self.context, data="tree",
+                       **options)
 
     def scope(self, name):
         return self.lib.scope(name)
@@ -118,6 +122,30 @@ class TritonProfiler(Proton):
     module = "triton.profiler"
 
 
+class ProtonPython(Proton):
+    """This project with Python call paths (context="python")."""
+
+    name = "proton_python"
+    context = "python"
+
+
+class ProtonHook(Proton):
+    """This project with Triton launch metadata (hook="triton")."""
+
+    name = "proton_hook"
+    hook = "triton"
+
+
+class TritonPython(TritonProfiler):
+    name = "triton_python"
+    context = "python"
+
+
+class TritonHook(TritonProfiler):
+    name = "triton_hook"
+    hook = "triton"
+
+
 class TorchProfiler(Variant):
     """torch.profiler with CUDA activity only; its output is a Chrome trace."""
 
@@ -158,6 +186,7 @@ def _import(module):
 
 ALL = {
     v.name: v
-    for v in (NoProfiler, CuptiFloor, Proton, ProtonTrace, TritonProfiler, TorchProfiler)
+    for v in (NoProfiler, CuptiFloor, Proton, ProtonTrace, TritonProfiler, TorchProfiler,
+              ProtonPython, TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton
