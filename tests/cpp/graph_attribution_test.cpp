@@ -4,8 +4,10 @@
 // real Session, whose call tree is then read back.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/graph_registry.h"
@@ -345,6 +347,33 @@ TEST_F(Graphs, FanoutPrefersTheSourceGraphAndFallsBackToTheCopies) {
   EXPECT_EQ(registry_.exec_created(103, 0), GraphRegistry::kUnknownFanout);
   CaptureSite site;
   EXPECT_FALSE(registry_.site(10200, site));  // copies of unknown nodes have no site
+}
+
+TEST_F(Graphs, CapturesOnOneThreadWhileRecordsArriveOnAnother) {
+  // Resource callbacks (application threads) and the record thread share the registry.
+  std::atomic<bool> stop{false};
+  std::thread record_thread([&] {
+    while (!stop.load()) {
+      std::vector<KernelRecord> none;
+      proc_.process(none);
+      CaptureSite site;
+      registry_.site(12000, site);
+    }
+  });
+  for (uint32_t g = 0; g < 200; ++g) {
+    uint64_t base = 20000 + uint64_t{g} * 10;
+    capture(1000 + g, base, 3);
+    uint32_t fanout = instantiate(5000 + g, 1000 + g, base, 3, 100000);
+    std::vector<KernelRecord> records;
+    replay(5000 + g, base + 100000, 3, fanout, records);
+    proc_.process(records);
+    registry_.graph_destroyed(1000 + g);
+  }
+  stop = true;
+  record_thread.join();
+  proc_.settle();
+  EXPECT_EQ(proc_.stats().pending_tags, 0u);
+  EXPECT_EQ(kernels_of(session_)["<captured_at>/k2"], 200u);
 }
 
 }  // namespace
