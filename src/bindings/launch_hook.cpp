@@ -73,7 +73,8 @@ bool accepted(std::string_view kernel) {
 nb::object evaluate(nb::handle lazy) {
   ThreadContext& tc = ThreadContext::current();
   NameId previous = tc.state();
-  tc.set_state(NameTable::global().intern(kMetadataState));
+  static const NameId metadata_state = NameTable::global().intern(kMetadataState);
+  tc.set_state(metadata_state);
   tls_in_metadata = true;
   struct Restore {
     ThreadContext& tc;

@@ -1,10 +1,9 @@
 #include "session/session.h"
 
-#include "context/launch_ops.h"
-
 #include <algorithm>
 #include <stdexcept>
 
+#include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "io/chrome_trace_writer.h"
 
