@@ -38,8 +38,8 @@ NamePattern::NamePattern(const std::string& pattern, std::string_view option)
   if (rc != 0) {
     char message[256];
     regerror(rc, regex_.get(), message, sizeof message);
-    // regcomp failed, so there is nothing for regfree to release.
-    regex_.release();
+    // regcomp failed, so there is nothing for regfree to release: free the struct alone.
+    delete regex_.release();
     throw UsageError("bad regular expression for " + std::string(option) + " '" + pattern +
                      "': " + message);
   }
