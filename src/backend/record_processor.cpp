@@ -71,13 +71,15 @@ bool RecordProcessor::attribute(const KernelRecord& r) {
   auto it = tags_.find(r.correlation);
   if (it == tags_.end()) return false;
   uint64_t stale = 0;
-  if (r.graph_id == 0) {
+  if (r.graph_id == 0 && r.graph_node_id == 0) {
     sink_.deliver(it->second.tag.sessions, it->second.tag, r);
   } else {
     LaunchTag replay = graphs_.replay_tag(it->second.tag, r);
     sink_.deliver(replay.sessions, replay, r);
-    it->second.graph = static_cast<uint32_t>(r.graph_id);
-    stale = graphs_.launch_seen(it->second.graph, r.correlation);
+    if (r.graph_id != 0) {
+      it->second.graph = static_cast<uint32_t>(r.graph_id);
+      stale = graphs_.launch_seen(it->second.graph, r.correlation);
+    }
   }
   if (it->second.remaining != 0 && --it->second.remaining == 0) {
     close_one(tag_epoch(it->second.tag));
