@@ -23,11 +23,12 @@ std::string stat_name(std::string_view metric, std::string_view stat, MetricKind
   if (kind != MetricKind::kInclusive) core = trim(core.substr(0, core.size() - 5));
   auto open = core.find('(');
   std::string_view base = trim(core.substr(0, open));
-  std::string name = std::string(base) + ":" + std::string(stat);
+  // Built by append: GCC 12 at -O3 reports a false -Wrestrict on `" " + std::string(...)`.
+  std::string name(base);
+  name.append(":").append(stat);
   // The input index has no unit.
-  if (open != std::string_view::npos && stat != "argmax") {
-    name += " " + std::string(core.substr(open));
-  }
+  if (open != std::string_view::npos && stat != "argmax")
+    name.append(" ").append(core.substr(open));
   name += stat == "argmax" ? " (pty)" : " (exc)";
   return name;
 }
