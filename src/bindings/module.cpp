@@ -137,6 +137,16 @@ NB_MODULE(_proton, m) {
   m.def("has_sessions", [] { return Runtime::get().has_sessions(); });
   m.def("is_active", [](SessionId id) { return Runtime::get().is_active(id); });
   m.def("backend_name", [] { return Runtime::get().backend_name(); });
+  m.def("_processor_stats", [] {
+    RecordProcessor::Stats s = Runtime::get().processor().stats();
+    nb::dict d;
+    d["records"] = s.records;
+    d["unattributed"] = s.unattributed;
+    d["dropped"] = s.dropped;
+    d["pending_tags"] = s.pending_tags;
+    d["waiting"] = s.waiting;
+    return d;
+  });
 
   m.def("enter_scope", [](std::string_view name) {
     ThreadContext::current().enter_scope(intern(name));

@@ -245,3 +245,9 @@ def test_numpy_like_scalars_are_accepted(out):
         pass
     proton.finalize()
     assert child(out.read()[0], "s")["metrics"] == {"n": 4}
+
+
+def test_processor_stats_are_exposed():
+    stats = proton._proton._processor_stats()
+    assert set(stats) == {"records", "unattributed", "dropped", "pending_tags", "waiting"}
+    assert all(isinstance(v, int) for v in stats.values())
