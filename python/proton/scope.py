@@ -1,6 +1,6 @@
 """Scopes: named regions whose kernels and metrics are grouped under one frame."""
 
-import functools
+import contextlib
 import threading
 import time
 from typing import Optional
@@ -22,14 +22,14 @@ def _add_metrics_or_leave(name, metrics):
         raise
 
 
-class scope:
+class scope(contextlib.ContextDecorator):
     """A named region, as a context manager or a decorator.
 
     ``metrics`` (name -> int, float or list of them) are added to the scope's frame on entry.
     Names ending ``(exc)`` are exclusive, ``(pty)`` overwrite, others are summed.
     """
 
-    __slots__ = ("name", "metrics", "__weakref__")
+    __slots__ = ("name", "metrics")
 
     def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
         self.name = name
@@ -43,14 +43,6 @@ class scope:
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
         _exit(self.name)
-
-    def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-
-        return wrapper
 
 
 class cpu_timed_scope(scope):

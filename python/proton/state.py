@@ -1,13 +1,13 @@
 """States: one label per thread, placed as the frame just above each kernel."""
 
-import functools
+import contextlib
 
 from . import _proton
 
 _set_state = _proton.set_state
 
 
-class state:
+class state(contextlib.ContextDecorator):
     """Labels the kernels launched inside it, e.g. ``with proton.state("decode"):``.
 
     Usable as a context manager or decorator. States do not nest: the inner one replaces the
@@ -25,14 +25,6 @@ class state:
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
         _set_state(None)
-
-    def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-
-        return wrapper
 
 
 def enter_state(name: str) -> None:

@@ -5,6 +5,8 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#include "common/utf8.h"
+
 // 3.11 moved frames out of PyFrameObject into the private _PyInterpreterFrame; its layout and
 // helpers live in the internal headers, which need Py_BUILD_CORE. 3.14 changed the layout
 // again (stack references); until it is checked here it gets no frames.
@@ -41,22 +43,7 @@ void append_utf8(PyObject* s, std::string& out) {
     return;
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
-    Py_UCS4 c = PyUnicode_READ(kind, data, i);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
+    ::proton::append_utf8(static_cast<uint32_t>(PyUnicode_READ(kind, data, i)), out);
   }
 }
 

@@ -13,14 +13,6 @@ namespace {
 
 constexpr int kFlopWidths[] = {8, 16, 32, 64};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ')
-    s.remove_suffix(1);
-  return s;
-}
-
 // "time (ns)" -> "ns"; "" when the name has no parenthesised unit.
 std::string unit_of(std::string_view name) {
   auto open = name.find('(');
@@ -262,6 +254,14 @@ class Deriver {
 };
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ')
+    s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ')
+    s.remove_suffix(1);
+  return s;
+}
 
 std::string to_lower(std::string_view text) {
   std::string out(text);

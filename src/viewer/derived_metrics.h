@@ -32,5 +32,7 @@ std::vector<Column> derive_columns(const Profile& profile, const std::vector<std
 
 // Lower-cases ASCII letters.
 std::string to_lower(std::string_view text);
+/// `text` without leading and trailing spaces (metric names carry them around units).
+std::string_view trim(std::string_view text);
 
 }  // namespace proton::viewer

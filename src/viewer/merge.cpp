@@ -4,18 +4,11 @@
 #include <map>
 
 #include "viewer/align.h"
+#include "viewer/derived_metrics.h"
 
 namespace proton::viewer {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ')
-    s.remove_suffix(1);
-  return s;
-}
 
 // "time (ns)" + "max" -> "time:max (ns) (exc)"; "util (exc)" + "max" -> "util:max (exc)".
 std::string stat_name(std::string_view metric, std::string_view stat, MetricKind kind) {

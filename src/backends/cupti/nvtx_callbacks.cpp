@@ -8,6 +8,7 @@
 
 #include "backends/cupti/launch_callbacks.h"
 #include "common/name_table.h"
+#include "common/utf8.h"
 #include "context/thread_context.h"
 
 namespace proton::cupti {
@@ -58,22 +59,7 @@ thread_local std::vector<ContextId> tls_nvtx;
 
 void append_utf8(const wchar_t* s, std::string& out) {
   for (; *s != 0; ++s) {
-    auto c = static_cast<uint32_t>(*s);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
+    ::proton::append_utf8(static_cast<uint32_t>(*s), out);
   }
 }
 
