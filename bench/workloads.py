@@ -42,6 +42,21 @@ class TinyTorch(Workload):
             x + y
 
 
+class TinyTorchDeep(TinyTorch):
+    """The same 5,000 launches made 20 Python frames down: what a Python call path costs."""
+
+    name = "tiny_torch_deep"
+    depth = 20
+
+    def region(self):
+        _at_depth(self.depth, super().region)
+
+
+def _at_depth(depth, fn):
+    # Each level is a real Python frame on the launching thread's stack.
+    return fn() if depth <= 1 else _at_depth(depth - 1, fn)
+
+
 class TinyTriton(Workload):
     """5,000 launches of a one-block Triton add kernel."""
 
@@ -161,5 +176,5 @@ def _triton_add_kernel():
     return tiny_add
 
 
-ALL = {w.name: w for w in (TinyTorch, TinyTriton, MlpTraining, BigGemm, GraphReplay,
+ALL = {w.name: w for w in (TinyTorch, TinyTorchDeep, TinyTriton, MlpTraining, BigGemm, GraphReplay,
                            GraphReplayBeforeStart)}
