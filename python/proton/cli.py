@@ -67,7 +67,8 @@ def _parser():
     p.add_argument("-c", "--context", default="shadow", choices=["shadow", "python"],
                    help="shadow: kernels under proton.scope/state frames (default); "
                         "python: under the Python call path that launched them")
-    p.add_argument("-d", "--data", default="tree", help="data kept: tree (default)")
+    p.add_argument("-d", "--data", default="tree",
+                   help="data kept: tree (default), trace, or tree,trace")
     p.add_argument("-k", "--hook", default=None, choices=["triton"],
                    help="triton: attach each Triton kernel's launch_metadata "
                         "(name, flops*, bytes, ...) to its node")
