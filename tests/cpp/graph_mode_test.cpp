@@ -2,50 +2,23 @@
 // the default per-node mode and mode="graph".
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "backend/graph_registry.h"
 #include "backend/launch_stage.h"
-#include "fake_backend.h"
-#include "session/runtime.h"
+#include "runtime_fixture.h"
 #include "test_util.h"
 
 namespace proton {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::id;
 
-const json* child(const json& node, const std::string& name) {
-  for (const auto& c : node["children"]) {
-    if (c["frame"]["name"] == name) return &c;
-  }
-  return nullptr;
-}
-
-class GraphModes : public ::testing::Test {
+class GraphModes : public testing::RuntimeFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("proton_graph_mode_test_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    auto backend = std::make_unique<testing::FakeBackend>(&log_);
-    fake_ = backend.get();
-    rt_.set_backend_for_testing(std::move(backend));
-  }
-  void TearDown() override {
-    rt_.finalize_all("");
-    rt_.set_backend_for_testing(nullptr);
-    fs::remove_all(dir_);
-  }
-  SessionConfig config(const std::string& name, const std::string& mode) {
-    SessionConfig c;
-    c.name = (dir_ / name).string();
-    c.mode = mode;
-    return c;
-  }
+  GraphModes() : RuntimeFixture("proton_graph_mode_test_", 0) {}
   KernelRecord record(uint64_t correlation, const std::string& name, uint64_t graph,
                       uint64_t node) {
     KernelRecord r;
@@ -57,12 +30,6 @@ class GraphModes : public ::testing::Test {
     r.graph_node_id = node;
     return r;
   }
-
-  testing::MainThreadFixture main_;
-  Runtime& rt_ = Runtime::get();
-  testing::FakeBackend::Log log_;
-  testing::FakeBackend* fake_ = nullptr;
-  fs::path dir_;
 };
 
 TEST_F(GraphModes, DefaultModeShowsReplaysUnderTheCaptureSite) {

@@ -4,20 +4,16 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "backend/launch_stage.h"
-#include "fake_backend.h"
-#include "session/runtime.h"
+#include "runtime_fixture.h"
 #include "test_util.h"
 
 namespace proton {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::id;
 
@@ -51,50 +47,18 @@ TEST(LaunchOps, PendingOpTagsOneLaunchOfItsThreadOnly) {
   EXPECT_EQ(ops[3], 0u);
 }
 
-class LaunchOpSessions : public ::testing::Test {
+class LaunchOpSessions : public testing::RuntimeFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("proton_launch_ops_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    auto backend = std::make_unique<testing::FakeBackend>(&log_);
-    fake_ = backend.get();
-    rt_.set_backend_for_testing(std::move(backend));
-  }
+  LaunchOpSessions() : RuntimeFixture("proton_launch_ops_test_", 5000) {}
   void TearDown() override {
-    rt_.finalize_all("");
-    rt_.set_backend_for_testing(nullptr);
+    RuntimeFixture::TearDown();
     LaunchStage::python_context_provider.store(nullptr);
-    fs::remove_all(dir_);
   }
   SessionConfig config(const std::string& name, const std::string& context = "shadow") {
-    SessionConfig c;
-    c.name = (dir_ / name).string();
+    SessionConfig c = RuntimeFixture::config(name);
     c.context = context;
     return c;
   }
-  json read(const std::string& name) {
-    std::ifstream in(dir_ / (name + ".hatchet"));
-    return json::parse(in);
-  }
-  void launch(const std::string& kernel, uint64_t ns) {
-    LaunchStage::tag(++correlation_);
-    fake_->complete(correlation_, id(kernel), ns);
-  }
-  static const json* child(const json& node, const std::string& name) {
-    for (const auto& c : node["children"]) {
-      if (c["frame"]["name"] == name) return &c;
-    }
-    return nullptr;
-  }
-
-  testing::MainThreadFixture main_;
-  Runtime& rt_ = Runtime::get();
-  testing::FakeBackend::Log log_;
-  testing::FakeBackend* fake_ = nullptr;
-  fs::path dir_;
-  uint64_t correlation_ = 5000;
 };
 
 TEST_F(LaunchOpSessions, OpRenamesTheKernelAndAddsItsMetricsPerLaunch) {

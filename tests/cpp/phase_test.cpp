@@ -7,9 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
-#include "backend/launch_stage.h"
-#include "fake_backend.h"
-#include "session/runtime.h"
+#include "runtime_fixture.h"
 #include "test_util.h"
 
 namespace proton {
@@ -19,55 +17,22 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::id;
 
-class Phases : public ::testing::Test {
+class Phases : public testing::RuntimeFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("proton_phase_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    auto backend = std::make_unique<testing::FakeBackend>(&log_);
-    fake_ = backend.get();
-    rt_.set_backend_for_testing(std::move(backend));
-  }
-  void TearDown() override {
-    rt_.finalize_all("");
-    rt_.set_backend_for_testing(nullptr);
-    fs::remove_all(dir_);
-  }
-  SessionConfig config(const std::string& name, const std::string& mode = "") {
-    SessionConfig c;
-    c.name = (dir_ / name).string();
-    c.mode = mode;
-    return c;
-  }
+  Phases() : RuntimeFixture("proton_phase_test_", 70000) {}
   /// Launches `kernel` now; its record waits in the fake backend until the next flush.
-  void launch(const std::string& kernel) {
-    LaunchStage::tag(++correlation_);
-    fake_->complete(correlation_, id(kernel), 10);
-  }
+  void launch(const std::string& kernel) { RuntimeFixture::launch(kernel, 10); }
   static std::vector<std::string> kernels(const json& tree) {
     std::vector<std::string> out;
     for (const auto& c : tree[0]["children"])
       out.push_back(c["frame"]["name"]);
     return out;
   }
-  json read_json(const std::string& file) {
-    std::ifstream in(dir_ / file);
-    return json::parse(in);
-  }
   json read_msgpack(const std::string& file) {
     std::ifstream in(dir_ / file, std::ios::binary);
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
     return json::from_msgpack(bytes);
   }
-
-  testing::MainThreadFixture main_;
-  Runtime& rt_ = Runtime::get();
-  testing::FakeBackend::Log log_;
-  testing::FakeBackend* fake_ = nullptr;
-  fs::path dir_;
-  uint64_t correlation_ = 70000;
 };
 
 TEST_F(Phases, KernelsBelongToThePhaseOfTheirLaunch) {

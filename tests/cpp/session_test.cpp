@@ -1,65 +1,20 @@
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backend/launch_stage.h"
-#include "fake_backend.h"
-#include "session/runtime.h"
+#include "runtime_fixture.h"
 #include "test_util.h"
 
 namespace proton {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 using testing::id;
 
-class Sessions : public ::testing::Test {
+class Sessions : public testing::RuntimeFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("proton_session_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    auto backend = std::make_unique<testing::FakeBackend>(&log_);
-    fake_ = backend.get();
-    rt_.set_backend_for_testing(std::move(backend));
-  }
-  void TearDown() override {
-    rt_.finalize_all("");
-    rt_.set_backend_for_testing(nullptr);
-    fs::remove_all(dir_);
-  }
-  SessionConfig config(const std::string& name) {
-    SessionConfig c;
-    c.name = (dir_ / name).string();
-    return c;
-  }
-  json read(const std::string& name) {
-    std::ifstream in(dir_ / (name + ".hatchet"));
-    return json::parse(in);
-  }
-  /// Launches a kernel named `kernel` now and completes it with `ns` of GPU time.
-  void launch(const std::string& kernel, uint64_t ns) {
-    LaunchStage::tag(++correlation_);
-    fake_->complete(correlation_, id(kernel), ns);
-  }
-  static const json* child(const json& node, const std::string& name) {
-    for (const auto& c : node["children"]) {
-      if (c["frame"]["name"] == name) return &c;
-    }
-    return nullptr;
-  }
-
-  testing::MainThreadFixture main_;
-  Runtime& rt_ = Runtime::get();
-  testing::FakeBackend::Log log_;
-  testing::FakeBackend* fake_ = nullptr;
-  fs::path dir_;
-  uint64_t correlation_ = 1000;
+  Sessions() : RuntimeFixture("proton_session_test_", 1000) {}
 };
 
 TEST_F(Sessions, KernelsLandUnderTheirScopes) {

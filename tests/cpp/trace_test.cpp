@@ -13,8 +13,7 @@
 
 #include "backend/launch_stage.h"
 #include "data/trace_store.h"
-#include "fake_backend.h"
-#include "session/runtime.h"
+#include "runtime_fixture.h"
 #include "test_util.h"
 
 namespace proton {
@@ -78,31 +77,13 @@ std::map<std::string, std::vector<json>> check_chrome_rules(const json& trace) {
   return by_ph;
 }
 
-class Traces : public ::testing::Test {
+class Traces : public testing::RuntimeFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("proton_trace_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    auto backend = std::make_unique<testing::FakeBackend>(&log_);
-    fake_ = backend.get();
-    rt_.set_backend_for_testing(std::move(backend));
-  }
-  void TearDown() override {
-    rt_.finalize_all("");
-    rt_.set_backend_for_testing(nullptr);
-    fs::remove_all(dir_);
-  }
+  Traces() : RuntimeFixture("proton_trace_test_", 50000) {}
   SessionConfig config(const std::string& name, const std::string& data) {
-    SessionConfig c;
-    c.name = (dir_ / name).string();
+    SessionConfig c = RuntimeFixture::config(name);
     c.data = data;
     return c;
-  }
-  json read(const std::string& file) {
-    std::ifstream in(dir_ / file);
-    return json::parse(in);
   }
   /// Launches now; the kernel runs 2 µs later for `ns` on `stream` of `device`.
   void launch(const std::string& kernel, uint64_t ns, uint32_t stream = 7, uint32_t device = 0) {
@@ -116,13 +97,6 @@ class Traces : public ::testing::Test {
     r.device_id = device;
     fake_->complete(r);
   }
-
-  testing::MainThreadFixture main_;
-  Runtime& rt_ = Runtime::get();
-  testing::FakeBackend::Log log_;
-  testing::FakeBackend* fake_ = nullptr;
-  fs::path dir_;
-  uint64_t correlation_ = 50000;
 };
 
 TEST_F(Traces, TreeAndTraceFromOneSession) {
@@ -148,9 +122,9 @@ TEST_F(Traces, TreeAndTraceFromOneSession) {
   fake_->complete(r);
   rt_.finalize(s, "");
 
-  json tree = read("both.hatchet");
+  json tree = read("both");
   EXPECT_EQ(tree[0]["children"][0]["frame"]["name"], "step");
-  json trace = read("both.chrome_trace");
+  json trace = read_json("both.chrome_trace");
   auto events = check_chrome_rules(trace);
   std::vector<json> kernels, scopes, launches;
   for (const json& e : events["X"]) {
@@ -199,7 +173,7 @@ TEST_F(Traces, TraceOnlyWritesNoTreeAndRejectsTreeFormats) {
   EXPECT_TRUE(rt_.has_sessions());
   rt_.finalize(s, "chrome_trace");
   EXPECT_FALSE(fs::exists(dir_ / "t.hatchet"));
-  auto events = check_chrome_rules(read("t.chrome_trace"));
+  auto events = check_chrome_rules(read_json("t.chrome_trace"));
   EXPECT_EQ(events["X"].size(), 2u);  // kernel + launch
 }
 
@@ -239,7 +213,7 @@ TEST_F(Traces, BudgetKeepsTheNewestEventsAndReportsTheRest) {
     fake_->complete(r);
   }
   rt_.finalize(s, "");
-  json trace = read("ring.chrome_trace");
+  json trace = read_json("ring.chrome_trace");
   auto events = check_chrome_rules(trace);
   size_t kernels = 0;
   for (const json& e : events["X"])
