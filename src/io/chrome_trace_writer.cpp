@@ -105,8 +105,28 @@ const std::string& ChromeTraceWriter::quoted_name(NameId name) {
   return it->second;
 }
 
+// Every event starts with where (process, lane) and when; CPU events live in this process's
+// pid, GPU events in one pid per device with a lane per stream.
+void ChromeTraceWriter::append_cpu_place(uint64_t thread, uint64_t ts_ns) {
+  buf_ += ",\"pid\":";
+  buf_ += cpu_pid_;
+  append_lane_time(thread, ts_ns);
+}
+
+void ChromeTraceWriter::append_gpu_place(uint64_t device, uint64_t stream, uint64_t ts_ns) {
+  buf_ += ",\"pid\":";
+  append_uint(buf_, device);
+  append_lane_time(stream, ts_ns);
+}
+
+void ChromeTraceWriter::append_lane_time(uint64_t tid, uint64_t ts_ns) {
+  buf_ += ",\"tid\":";
+  append_uint(buf_, tid);
+  buf_ += ",\"ts\":";
+  append_time(ts_ns);
+}
+
 void ChromeTraceWriter::append_event(const TraceEvent& e) {
-  const std::string& cpu_pid = cpu_pid_;
   auto sep = [&] {
     if (!first_event_) buf_.push_back(',');
     first_event_ = false;
@@ -118,12 +138,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     sep();
     buf_ += "{\"ph\":\"X\",\"cat\":\"scope\",\"name\":";
     buf_ += quoted_name(e.name);
-    buf_ += ",\"pid\":";
-    buf_ += cpu_pid;
-    buf_ += ",\"tid\":";
-    append_uint(buf_, e.thread);
-    buf_ += ",\"ts\":";
-    append_time(e.start_ns);
+    append_cpu_place(e.thread, e.start_ns);
     buf_ += ",\"dur\":";
     append_duration(dur);
     buf_ += ",\"args\":{\"call_stack\":";
@@ -136,12 +151,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   sep();
   buf_ += "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":";
   buf_ += quoted_name(e.name);
-  buf_ += ",\"pid\":";
-  append_uint(buf_, e.device);
-  buf_ += ",\"tid\":";
-  append_uint(buf_, e.stream);
-  buf_ += ",\"ts\":";
-  append_time(start);
+  append_gpu_place(e.device, e.stream, start);
   buf_ += ",\"dur\":";
   append_duration(dur);
   buf_ += ",\"args\":{\"call_stack\":";
@@ -156,12 +166,8 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   cpu_lanes_.insert(e.thread);
   if (e.flags & kTraceFirstOfLaunch) {
     sep();
-    buf_ += "{\"ph\":\"X\",\"cat\":\"launch\",\"name\":\"launch\",\"pid\":";
-    buf_ += cpu_pid;
-    buf_ += ",\"tid\":";
-    append_uint(buf_, e.thread);
-    buf_ += ",\"ts\":";
-    append_time(e.launch_ns);
+    buf_ += "{\"ph\":\"X\",\"cat\":\"launch\",\"name\":\"launch\"";
+    append_cpu_place(e.thread, e.launch_ns);
     buf_ += ",\"dur\":0.000,\"args\":{\"correlation\":";
     append_uint(buf_, e.correlation);
     buf_ += ",\"kernel\":";
@@ -173,22 +179,12 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   sep();
   buf_ += "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":\"launch->kernel\",\"id\":";
   append_uint(buf_, id);
-  buf_ += ",\"pid\":";
-  buf_ += cpu_pid;
-  buf_ += ",\"tid\":";
-  append_uint(buf_, e.thread);
-  buf_ += ",\"ts\":";
-  append_time(e.launch_ns);
+  append_cpu_place(e.thread, e.launch_ns);
   buf_ += ",\"bp\":\"e\"}";
   sep();
   buf_ += "{\"ph\":\"f\",\"cat\":\"flow\",\"name\":\"launch->kernel\",\"id\":";
   append_uint(buf_, id);
-  buf_ += ",\"pid\":";
-  append_uint(buf_, e.device);
-  buf_ += ",\"tid\":";
-  append_uint(buf_, e.stream);
-  buf_ += ",\"ts\":";
-  append_time(start);
+  append_gpu_place(e.device, e.stream, start);
   buf_ += ",\"bp\":\"e\"}";
 }
 

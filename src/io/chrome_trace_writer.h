@@ -66,7 +66,10 @@ class ChromeTraceWriter {
 
  private:
   void append_event(const TraceEvent& e);
-  void append_time(uint64_t ns);      // µs relative to the base, 3 decimals
+  void append_time(uint64_t ns);  // µs relative to the base, 3 decimals
+  void append_cpu_place(uint64_t thread, uint64_t ts_ns);
+  void append_gpu_place(uint64_t device, uint64_t stream, uint64_t ts_ns);
+  void append_lane_time(uint64_t tid, uint64_t ts_ns);
   void append_duration(uint64_t ns);  // µs, 3 decimals
   const std::string& call_stack(ContextId ctx);
   const std::string& quoted_name(NameId name);
