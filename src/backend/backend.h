@@ -23,6 +23,9 @@ struct BackendOptions {
   size_t buffer_bytes = 4u << 20;  // size of each activity buffer
   size_t max_buffers = 64;         // buffers in flight before records are dropped
   bool graph_level = false;        // mode="graph": one record per graph launch (see graphs.md)
+  // Period of the background flush that hands over partly filled buffers, so launch tags do
+  // not wait for a buffer to fill (0: only when buffers fill and at flush/finalize).
+  uint32_t flush_interval_ms = 100;
 };
 
 class Backend {

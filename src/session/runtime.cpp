@@ -36,6 +36,11 @@ BackendOptions options_from_env() {
     unsigned long long v = std::strtoull(s, &end, 10);
     if (end != s && v >= 1024) o.buffer_bytes = static_cast<size_t>(v);
   }
+  if (const char* s = std::getenv("PROTON_FLUSH_INTERVAL_MS")) {
+    char* end = nullptr;
+    unsigned long v = std::strtoul(s, &end, 10);
+    if (end != s && *end == 0 && v <= 60'000) o.flush_interval_ms = static_cast<uint32_t>(v);
+  }
   return o;
 }
 

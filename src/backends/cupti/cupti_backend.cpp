@@ -1,5 +1,6 @@
 #include "backends/cupti/cupti_backend.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <string_view>
 
@@ -117,6 +118,13 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   }
   running_ = true;
   paused_ = false;
+  // CUPTI hands a buffer over when it fills; until then every launch in it keeps its tag in
+  // the processor. A plain (non-forcing) flush returns buffers whose records are complete,
+  // full or not, and CUPTI allows it from any thread: a few per second bound the tags held
+  // to what a fraction of a second launches (a long graph-mode run fills a buffer only every
+  // ~80k graph launches).
+  flusher_.start(std::chrono::milliseconds(options.flush_interval_ms),
+                 [api = api_] { api->cuptiActivityFlushAll(0); });
   return true;
 }
 
@@ -200,6 +208,7 @@ void CuptiBackend::flush() {
 
 void CuptiBackend::stop() {
   if (!running_) return;
+  flusher_.stop();  // before anything it flushes is torn down
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);

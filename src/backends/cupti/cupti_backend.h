@@ -3,7 +3,7 @@
 // Threads: start/pause/resume/flush/stop/device come from the session layer, serialised by its
 // API lock. Launch callbacks run on any application thread and touch only LaunchStage (see
 // launch_callbacks.h). Completed buffers arrive on CUPTI's worker thread or on the thread in
-// flush(), serialised by activity_buffers' consumer lock.
+// flush() or the periodic flusher's thread, serialised by activity_buffers' consumer lock.
 #pragma once
 
 #include <cupti.h>
@@ -15,6 +15,7 @@
 #include "backends/cupti/activity_buffers.h"
 #include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_records.h"
+#include "common/ticker.h"
 
 namespace proton::cupti {
 
@@ -47,6 +48,8 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool running_ = false;
   bool paused_ = false;
+  // Hands over partly filled buffers every BackendOptions::flush_interval_ms while running.
+  Ticker flusher_;
 
   // Owned by consume(), which activity_buffers serialises (its consumer lock).
   std::unique_ptr<KernelBatcher> batcher_;
