@@ -17,7 +17,9 @@
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
+#include "backends/cupti/activity_buffers.h"
 #include "backends/cupti/cupti_floor.h"
+#include "backends/cupti/graph_callbacks.h"
 #endif
 
 namespace nb = nanobind;
@@ -186,6 +188,16 @@ NB_MODULE(_proton, m) {
   });
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_records", &cupti_floor_records);
+  m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
+    cupti::BufferPool::Stats s = cupti::buffer_pool().stats();
+    nb::dict d;
+    d["buffer_bytes"] = s.buffer_bytes;
+    d["allocated"] = s.allocated;
+    d["free"] = s.free;
+    d["declined"] = s.declined;
+    d["graph_level_fallbacks"] = cupti::graph_level_fallbacks();
+    return d;
+  });
 #endif
   m.def("set_library_search_paths", &set_library_search_paths);
 }

@@ -203,14 +203,6 @@ void Runtime::ensure_backend(const SessionConfig& config) {
   options.graph_level = config.mode == "graph";
   if (backend_ && !backend_->start(&processor_, options, why)) backend_.reset();
   backend_running_ = backend_ != nullptr;
-  if (backend_running_ && options.graph_level) {
-    // Seen on an H200 (CUDA 13, driver 580): with CUPTI's graph-level trace on, launching a
-    // graph that was instantiated before profiling started crashes inside cudaGraphLaunch.
-    std::fprintf(stderr,
-                 "proton: mode='graph' is experimental: CUDA graphs instantiated before "
-                 "proton.start() can crash inside cudaGraphLaunch under CUPTI's graph-level "
-                 "trace; start profiling before capturing graphs\n");
-  }
   if (!backend_running_ && !warned_no_backend_) {
     warned_no_backend_ = true;
     std::fprintf(stderr,

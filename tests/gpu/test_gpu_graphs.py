@@ -236,6 +236,66 @@ def test_graph_mode_one_node_per_launch_site(out_name, read_profile):
     assert prof.count(prof.node("plain")) == 1, prof.render()
 
 
+# CUPTI's graph-level trace segfaults inside cuGraphLaunch on a graph instantiated before it
+# was enabled (a bare CUPTI client does the same). Proton must notice the unknown graph in its
+# launch callback and fall back to per-kernel records before the driver goes on. Its own
+# process: if the fallback fails, the crash must not take pytest with it.
+GRAPH_MODE_OLD_GRAPH_SCRIPT = textwrap.dedent(
+    """
+    import sys, torch, proton
+    x = torch.zeros(4096, device="cuda")
+
+    def body():
+        for _ in range(5):
+            x.add_(1.0)
+
+    def capture():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            body()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            body()
+        return g
+
+    old = capture()
+    proton.start(sys.argv[1], mode="graph")
+    with proton.scope("cap"):
+        new = capture()
+    with proton.scope("new_before"):
+        for _ in range(4):
+            new.replay()
+    with proton.scope("old"):
+        for _ in range(10):
+            old.replay()
+    with proton.scope("new_after"):
+        for _ in range(3):
+            new.replay()
+    torch.cuda.synchronize()
+    print(proton._proton._buffer_stats()["graph_level_fallbacks"])
+    proton.finalize()
+    """
+)
+
+
+def test_graph_mode_falls_back_for_graphs_from_before_start(run_script, tmp_path, read_profile):
+    out = tmp_path / "old_graph"
+    r = run_script(GRAPH_MODE_OLD_GRAPH_SCRIPT, out)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
+    assert r.stdout.split() == ["1"], r.stdout
+    assert r.stderr.count("mode='graph' met a CUDA graph instantiated before") == 1, r.stderr
+    prof = read_profile(str(out))
+    assert "unattributed_kernels" not in prof.root_metrics, prof.render()
+    # Before the old graph: one graph-level record per launch.
+    assert prof.node("new_before", "<cuda graph>")["metrics"]["count"] == 4, prof.render()
+    # The old graph and everything after: per-kernel records (5 per replay).
+    assert prof.count(prof.node("old")) == 50, prof.render()
+    assert not prof.has("old", "<cuda graph>"), prof.render()
+    assert prof.count(prof.node("new_after", CAPTURED, "cap")) == 15, prof.render()
+
+
 def test_graph_mode_and_default_mode_cannot_run_together(out_name, tmp_path):
     proton.start(out_name, mode="graph")
     with pytest.raises(Exception, match="mode='graph'"):

@@ -83,7 +83,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   // sessions are paused keeps its capture sites. Without them, graph kernels still land on
   // their launch site, so a failure here is not fatal.
   set_graph_id_api({api_->cuptiGetGraphId, api_->cuptiGetGraphNodeId, api_->cuptiGetGraphExecId});
-  set_graph_level(options.graph_level);
+  set_graph_level(options.graph_level, api_->cuptiActivityDisable);
   std::string graph_error;
   set_graph_callbacks(*api_, subscriber_, true, graph_error);
   reset_launch_nesting();

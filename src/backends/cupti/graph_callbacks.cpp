@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 
 #include "backend/graph_exec_table.h"
 #include "backend/graph_registry.h"
@@ -23,6 +24,23 @@ std::atomic<decltype(&::cuptiGetGraphId)> g_graph_id{nullptr};
 std::atomic<decltype(&::cuptiGetGraphNodeId)> g_node_id{nullptr};
 std::atomic<decltype(&::cuptiGetGraphExecId)> g_exec_id{nullptr};
 std::atomic<bool> g_graph_level{false};  // written at backend start/stop, read relaxed
+std::atomic<DisableActivityFn> g_disable_graph_trace{nullptr};  // set with g_graph_level
+std::atomic<uint64_t> g_graph_level_fallbacks{0};
+
+// Graph-level mode met an executable graph from before the trace was enabled (see
+// set_graph_level). Runs on the launching thread inside the launch's enter callback; only the
+// thread that clears the flag disables the trace and prints.
+void leave_graph_level() noexcept {
+  if (!g_graph_level.exchange(false, std::memory_order_relaxed)) return;
+  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  DisableActivityFn disable = g_disable_graph_trace.load(std::memory_order_relaxed);
+  if (disable != nullptr) disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  std::fprintf(stderr,
+               "proton: mode='graph' met a CUDA graph instantiated before profiling started, "
+               "which CUPTI's graph-level trace cannot launch safely; this run goes on with "
+               "per-kernel records (start profiling before instantiating graphs to keep "
+               "graph-level records)\n");
+}
 std::atomic<uint64_t> g_errors{0};
 
 // The executable-graph table stores the fan-out as is, 0 for "unknown", and this for "no
@@ -162,8 +180,7 @@ int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, 
 
 uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* params) noexcept {
-  if (g_graph_level.load(std::memory_order_relaxed)) return 1;  // one graph record per launch
-  if (params == nullptr) return 0;
+  if (params == nullptr) return g_graph_level.load(std::memory_order_relaxed) ? 1 : 0;
   const void* exec = nullptr;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) {
@@ -178,14 +195,24 @@ uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
     }
   }
-  if (exec == nullptr) return 0;
-  uint32_t stored = GraphExecTable::global().find(reinterpret_cast<uintptr_t>(exec));
+  uint32_t stored = exec == nullptr
+                        ? GraphExecTable::kUnknown
+                        : GraphExecTable::global().find(reinterpret_cast<uintptr_t>(exec));
+  if (g_graph_level.load(std::memory_order_relaxed)) {
+    if (stored != GraphExecTable::kUnknown || exec == nullptr) return 1;  // one graph record
+    leave_graph_level();  // before the driver launches a graph CUPTI's trace would crash on
+  }
   if (stored == GraphExecTable::kUnknown) return 0;  // instantiated before profiling started
   return stored == kZeroKernels ? kNoKernels : stored;
 }
 
-void set_graph_level(bool on) {
+void set_graph_level(bool on, DisableActivityFn disable_trace) {
+  g_disable_graph_trace.store(on ? disable_trace : nullptr, std::memory_order_relaxed);
   g_graph_level.store(on, std::memory_order_relaxed);
+}
+
+uint64_t graph_level_fallbacks() {
+  return g_graph_level_fallbacks.load(std::memory_order_relaxed);
 }
 
 bool graph_level() noexcept {

@@ -54,8 +54,19 @@ uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 
 /// Graph-level mode (mode="graph"): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE record per graph
 /// launch instead of one kernel record per node, so every graph launch has fan-out 1.
-void set_graph_level(bool on);
+///
+/// CUPTI's graph-level trace crashes inside cuGraphLaunch on an executable graph instantiated
+/// before the trace was enabled (seen with CUDA 13 / driver 580 on H100 and H200, with no
+/// profiler code involved: a bare CUPTI client enabling GRAPH_TRACE does the same). So when a
+/// graph launch in graph-level mode names an executable graph the exec table does not know,
+/// the launch callback leaves graph-level mode before the driver goes on: it calls
+/// `disable_trace` (cuptiActivityDisable(GRAPH_TRACE)) once, prints a one-line notice, and
+/// from then on graph launches fan out to per-node kernel records as in the default mode.
+using DisableActivityFn = CUptiResult(CUPTIAPI*)(CUpti_ActivityKind);
+void set_graph_level(bool on, DisableActivityFn disable_trace = nullptr);
 bool graph_level() noexcept;
+/// Graph launches that made graph-level mode fall back (0 or 1 per backend start).
+uint64_t graph_level_fallbacks();
 
 /// Graph callbacks that failed (allocation): counted, not propagated through CUPTI.
 uint64_t graph_callback_errors();

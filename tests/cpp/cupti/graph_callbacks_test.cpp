@@ -182,6 +182,41 @@ TEST_F(GraphCallbacks, GraphsFromBeforeStartAndEmptyGraphs) {
   EXPECT_EQ(launch_fanout_of(0x310, 51), kNoKernels);  // no kernels: no tag at all
 }
 
+std::vector<CUpti_ActivityKind> g_disabled;  // kinds passed to fake_disable
+CUptiResult CUPTIAPI fake_disable(CUpti_ActivityKind kind) {
+  g_disabled.push_back(kind);
+  return CUPTI_SUCCESS;
+}
+
+TEST_F(GraphCallbacks, GraphLevelModeFallsBackOnAGraphFromBeforeStart) {
+  CUpti_GraphData exec{};
+  exec.graph = handle<CUgraph>(0x600);
+  exec.graphExec = handle<CUgraphExec>(0x610);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x60000, 0x600));
+  resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, exec);
+  g_disabled.clear();
+  uint64_t before = graph_level_fallbacks();
+  set_graph_level(true, fake_disable);
+
+  EXPECT_EQ(launch_fanout_of(0x610, 80), 1u);  // known: one graph-level record
+  EXPECT_TRUE(g_disabled.empty());
+  EXPECT_TRUE(graph_level());
+
+  // Unknown (instantiated before the trace): CUPTI's graph trace would crash on it, so the
+  // launch leaves graph-level mode first and fans out per node (count unknown).
+  EXPECT_EQ(launch_fanout_of(0x999, 81), 0u);
+  EXPECT_FALSE(graph_level());
+  ASSERT_EQ(g_disabled.size(), 1u);
+  EXPECT_EQ(g_disabled[0], CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  EXPECT_EQ(graph_level_fallbacks(), before + 1);
+
+  // From then on: the default mode's fan-outs, and no second disable.
+  EXPECT_EQ(launch_fanout_of(0x999, 82), 0u);
+  EXPECT_EQ(launch_fanout_of(0x610, 83), 1u);  // its one kernel node
+  EXPECT_EQ(g_disabled.size(), 1u);
+  EXPECT_EQ(graph_level_fallbacks(), before + 1);
+}
+
 TEST_F(GraphCallbacks, ConditionalNodeMakesTheFanoutUnknown) {
   captured_launch(60, 0x40000, 0x400);
   resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
