@@ -17,9 +17,8 @@
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
-#include "backends/cupti/activity_buffers.h"
 #include "backends/cupti/cupti_floor.h"
-#include "backends/cupti/graph_callbacks.h"
+#include "backends/cupti/diagnostics.h"
 #endif
 
 namespace nb = nanobind;
@@ -189,13 +188,13 @@ NB_MODULE(_proton, m) {
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
-    cupti::BufferPool::Stats s = cupti::buffer_pool().stats();
+    cupti::Diagnostics s = cupti::diagnostics();
     nb::dict d;
     d["buffer_bytes"] = s.buffer_bytes;
-    d["allocated"] = s.allocated;
-    d["free"] = s.free;
-    d["declined"] = s.declined;
-    d["graph_level_fallbacks"] = cupti::graph_level_fallbacks();
+    d["allocated"] = s.buffers_allocated;
+    d["free"] = s.buffers_free;
+    d["declined"] = s.buffers_declined;
+    d["graph_level_fallbacks"] = s.graph_level_fallbacks;
     return d;
   });
 #endif

@@ -7,6 +7,8 @@
 #include "backend/graph_exec_table.h"
 #include "backend/graph_registry.h"
 #include "backend/launch_stage.h"
+#include "backends/cupti/activity_buffers.h"
+#include "backends/cupti/diagnostics.h"
 #include "backends/cupti/launch_callbacks.h"
 
 namespace proton::cupti {
@@ -221,6 +223,17 @@ bool graph_level() noexcept {
 
 uint64_t graph_callback_errors() {
   return g_errors.load(std::memory_order_relaxed);
+}
+
+Diagnostics diagnostics() {
+  BufferPool::Stats s = buffer_pool().stats();
+  Diagnostics d;
+  d.buffer_bytes = s.buffer_bytes;
+  d.buffers_allocated = s.allocated;
+  d.buffers_free = s.free;
+  d.buffers_declined = s.declined;
+  d.graph_level_fallbacks = graph_level_fallbacks();
+  return d;
 }
 
 }  // namespace proton::cupti
