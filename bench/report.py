@@ -1,13 +1,57 @@
 """Turns the children's measurements into one row per (workload, variant) and a table.
 
-Ratios are taken within a round (variant's median region time over `none`'s in the same
-round) and the median over rounds is reported, so drift between rounds cancels out.
+Each run (one process) is reduced to one time by its workload's statistic (`stat` in the run:
+"q1", the lower quartile of its timed regions, for launch-bound workloads; else the median).
+Everything that compares two variants is paired within a round (variant over `none`, or minus
+`floor`, in the same round) and the median over rounds is reported, so drift between rounds
+cancels out. Needs nothing but the standard library: it also runs on recorded JSON.
 """
 
 import statistics
 
 COLUMNS = ("workload", "variant", "region ms", "ratio", "ratio range", "µs/kernel added",
-           "start ms", "finalize ms", "RSS +MB", "output", "kernels seen", "runs")
+           "µs/kernel over floor", "start ms", "finalize ms", "RSS +MB", "output", "kernels seen",
+           "runs")
+
+
+def lower_quartile(values):
+    """The 25th percentile, interpolated between order statistics (numpy's default)."""
+    values = sorted(values)
+    at = (len(values) - 1) / 4
+    below = int(at)
+    above = min(below + 1, len(values) - 1)
+    return values[below] + (values[above] - values[below]) * (at - below)
+
+
+STATISTICS = {"median": statistics.median, "q1": lower_quartile}
+STATISTIC_NAMES = {"median": "median", "q1": "lower quartile"}
+
+
+def run_ms(run):
+    """One run's time: its workload's statistic over its timed regions."""
+    if not run.get("region_ms"):
+        return run["median_ms"]
+    return STATISTICS[run.get("stat", "median")](run["region_ms"])
+
+
+def _ok(run):
+    return "median_ms" in run
+
+
+def _by_round(results, workload, variant, value):
+    """{round: value(run)} over the successful runs of (workload, variant)."""
+    return {r["round"]: value(r) for r in results
+            if r["workload"] == workload and r["variant"] == variant and _ok(r)}
+
+
+def paired(results, workload, a, b, combine, value=run_ms):
+    """combine(value of a, value of b) for every round in which both ran."""
+    va, vb = _by_round(results, workload, a, value), _by_round(results, workload, b, value)
+    return [combine(va[k], vb[k]) for k in sorted(va) if k in vb]
+
+
+def _ratio(x, y):
+    return x / y
 
 
 def summarize(results):
@@ -28,7 +72,7 @@ def _keys(results):
 
 def _row(workload, variant, runs, results):
     row = {"workload": workload, "variant": variant}
-    ok = [r for r in runs if "median_ms" in r]
+    ok = [r for r in runs if _ok(r)]
     failed = [r for r in runs if "error" in r]
     if failed:
         row["errors"] = len(failed)
@@ -38,10 +82,8 @@ def _row(workload, variant, runs, results):
             row["skipped"] = runs[0]["skipped"]
         return row
 
-    baseline = {r["round"]: r["median_ms"] for r in results
-                if r["workload"] == workload and r["variant"] == "none" and "median_ms" in r}
-    ratios = [r["median_ms"] / baseline[r["round"]] for r in ok if r["round"] in baseline]
-    row.update(runs=len(ok), median_ms=_median(r["median_ms"] for r in ok),
+    row.update(runs=len(ok), stat=ok[0].get("stat", "median"),
+               median_ms=_median(run_ms(r) for r in ok),
                start_ms=_median(r["start_ms"] for r in ok),
                finalize_ms=_median(r["finalize_ms"] for r in ok),
                rss_growth_mb=_median(r["rss_growth_mb"] for r in ok),
@@ -49,13 +91,25 @@ def _row(workload, variant, runs, results):
                kernels_seen=_median(r["kernels_seen"] for r in ok
                                     if r.get("kernels_seen") is not None),
                kernels_expected=ok[0].get("kernels_expected"))
+    ratios = paired(results, workload, variant, "none", _ratio)
     if ratios:
         row.update(ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
     kernels = ok[0].get("kernels")
-    if kernels and baseline:
-        added_ms = row["median_ms"] - statistics.median(baseline.values())
-        row["us_per_kernel"] = added_ms * 1e3 / kernels
+    if kernels:
+        for key, base in (("us_per_kernel", "none"), ("us_over_floor", "floor")):
+            us = us_per_kernel(results, workload, variant, base)
+            if us and variant not in ("none", base):
+                row[key] = statistics.median(us)
     return row
+
+
+def us_per_kernel(results, workload, variant, base):
+    """Per round: (time of variant - time of base) per kernel of one region, in µs."""
+    kernels = next((r.get("kernels") for r in results
+                    if r["workload"] == workload and _ok(r)), None)
+    if not kernels:
+        return []
+    return paired(results, workload, variant, base, lambda x, y: (x - y) * 1e3 / kernels)
 
 
 def _median(values):
@@ -66,18 +120,35 @@ def _median(values):
 def markdown(meta, results):
     versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
     cfg = meta.get("config", {})
+    rounds = len({r["round"] for r in results})
+    cpus = cfg.get("cpus")
+    preset = f"preset {cfg['preset']}: " if "preset" in cfg else ""
+    pinning = f"pinned to CPUs {_cpu_text(cpus)}" if cpus else "not pinned"
     lines = [
         f"## Profiler overhead — {meta.get('device') or 'unknown GPU'}, {meta.get('date')}",
         "",
-        f"{versions}; commit {meta.get('commit') or '?'}; {cfg.get('rounds')} rounds x "
-        f"{cfg.get('loops')} timed regions per process ({cfg.get('isolation')}); "
-        f"{meta.get('wall_s')} s in all.",
+        f"{versions}; commit {meta.get('commit') or '?'}; {preset}{rounds} of "
+        f"{cfg.get('rounds')} rounds x {cfg.get('loops')} timed regions per process "
+        f"({cfg.get('isolation')}, {pinning}); {meta.get('wall_s')} s in all.",
+        f"Time of a run: {_statistics_text(results)} of its timed regions.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
     ]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in summarize(results)]
     return "\n".join(lines) + "\n"
+
+
+def _statistics_text(results):
+    by_stat = {}
+    for r in results:
+        if _ok(r):
+            by_stat.setdefault(r.get("stat", "median"), {}).setdefault(r["workload"], None)
+    return "; ".join(f"{STATISTIC_NAMES.get(s, s)} ({', '.join(w)})" for s, w in by_stat.items())
+
+
+def _cpu_text(cpus):
+    return ",".join(str(c) for c in cpus)
 
 
 def _cells(row):
@@ -91,7 +162,8 @@ def _cells(row):
         f"{row['median_ms']:.3f}",
         f"{row['ratio']:.3f}x" if "ratio" in row else "",
         spread,
-        _signed(row.get("us_per_kernel")) if row["variant"] != "none" else "",
+        _signed(row.get("us_per_kernel")),
+        _signed(row.get("us_over_floor")),
         f"{row['start_ms']:.1f}",
         f"{row['finalize_ms']:.1f}",
         f"{row['rss_growth_mb']:.1f}",
@@ -110,7 +182,11 @@ def _seen(row):
 
 
 def _signed(value):
-    return "" if value is None else f"{value:+.3f}"
+    return "" if value is None else f"{_no_minus_zero(value, 3):+.3f}"
+
+
+def _no_minus_zero(value, digits):
+    return 0.0 if round(value, digits) == 0 else value
 
 
 def _size(n):
