@@ -10,8 +10,8 @@ cancels out. Needs nothing but the standard library: it also runs on recorded JS
 import statistics
 
 COLUMNS = ("workload", "variant", "region ms", "ratio", "ratio range", "µs/kernel added",
-           "µs/kernel over floor", "start ms", "finalize ms", "RSS +MB", "output", "kernels seen",
-           "runs")
+           "µs/kernel over floor", "start ms", "finalize ms", "RSS +MB", "RSS net MB", "output",
+           "kernels seen", "runs")
 
 
 def lower_quartile(values):
@@ -54,6 +54,10 @@ def _ratio(x, y):
     return x / y
 
 
+def _diff(x, y):
+    return x - y
+
+
 def summarize(results):
     """[{workload, variant, ...medians...}] in the order the workloads/variants first ran."""
     rows = []
@@ -94,6 +98,9 @@ def _row(workload, variant, runs, results):
     ratios = paired(results, workload, variant, "none", _ratio)
     if ratios:
         row.update(ratio=statistics.median(ratios), ratio_min=min(ratios), ratio_max=max(ratios))
+    rss_net = paired(results, workload, variant, "none", _diff, lambda r: r["rss_growth_mb"])
+    if rss_net:
+        row["rss_net_mb"] = statistics.median(rss_net)
     kernels = ok[0].get("kernels")
     if kernels:
         for key, base in (("us_per_kernel", "none"), ("us_over_floor", "floor")):
@@ -167,6 +174,8 @@ def _cells(row):
         f"{row['start_ms']:.1f}",
         f"{row['finalize_ms']:.1f}",
         f"{row['rss_growth_mb']:.1f}",
+        (f"{_no_minus_zero(row['rss_net_mb'], 1):+.1f}"
+         if row["variant"] != "none" and "rss_net_mb" in row else ""),
         _size(row["output_bytes"]),
         _seen(row),
         runs,
