@@ -1,4 +1,5 @@
-"""Turns the children's measurements into one row per (workload, variant) and a table.
+"""Turns the children's measurements into one row per (workload, variant), a table, and the
+issue's targets.
 
 Each run (one process) is reduced to one time by its workload's statistic (`stat` in the run:
 "q1", the lower quartile of its timed regions, for launch-bound workloads; else the median).
@@ -124,6 +125,123 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
+# Issue 3's targets, all about `proton`: (label, workload or None for the worst over all
+# workloads, measure, limit, unit). Each measure returns (value, [per-round values], note) or
+# None when the run did not measure it.
+TARGETS = (
+    ("tiny_torch ratio", "tiny_torch", "ratio", 1.20, "x"),
+    ("tiny_torch above floor", "tiny_torch", "over_floor", 0.15, " µs/launch"),
+    ("tiny_triton above floor", "tiny_triton", "over_floor", 0.15, " µs/launch"),
+    ("mlp_train vs triton", "mlp_train", "vs_triton", 1.00, "x"),
+    ("gemm_bf16 ratio", "gemm_bf16", "ratio", 1.01, "x"),
+    ("RSS net of none", None, "rss_net", 32.0, " MB"),
+    ("output vs triton", None, "output_vs_triton", 1.00, "x"),
+)
+SUBJECT = "proton"
+
+
+def _measure_ratio(results, workload):
+    values = paired(results, workload, SUBJECT, "none", _ratio)
+    return (statistics.median(values), values, "") if values else None
+
+
+def _measure_over_floor(results, workload):
+    values = us_per_kernel(results, workload, SUBJECT, "floor")
+    if not values:
+        return None
+    # The split: CUPTI's dispatch of the launch callbacks, and what our callback and the rest
+    # of proton add on top. Medians of paired differences: they need not sum to the total.
+    dispatch = us_per_kernel(results, workload, "floor_cb", "floor")
+    ours = us_per_kernel(results, workload, SUBJECT, "floor_cb")
+    note = ""
+    if dispatch and ours:
+        note = (f"CUPTI dispatch {statistics.median(dispatch):+.3f}, "
+                f"ours {statistics.median(ours):+.3f}")
+    return statistics.median(values), values, note
+
+
+def _measure_vs_triton(results, workload):
+    values = paired(results, workload, SUBJECT, "triton", _ratio)
+    return (statistics.median(values), values, "") if values else None
+
+
+def _worst(results, per_workload):
+    """The largest per-workload value over the workloads measured, and which one it was."""
+    found = []
+    for workload in dict.fromkeys(r["workload"] for r in results):
+        value = per_workload(workload)
+        if value is not None:
+            found.append((value, workload))
+    if not found:
+        return None
+    value, workload = max(found)
+    return value, [], f"worst of {len(found)}: {workload}"
+
+
+def _measure_rss_net(results, _):
+    def net(workload):
+        values = paired(results, workload, SUBJECT, "none", _diff, lambda r: r["rss_growth_mb"])
+        return statistics.median(values) if values else None
+
+    return _worst(results, net)
+
+
+def _measure_output_vs_triton(results, _):
+    def relative(workload):
+        ours = _by_round(results, workload, SUBJECT, lambda r: r["output_bytes"])
+        theirs = _by_round(results, workload, "triton", lambda r: r["output_bytes"])
+        if not ours or not theirs or not statistics.median(theirs.values()):
+            return None
+        return statistics.median(ours.values()) / statistics.median(theirs.values())
+
+    return _worst(results, relative)
+
+
+MEASURES = {"ratio": _measure_ratio, "over_floor": _measure_over_floor,
+            "vs_triton": _measure_vs_triton, "rss_net": _measure_rss_net,
+            "output_vs_triton": _measure_output_vs_triton}
+
+
+def targets(results):
+    """[{label, value, low, high, note, limit, unit, met}] for the targets this run measured,
+    and the labels of those it did not."""
+    measured, missing = [], []
+    for label, workload, measure, limit, unit in TARGETS:
+        got = MEASURES[measure](results, workload)
+        if got is None:
+            missing.append(label)
+            continue
+        value, per_round, note = got
+        measured.append({"label": label, "value": value, "note": note, "limit": limit,
+                         "unit": unit, "met": value <= limit,
+                         "low": min(per_round) if per_round else None,
+                         "high": max(per_round) if per_round else None})
+    return measured, missing
+
+
+def targets_markdown(results):
+    measured, missing = targets(results)
+    lines = [f"Issue 3 targets for `{SUBJECT}` (median over rounds [range over rounds]):", ""]
+    for t in measured:
+        signed = t["unit"].startswith(" µs")
+        value = _number(t["value"], t["unit"], signed)
+        spread = ("" if t["low"] is None else
+                  f" [{_number(t['low'], '', signed)}–{_number(t['high'], '', signed)}]")
+        note = f" ({t['note']})" if t["note"] else ""
+        verdict = "met" if t["met"] else "**not met**"
+        lines.append(f"- {t['label']}: {value}{spread}{note}; target ≤ "
+                     f"{_number(t['limit'], t['unit'], signed)}: {verdict}")
+    if missing:
+        lines.append(f"- not measured in this run: {', '.join(missing)}")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value, unit, signed):
+    digits = 1 if unit == " MB" else 3
+    value = _no_minus_zero(value, digits)
+    return f"{value:+.{digits}f}{unit}" if signed else f"{value:.{digits}f}{unit}"
+
+
 def markdown(meta, results):
     versions = ", ".join(f"{k} {v}" for k, v in sorted(meta.get("versions", {}).items()))
     cfg = meta.get("config", {})
@@ -143,7 +261,7 @@ def markdown(meta, results):
         "|" + "---|" * len(COLUMNS),
     ]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in summarize(results)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + targets_markdown(results)
 
 
 def _statistics_text(results):

@@ -10,8 +10,8 @@ triton but never touched CUDA (so a child pays for CUDA initialization, not for 
 imports); `--isolation spawn` starts `python3 bench/child.py` instead. Every child is pinned
 to the same few CPUs (`--cpus`), so no run pays for migrations the others did not.
 
-Writes DIR/<date>-<gpu>[-<preset>].json (every measurement) and .md (the table, also
-printed); the default preset's files carry no suffix.
+Writes DIR/<date>-<gpu>[-<preset>].json (every measurement) and .md (the table and the issue's
+targets, also printed); the default preset's files carry no suffix.
 """
 
 import argparse
@@ -290,7 +290,8 @@ def write_outputs(out_dir, meta, results, table):
     gpu = re.sub(r"[^a-z0-9]+", "-", (meta.get("device") or "unknown-gpu").lower()).strip("-")
     preset = meta["config"].get("preset", "default")
     stem = out_dir / (f"{meta['date']}-{gpu}" + ("" if preset == "default" else f"-{preset}"))
-    data = {"meta": meta, "summary": report.summarize(results), "results": results}
+    data = {"meta": meta, "summary": report.summarize(results),
+            "targets": report.targets(results)[0], "results": results}
     stem.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
     stem.with_suffix(".md").write_text(table)
     return stem
