@@ -6,9 +6,9 @@ prints one JSON line with the measurements. bench/run.py calls run_job() in a fo
 itself instead (same code, without paying for `import torch` in every process).
 
 Order of events, so that every variant is measured the same way:
-  setup workload (compile, warm up)  ->  RSS before  ->  import + start profiler  ->
-  after_start (graph capture)  ->  warm-up regions  ->  timed regions  ->  RSS steady  ->
-  stop profiler (output written)  ->  RSS after, output size.
+  pin to the job's CPUs (if any)  ->  setup workload (compile, warm up)  ->  RSS before  ->
+  import + start profiler  ->  after_start (graph capture)  ->  warm-up regions  ->
+  timed regions  ->  RSS steady  ->  stop profiler (output written)  ->  RSS after, output size.
 """
 
 import gc
@@ -24,7 +24,7 @@ import traceback
 import variants
 import workloads
 
-DEFAULT_JOB = {"loops": 7, "warmup": 2, "round": 0}
+DEFAULT_JOB = {"loops": 7, "warmup": 2, "round": 0, "cpus": None}
 
 
 def run_job(job):
@@ -32,6 +32,7 @@ def run_job(job):
     job = {**DEFAULT_JOB, **job}
     result = {"variant": job["variant"], "workload": job["workload"], "round": job["round"]}
     try:
+        pin(job["cpus"])
         result.update(_measure(job))
     except variants.Unavailable as e:
         result["skipped"] = str(e)
@@ -39,6 +40,14 @@ def run_job(job):
         result["error"] = f"{type(e).__name__}: {e}"
         result["traceback"] = traceback.format_exc(limit=8)
     return result
+
+
+def pin(cpus):
+    """Keeps this process, and every thread it starts from now on (CUDA's, CUPTI's, the
+    profiler's), on `cpus`. Called before CUDA starts any thread: affinity is inherited at
+    thread creation, and a thread that already exists keeps its own."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
 
 
 def _measure(job):
@@ -69,6 +78,7 @@ def _measure(job):
     return {
         "region_ms": times,
         "median_ms": statistics.median(times),
+        "stat": workload.statistic,  # how the report reduces region_ms (workloads.py)
         "kernels": workload.kernels,
         "kernels_expected": (workload.kernels * (job["warmup"] + job["loops"])
                              if workload.kernels else None),

@@ -1,14 +1,17 @@
 """Profiler overhead benchmark: every workload under every profiler, one process per run.
 
-    python3 bench/run.py [--quick] [--out DIR] [--variants a,b] [--workloads a,b]
+    python3 bench/run.py [--quick | --preset steady] [--out DIR] [--variants a,b]
+                         [--workloads a,b] [--cpus auto|none|2-5]
 
 Rounds are interleaved (for each round, for each workload, every variant in a rotated order),
 so slow drifts of clocks or temperature hit all variants alike. Each (round, workload,
 variant) runs in a fresh process: by default a fork of this one, which has imported torch and
 triton but never touched CUDA (so a child pays for CUDA initialization, not for 5 s of
-imports); `--isolation spawn` starts `python3 bench/child.py` instead.
+imports); `--isolation spawn` starts `python3 bench/child.py` instead. Every child is pinned
+to the same few CPUs (`--cpus`), so no run pays for migrations the others did not.
 
-Writes DIR/<date>-<gpu>.json (every measurement) and .md (the table, also printed).
+Writes DIR/<date>-<gpu>[-<preset>].json (every measurement) and .md (the table and the issue's
+targets, also printed); the default preset's files carry no suffix.
 """
 
 import argparse
@@ -29,37 +32,126 @@ import workloads
 
 HERE = pathlib.Path(__file__).resolve().parent
 
-# rounds: processes per (workload, variant); loops: timed regions per process.
+# rounds: processes per (workload, variant); loops: timed regions per process, after `warmup`
+# untimed ones; budget_s: no round starts that would end past it. A preset may also name its
+# variants and workloads (the command line's --variants/--workloads still win).
 PRESETS = {
     "default": {"rounds": 5, "loops": 7, "warmup": 2, "budget_s": 330},
     "quick": {"rounds": 2, "loops": 3, "warmup": 1, "budget_s": 110},
+    # The launch-bound targets, judged on enough samples to trust: 9 rounds x 30 regions of
+    # 5,000 launches. 4 warm-up regions (20,000 launches) fill CUPTI's first 4 MiB buffer, so
+    # the buffer pool has stopped growing before timing starts. A job is ~0.8 s of fork, CUDA
+    # init and start/stop plus 34 regions of 35-65 ms; 90 jobs come to ~4 min on an H200.
+    "steady": {"rounds": 9, "loops": 30, "warmup": 4, "budget_s": 300,
+               "workloads": ["tiny_torch", "tiny_triton"],
+               "variants": ["none", "floor", "floor_cb", "proton", "triton"]},
 }
 JOB_TIMEOUT_S = 180
+PIN_CPUS = 4  # enough for the launching thread, CUPTI's buffer thread and the profiler's
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="fewer rounds and loops (~2 min)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="default",
+                   help="default: every workload and variant (~5-6 min); quick: ~2 min; "
+                   "steady: the launch-bound targets, 9 rounds (~5 min)")
+    p.add_argument("--quick", action="store_true", help="same as --preset quick")
     p.add_argument("--out", default=str(HERE / "results"), help="folder for the .json and .md")
-    p.add_argument("--variants", default=",".join(variants.ALL), help="comma-separated")
-    p.add_argument("--workloads", default=",".join(workloads.ALL), help="comma-separated")
+    p.add_argument("--variants", help="comma-separated (default: the preset's, else all)")
+    p.add_argument("--workloads", help="comma-separated (default: the preset's, else all)")
     p.add_argument("--rounds", type=int, help="override the preset's rounds")
+    p.add_argument("--loops", type=int, help="override the preset's timed regions per process")
     p.add_argument("--budget-s", type=float, help="start no round that would end past this")
     p.add_argument("--isolation", choices=("fork", "spawn"), default="fork")
+    p.add_argument("--cpus", default="auto",
+                   help="CPUs every child is pinned to: auto (4 cores, not the first), none "
+                   "(no pinning), or a list such as 2-5 or 2,4,6,8")
     args = p.parse_args(argv)
-    args.variants = _names(args.variants, variants.ALL)
-    args.workloads = _names(args.workloads, workloads.ALL)
+    if args.quick:
+        args.preset = "quick"
+    preset = PRESETS[args.preset]
+    args.variants = _names(args.variants, preset.get("variants"), variants.ALL)
+    args.workloads = _names(args.workloads, preset.get("workloads"), workloads.ALL)
     if "none" not in args.variants:
         args.variants.insert(0, "none")  # every ratio is against it
+    args.cpus = pick_cpus(args.cpus)
     return args
 
 
-def _names(text, known):
-    names = [n for n in text.split(",") if n]
+def config_for(args):
+    """The preset's numbers with the command line's overrides."""
+    config = {k: v for k, v in PRESETS[args.preset].items() if k not in ("variants", "workloads")}
+    for key in ("rounds", "loops", "budget_s"):
+        if getattr(args, key):
+            config[key] = getattr(args, key)
+    return config
+
+
+def _names(text, preset, known):
+    names = [n for n in text.split(",") if n] if text else list(preset or known)
     unknown = [n for n in names if n not in known]
     if unknown:
         sys.exit(f"unknown {unknown}; choose from {sorted(known)}")
     return names
+
+
+def pick_cpus(spec):
+    """The sorted CPU list every child is pinned to, or None for no pinning.
+
+    auto: of the CPUs this process may use, skip the first one's physical core (CPU 0 where
+    allowed, which takes interrupts and housekeeping first) and take PIN_CPUS others, one per
+    physical core where there are enough, so a run's threads do not share a core's execution
+    units. With fewer than PIN_CPUS CPUs to spare, nothing is pinned.
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    if spec == "none":
+        return None
+    if spec != "auto":
+        cpus = sorted(_cpu_list(spec))
+        if not cpus or not set(cpus) <= set(allowed):
+            sys.exit(f"--cpus {spec}: not a subset of the CPUs allowed here ({_ranges(allowed)})")
+        return cpus
+    first_core = _siblings(allowed[0])
+    spare = [cpu for cpu in allowed if cpu not in first_core]
+    cpus, taken = [], set()
+    for cpu in spare:
+        if cpu not in taken and len(cpus) < PIN_CPUS:
+            cpus.append(cpu)
+            taken.update(_siblings(cpu))
+    # Not enough physical cores: hyperthread siblings are still better than migrating.
+    cpus += [cpu for cpu in spare if cpu not in cpus][:PIN_CPUS - len(cpus)]
+    return sorted(cpus) if len(cpus) == PIN_CPUS else None
+
+
+def _siblings(cpu):
+    """The CPUs sharing `cpu`'s physical core (itself included), from sysfs."""
+    path = f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+    try:
+        with open(path) as f:
+            return _cpu_list(f.read().strip()) | {cpu}
+    except (OSError, ValueError):
+        return {cpu}
+
+
+def _cpu_list(text):
+    """'1-3,8' -> {1, 2, 3, 8} (the kernel's list format)."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def _ranges(cpus):
+    """[1, 2, 3, 8] -> '1-3,8'."""
+    out, start = [], None
+    for i, cpu in enumerate(cpus):
+        if start is None:
+            start = cpu
+        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
+            out.append(f"{start}-{cpu}" if cpu != start else f"{cpu}")
+            start = None
+    return ",".join(out)
 
 
 def round_jobs(round_index, args, config, skip):
@@ -70,7 +162,7 @@ def round_jobs(round_index, args, config, skip):
         for variant in order:
             if variant not in skip:
                 yield {"variant": variant, "workload": workload, "round": round_index,
-                       "loops": config["loops"], "warmup": config["warmup"]}
+                       "loops": config["loops"], "warmup": config["warmup"], "cpus": args.cpus}
 
 
 def run_forked(job):
@@ -121,8 +213,11 @@ def _read_until(fd, pid, timeout_s):
 def run_spawned(job):
     """run_job in a fresh interpreter: `python3 bench/child.py JOB`."""
     cmd = [sys.executable, str(HERE / "child.py"), json.dumps(job)]
+    # Pinned from exec on, so that threads started by imports are pinned too.
+    pin = (lambda: os.sched_setaffinity(0, job["cpus"])) if job.get("cpus") else None
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S,
+                              preexec_fn=pin)
     except subprocess.TimeoutExpired:
         return _parse(job, "", "timed out")
     last = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -173,9 +268,9 @@ def run_rounds(args, config, runner):
 
 def _progress(result, elapsed):
     what = (result.get("error") or (f"skipped: {result['skipped']}" if "skipped" in result
-            else f"{result['median_ms']:.2f} ms"))
+            else f"{report.run_ms(result):.2f} ms ({result.get('stat', 'median')})"))
     print(f"[{elapsed:6.1f}s] r{result['round']} {result['workload']:<12} "
-          f"{result['variant']:<7} {what}", file=sys.stderr, flush=True)
+          f"{result['variant']:<8} {what}", file=sys.stderr, flush=True)
     if "traceback" in result:
         print(result["traceback"], file=sys.stderr, flush=True)
 
@@ -193,8 +288,10 @@ def write_outputs(out_dir, meta, results, table):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = re.sub(r"[^a-z0-9]+", "-", (meta.get("device") or "unknown-gpu").lower()).strip("-")
-    stem = out_dir / f"{meta['date']}-{gpu}"
-    data = {"meta": meta, "summary": report.summarize(results), "results": results}
+    preset = meta["config"].get("preset", "default")
+    stem = out_dir / (f"{meta['date']}-{gpu}" + ("" if preset == "default" else f"-{preset}"))
+    data = {"meta": meta, "summary": report.summarize(results),
+            "targets": report.targets(results)[0], "results": results}
     stem.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
     stem.with_suffix(".md").write_text(table)
     return stem
@@ -202,11 +299,9 @@ def write_outputs(out_dir, meta, results, table):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    config = dict(PRESETS["quick" if args.quick else "default"])
-    if args.rounds:
-        config["rounds"] = args.rounds
-    if args.budget_s:
-        config["budget_s"] = args.budget_s
+    config = config_for(args)
+    if args.cpus:
+        print(f"children pinned to CPUs {_ranges(args.cpus)}", file=sys.stderr)
     runner = run_spawned if args.isolation == "spawn" else preload_for_fork()
 
     began = time.monotonic()
@@ -217,8 +312,8 @@ def main(argv=None):
         "device": ok[0]["device"] if ok else None,
         "versions": ok[0]["versions"] if ok else {},
         "commit": _git_commit(),
-        "config": {**config, "isolation": args.isolation, "variants": args.variants,
-                   "workloads": args.workloads},
+        "config": {**config, "preset": args.preset, "isolation": args.isolation,
+                   "cpus": args.cpus, "variants": args.variants, "workloads": args.workloads},
         "wall_s": round(time.monotonic() - began, 1),
     }
     table = report.markdown(meta, results)

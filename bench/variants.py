@@ -60,6 +60,23 @@ class CuptiFloor(Variant):
         self.lib._floor_stop()
 
 
+class CuptiFloorCallbacks(CuptiFloor):
+    """The floor plus a CUPTI subscriber on exactly the launch callbacks proton enables, each
+    returning at once: what CUPTI's callback dispatch costs any profiler that tags launches with
+    a context. proton above this row is our own work; this row above `floor` is CUPTI's."""
+
+    name = "floor_cb"
+
+    def load(self):
+        super().load()
+        # nanobind puts the signature in the docstring; older builds take no argument.
+        if "launch_callbacks" not in (self.lib._floor_start.__doc__ or ""):
+            raise Unavailable("this build's _floor_start has no launch_callbacks option")
+
+    def start(self, out_dir):
+        self.lib._floor_start(launch_callbacks=True)
+
+
 class Proton(Variant):
     """This project: shadow context, tree data."""
 
@@ -186,7 +203,7 @@ def _import(module):
 
 ALL = {
     v.name: v
-    for v in (NoProfiler, CuptiFloor, Proton, ProtonTrace, TritonProfiler, TorchProfiler,
-              ProtonPython, TritonPython, ProtonHook, TritonHook)
+    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, Proton, ProtonTrace, TritonProfiler,
+              TorchProfiler, ProtonPython, TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

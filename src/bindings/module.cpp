@@ -181,10 +181,16 @@ NB_MODULE(_proton, m) {
   python::register_launch_hook(m);
 
 #ifdef PROTON_HAVE_CUPTI
-  m.def("_floor_start", [] {
-    std::string why;
-    if (!cupti_floor_start(why)) throw std::runtime_error(why);
-  });
+  // launch_callbacks=True: the `floor_cb` benchmark variant (cupti_floor.h).
+  m.def(
+      "_floor_start",
+      [](bool launch_callbacks) {
+        std::string why;
+        FloorCallbacks callbacks =
+            launch_callbacks ? FloorCallbacks::kLaunch : FloorCallbacks::kNone;
+        if (!cupti_floor_start(why, {}, callbacks)) throw std::runtime_error(why);
+      },
+      nb::arg("launch_callbacks") = false);
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
