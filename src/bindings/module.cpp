@@ -184,13 +184,15 @@ NB_MODULE(_proton, m) {
   // launch_callbacks=True: the `floor_cb` benchmark variant (cupti_floor.h).
   m.def(
       "_floor_start",
-      [](bool launch_callbacks) {
+      [](bool launch_callbacks, bool graph_level) {
         std::string why;
         FloorCallbacks callbacks =
             launch_callbacks ? FloorCallbacks::kLaunch : FloorCallbacks::kNone;
-        if (!cupti_floor_start(why, {}, callbacks)) throw std::runtime_error(why);
+        BackendOptions options;
+        options.graph_level = graph_level;
+        if (!cupti_floor_start(why, options, callbacks)) throw std::runtime_error(why);
       },
-      nb::arg("launch_callbacks") = false);
+      nb::arg("launch_callbacks") = false, nb::arg("graph_level") = false);
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)

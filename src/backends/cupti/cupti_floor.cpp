@@ -86,7 +86,11 @@ bool cupti_floor_start(std::string& why, const BackendOptions& options, FloorCal
   CUptiResult r =
       api->cuptiActivityRegisterCallbacks(cupti::on_buffer_requested, cupti::on_buffer_completed);
   if (r == CUPTI_SUCCESS) r = api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r == CUPTI_SUCCESS && options.graph_level) {
+    r = api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  }
   if (r != CUPTI_SUCCESS) {
+    api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     why = cupti::cupti_error(*api, "cupti floor", r);
     unsubscribe_launches(*api);
     cupti::set_buffer_consumer(nullptr);
@@ -103,6 +107,7 @@ void cupti_floor_stop() {
   // Callbacks first, as the backend does: no launch is dispatched to a subscriber going away.
   unsubscribe_launches(*g_api);
   g_api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  g_api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);  // harmless when not enabled
   g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   cupti::set_buffer_consumer(nullptr);
   cupti::release_activity(kOwner);

@@ -9,6 +9,9 @@
 // CUPTI's callback dispatch, which any profiler that tags launches with a context pays. The
 // backend's graph-resource and NVTX callbacks are left out: they fire on graph creation and
 // NVTX ranges, not per launch.
+//
+// With options.graph_level it also enables CUPTI_ACTIVITY_KIND_GRAPH_TRACE: the floor of
+// mode="graph" (one record per graph launch), for its overhead and memory comparisons.
 #pragma once
 
 #include <cstdint>
