@@ -39,8 +39,8 @@ PRESETS = {
     "default": {"rounds": 5, "loops": 7, "warmup": 2, "budget_s": 330},
     "quick": {"rounds": 2, "loops": 3, "warmup": 1, "budget_s": 110},
     # The launch-bound targets, judged on enough samples to trust: 9 rounds x 30 regions of
-    # 5,000 launches. 4 warm-up regions (20,000 launches) fill CUPTI's first 4 MiB buffer, so
-    # the buffer pool has stopped growing before timing starts. A job is ~0.8 s of fork, CUDA
+    # 5,000 launches. 4 warm-up regions (20,000 launches) cycle CUPTI's 1 MiB buffers several
+    # times, so the buffer pool has stopped growing before timing starts. A job is ~0.8 s of fork, CUDA
     # init and start/stop plus 34 regions of 35-65 ms; 90 jobs come to ~4 min on an H200.
     "steady": {"rounds": 9, "loops": 30, "warmup": 4, "budget_s": 300,
                "workloads": ["tiny_torch", "tiny_triton"],

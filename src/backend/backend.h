@@ -20,12 +20,15 @@ namespace proton {
 class RecordProcessor;
 
 struct BackendOptions {
-  size_t buffer_bytes = 4u << 20;  // size of each activity buffer
-  size_t max_buffers = 64;         // buffers in flight before records are dropped
+  // 1 MB buffers (~4,800 kernel records): with the periodic flush below they are handed over
+  // long before they fill, and a pool that grows by one buffer grows resident memory by 1 MB,
+  // not 4. 256 of them cover over a second of the fastest launch loops before records drop.
+  size_t buffer_bytes = 1u << 20;  // size of each activity buffer
+  size_t max_buffers = 256;        // buffers in flight before records are dropped
   bool graph_level = false;        // mode="graph": one record per graph launch (see graphs.md)
   // Period of the background flush that hands over partly filled buffers, so launch tags do
   // not wait for a buffer to fill (0: only when buffers fill and at flush/finalize).
-  uint32_t flush_interval_ms = 100;
+  uint32_t flush_interval_ms = 20;
 };
 
 class Backend {

@@ -33,7 +33,7 @@ namespace proton {
 class GraphAttribution {
  public:
   /// Unknown-fan-out launches waiting for their first record, at most. Launches in flight are
-  /// bounded by the kernels one activity buffer holds (~20k at 4 MB), well below this.
+  /// bounded by what 20 ms of launches produce (the periodic flush), well below this.
   static constexpr size_t kMaxUnknownTags = 1u << 16;
   /// The frame between the replay site and the capture site.
   static constexpr const char* kCaptureFrame = "<captured_at>";

@@ -304,7 +304,8 @@ def test_graph_mode_and_default_mode_cannot_run_together(out_name, tmp_path):
 
 
 # Runs in a process of its own: the notice prints once per process, and RSS must not include
-# other tests' leftovers.
+# other tests' leftovers. argv: when (before/after), mode ("" or graph), output, profiler
+# (proton, or floor: CUPTI's own tracing in the same mode with nothing of ours).
 GRAPH_MEMORY_SCRIPT = textwrap.dedent(
     """
     import json, sys, torch, proton
@@ -313,7 +314,8 @@ GRAPH_MEMORY_SCRIPT = textwrap.dedent(
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * 4096 / 2**20
 
-    before_start, mode, out = sys.argv[1] == "before", sys.argv[2], sys.argv[3]
+    when, mode, out, profiler = sys.argv[1:5]
+    before_start = when == "before"
     x = torch.zeros(4096, device="cuda")
 
     def body():
@@ -333,7 +335,10 @@ GRAPH_MEMORY_SCRIPT = textwrap.dedent(
 
     if before_start:
         g = capture()
-    proton.start(out, mode=mode or None)
+    if profiler == "floor":
+        proton._proton._floor_start(graph_level=mode == "graph")
+    else:
+        proton.start(out, mode=mode or None)
     if not before_start:
         g = capture()
     samples = []
@@ -343,22 +348,34 @@ GRAPH_MEMORY_SCRIPT = textwrap.dedent(
             if i % 10_000 == 9_999:
                 torch.cuda.synchronize()
                 samples.append(rss_mb())
-    proton.finalize()
+    if profiler == "floor":
+        proton._proton._floor_stop()
+    else:
+        proton.finalize()
     print(json.dumps({"rss_mb": samples}))
     """
 )
 
 
-@pytest.mark.parametrize("when,mode", [("before", ""), ("after", ""), ("after", "graph")])
-def test_memory_flat_over_100k_replays(run_script, tmp_path, read_profile, when, mode):
-    out = tmp_path / "mem"
-    r = run_script(GRAPH_MEMORY_SCRIPT, when, mode, out, timeout=600)
+def graph_memory_growth(run_script, when, mode, out, profiler):
+    """RSS growth (MB) from 10k to 110k replays: 100,000 replays after a 10,000 warm-up."""
+    r = run_script(GRAPH_MEMORY_SCRIPT, when, mode, out, profiler, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     samples = json.loads(r.stdout.strip().splitlines()[-1])["rss_mb"]
-    growth = samples[-1] - samples[0]  # from 10k to 110k replays: 100,000 replays
+    return samples[-1] - samples[0], samples, r
+
+
+@pytest.mark.parametrize("when,mode", [("before", ""), ("after", ""), ("after", "graph")])
+def test_memory_flat_over_100k_replays(run_script, tmp_path, read_profile, when, mode):
+    # CUPTI's own tracing is not flat (see docs/cupti.md: ~1.9 MB over these replays with
+    # kernel records, ~1.5 MB and rising with graph records): what Proton adds on top of the
+    # same tracing must stay within 1 MB.
+    floor, floor_samples, _ = graph_memory_growth(run_script, when, mode, tmp_path / "f", "floor")
+    out = tmp_path / "mem"
+    growth, samples, r = graph_memory_growth(run_script, when, mode, out, "proton")
     print(f"{when}/{mode or 'default'}: RSS {samples[0]:.1f} -> {samples[-1]:.1f} MB "
-          f"({growth:+.2f} MB over 100k replays)")
-    assert abs(growth) <= 1.0, samples
+          f"({growth:+.2f} MB over 100k replays; CUPTI alone {floor:+.2f} MB)")
+    assert growth <= floor + 1.0, (samples, floor_samples)
 
     prof = read_profile(str(out))
     assert "unattributed_kernels" not in prof.root_metrics, prof.render()

@@ -47,7 +47,7 @@ class BufferPool {
 
  private:
   mutable std::mutex mu_;  // guards every field below; held for a few instructions
-  size_t bytes_ = 4u << 20;
+  size_t bytes_ = 1u << 20;
   size_t max_ = 64;
   std::vector<uint8_t*> free_;  // capacity reserved up to max_, so release never allocates
   size_t allocated_ = 0;
