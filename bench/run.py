@@ -40,11 +40,16 @@ PRESETS = {
     "quick": {"rounds": 2, "loops": 3, "warmup": 1, "budget_s": 110},
     # The launch-bound targets, judged on enough samples to trust: 9 rounds x 30 regions of
     # 5,000 launches. 4 warm-up regions (20,000 launches) cycle CUPTI's 1 MiB buffers several
-    # times, so the buffer pool has stopped growing before timing starts. A job is ~0.8 s of fork, CUDA
-    # init and start/stop plus 34 regions of 35-65 ms; 90 jobs come to ~4 min on an H200.
+    # times, so the buffer pool has stopped growing before timing starts. A job is ~0.8 s of
+    # fork, CUDA init and start/stop plus 34 regions of 35-65 ms; 90 jobs: ~4 min on an H200.
     "steady": {"rounds": 9, "loops": 30, "warmup": 4, "budget_s": 300,
                "workloads": ["tiny_torch", "tiny_triton"],
                "variants": ["none", "floor", "floor_cb", "proton", "triton"]},
+    # The other issue-3 and issue-7 targets (MLP step vs triton.profiler, median of 5; GEMM;
+    # graph replays in both modes): 5 rounds of 5 variants on 3 workloads, ~2-3 min.
+    "targets": {"rounds": 5, "loops": 9, "warmup": 2, "budget_s": 240,
+                "workloads": ["mlp_train", "gemm_bf16", "cuda_graph"],
+                "variants": ["none", "floor", "proton", "triton", "proton_graph"]},
 }
 JOB_TIMEOUT_S = 180
 PIN_CPUS = 4  # enough for the launching thread, CUPTI's buffer thread and the profiler's
@@ -54,7 +59,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--preset", choices=sorted(PRESETS), default="default",
                    help="default: every workload and variant (~5-6 min); quick: ~2 min; "
-                   "steady: the launch-bound targets, 9 rounds (~5 min)")
+                   "steady: the launch-bound targets, 9 rounds (~5 min); "
+                   "targets: MLP, GEMM and graph replays, 5 rounds (~3 min)")
     p.add_argument("--quick", action="store_true", help="same as --preset quick")
     p.add_argument("--out", default=str(HERE / "results"), help="folder for the .json and .md")
     p.add_argument("--variants", help="comma-separated (default: the preset's, else all)")
