@@ -17,6 +17,26 @@ import torch
 LAUNCHES = 5000
 
 
+def capture_add_graph(x, nodes):
+    """A CUDA graph of `nodes` launches of `x.add_(1.0)`, captured the usual torch way: one
+    run on a side stream first (allocator pools, lazy initialization), then the capture. Also
+    used by bench/graph_memory.py and the GPU tests' graph subprocesses."""
+
+    def body():
+        for _ in range(nodes):
+            x.add_(1.0)
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        body()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    return graph
+
+
 class Workload:
     name = ""
     kernels = None  # kernels per region, where known exactly
@@ -134,22 +154,12 @@ class GraphReplay(Workload):
 
     def setup(self):
         self.x = torch.zeros(1024, device="cuda")
-        self.body()  # warm up on the capture stream's allocator pool before capture
-
-    def body(self):
         for _ in range(self.nodes):
-            self.x.add_(1.0)
+            self.x.add_(1.0)  # warm up before capture
 
     def after_start(self):
         # Captured after the profiler starts: profilers map graph nodes back to their capture.
-        self.graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            self.body()
-        torch.cuda.current_stream().wait_stream(stream)
-        with torch.cuda.graph(self.graph):
-            self.body()
+        self.graph = capture_add_graph(self.x, self.nodes)
 
     def region(self):
         for _ in range(self.replays):

@@ -7,6 +7,8 @@ Expected trees (see docs/graphs.md):
 """
 
 import json
+import os
+import pathlib
 import textwrap
 
 import pytest
@@ -18,6 +20,13 @@ if not torch.cuda.is_available():
 import proton  # noqa: E402
 
 CAPTURED = "<captured_at>"
+BENCH_DIR = pathlib.Path(__file__).resolve().parents[2] / "bench"
+
+
+def bench_env():
+    """The environment for subprocess scripts that import bench/workloads.py."""
+    path = [str(BENCH_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 # Five different kernels, each captured under its own scope so the test does not depend on
 # how torch names its elementwise kernels.
@@ -243,22 +252,12 @@ def test_graph_mode_one_node_per_launch_site(out_name, read_profile):
 GRAPH_MODE_OLD_GRAPH_SCRIPT = textwrap.dedent(
     """
     import sys, torch, proton
+    from workloads import capture_add_graph  # bench/workloads.py (on PYTHONPATH)
+
     x = torch.zeros(4096, device="cuda")
 
-    def body():
-        for _ in range(5):
-            x.add_(1.0)
-
     def capture():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            body()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            body()
-        return g
+        return capture_add_graph(x, 5)
 
     old = capture()
     proton.start(sys.argv[1], mode="graph")
@@ -282,7 +281,7 @@ GRAPH_MODE_OLD_GRAPH_SCRIPT = textwrap.dedent(
 
 def test_graph_mode_falls_back_for_graphs_from_before_start(run_script, tmp_path, read_profile):
     out = tmp_path / "old_graph"
-    r = run_script(GRAPH_MODE_OLD_GRAPH_SCRIPT, out)
+    r = run_script(GRAPH_MODE_OLD_GRAPH_SCRIPT, out, env=bench_env())
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
     assert r.stdout.split() == ["1"], r.stdout
     assert r.stderr.count("mode='graph' met a CUDA graph instantiated before") == 1, r.stderr
@@ -316,22 +315,12 @@ GRAPH_MEMORY_SCRIPT = textwrap.dedent(
 
     when, mode, out, profiler = sys.argv[1:5]
     before_start = when == "before"
+    from workloads import capture_add_graph  # bench/workloads.py (on PYTHONPATH)
+
     x = torch.zeros(4096, device="cuda")
 
-    def body():
-        for _ in range(5):
-            x.add_(1.0)
-
     def capture():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            body()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            body()
-        return g
+        return capture_add_graph(x, 5)
 
     if before_start:
         g = capture()
@@ -359,7 +348,7 @@ GRAPH_MEMORY_SCRIPT = textwrap.dedent(
 
 def graph_memory_growth(run_script, when, mode, out, profiler):
     """RSS growth (MB) from 10k to 110k replays: 100,000 replays after a 10,000 warm-up."""
-    r = run_script(GRAPH_MEMORY_SCRIPT, when, mode, out, profiler, timeout=600)
+    r = run_script(GRAPH_MEMORY_SCRIPT, when, mode, out, profiler, env=bench_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     samples = json.loads(r.stdout.strip().splitlines()[-1])["rss_mb"]
     return samples[-1] - samples[0], samples, r
