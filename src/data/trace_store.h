@@ -32,15 +32,20 @@ struct TraceEvent {
   uint64_t launch_ns = 0;            // kernel: CPU time of its launch (0 = unknown)
   uint64_t correlation = 0;          // kernel: launch correlation id
   ContextId context = kRootContext;  // the call path (kernel: where it was launched)
-  NameId name = kNoName;             // kernel name (scopes: the path's last frame)
+  NameId name = kNoName;             // kernel: its own name (scopes: the path's last frame)
   uint32_t device = 0;               // kernel: device id
   uint32_t stream = 0;               // kernel: stream id
   uint32_t thread = 0;               // launching thread / scope's thread (small index)
+  // kernel: the launch-metadata entry of its launch (LaunchOps id, 0 = none); the writer looks
+  // up the display name and metrics when it formats the event, which it may do at any time
+  // (LaunchOps entries are never freed).
+  uint32_t op = 0;
   uint8_t kind = kKernel;
   uint8_t device_type = 0;  // DeviceType of a kernel
   uint16_t flags = 0;       // kTraceFirstOfLaunch, kTraceUnattributed
+  uint32_t reserved = 0;    // explicit tail padding: the record is 64 bytes either way
 };
-static_assert(sizeof(TraceEvent) == 56);
+static_assert(sizeof(TraceEvent) == 64);
 
 /// TraceEvent::flags: the first kernel of its launch (a graph launch yields many).
 inline constexpr uint16_t kTraceFirstOfLaunch = 1;
@@ -49,9 +54,9 @@ inline constexpr uint16_t kTraceUnattributed = 2;
 
 class TraceStore {
  public:
-  static constexpr size_t kChunkEvents = 4096;  // 224 KiB per chunk
+  static constexpr size_t kChunkEvents = 4096;  // 256 KiB per chunk
   static constexpr size_t kChunkBytes = kChunkEvents * sizeof(TraceEvent);
-  // Streaming keeps ~3.5 MB resident: enough to batch file writes, small next to CUPTI buffers.
+  // Streaming keeps ~4 MB resident: enough to batch file writes, small next to CUPTI buffers.
   static constexpr size_t kResidentChunks = 16;
 
   using Spill = std::function<void(std::span<const TraceEvent>)>;

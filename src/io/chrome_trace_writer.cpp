@@ -10,7 +10,9 @@
 
 #include "common/name_table.h"
 #include "context/context_tree.h"
+#include "context/launch_ops.h"
 #include "io/json_writer.h"
+#include "io/metric_value_writer.h"
 
 namespace proton {
 
@@ -22,6 +24,13 @@ void append_uint(std::string& out, uint64_t v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   out.append(buf, end);
+}
+
+// Keys a kernel event's args always or sometimes carry; a launch-metadata metric of the same
+// name is left out of the args rather than written as a duplicate key.
+bool own_kernel_arg(std::string_view key) {
+  return key == "call_stack" || key == "correlation" || key == "time (ns)" || key == "kernel" ||
+         key == "unattributed";
 }
 
 }  // namespace
@@ -105,6 +114,27 @@ const std::string& ChromeTraceWriter::quoted_name(NameId name) {
   return it->second;
 }
 
+const ChromeTraceWriter::OpArgs& ChromeTraceWriter::op_args(uint32_t op) {
+  auto [it, inserted] = ops_.try_emplace(op);
+  if (inserted) {
+    // Ops are interned by content, so this cache grows with distinct (name, metrics), not with
+    // launches. Entries are never freed, so an op is resolvable however late its event is
+    // written (a spilled chunk, finalize).
+    const LaunchOp& entry = LaunchOps::global().get(op);
+    it->second.name = entry.name;
+    std::string& s = it->second.metrics;
+    for (const auto& [metric, value] : entry.metrics) {
+      std::string_view key = NameTable::global().name(metric);
+      if (own_kernel_arg(key)) continue;
+      s.push_back(',');
+      JsonWriter w(s);
+      w.key(key);
+      write_metric_value(w, value);
+    }
+  }
+  return it->second;
+}
+
 // Every event starts with where (process, lane) and when; CPU events live in this process's
 // pid, GPU events in one pid per device with a lane per stream.
 void ChromeTraceWriter::append_cpu_place(uint64_t thread, uint64_t ts_ns) {
@@ -148,9 +178,13 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   }
   gpu_lanes_[e.device].insert(e.stream);
   uint64_t start = e.start_ns;
+  // Launch metadata (hook="triton") names the event and adds its metrics, as in the tree.
+  const OpArgs* op = e.op != 0 ? &op_args(e.op) : nullptr;
+  bool renamed = op != nullptr && op->name != kNoName && op->name != e.name;
+  NameId name = renamed ? op->name : e.name;
   sep();
   buf_ += "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":";
-  buf_ += quoted_name(e.name);
+  buf_ += quoted_name(name);
   append_gpu_place(e.device, e.stream, start);
   buf_ += ",\"dur\":";
   append_duration(dur);
@@ -160,6 +194,11 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   append_uint(buf_, e.correlation);
   buf_ += ",\"time (ns)\":";
   append_uint(buf_, dur);
+  if (renamed) {
+    buf_ += ",\"kernel\":";  // the name the GPU ran it under
+    buf_ += quoted_name(e.name);
+  }
+  if (op != nullptr) buf_ += op->metrics;
   if (e.flags & kTraceUnattributed) buf_ += ",\"unattributed\":true";
   buf_ += "}}";
   if (e.launch_ns == 0) return;
@@ -171,7 +210,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     buf_ += ",\"dur\":0.000,\"args\":{\"correlation\":";
     append_uint(buf_, e.correlation);
     buf_ += ",\"kernel\":";
-    buf_ += quoted_name(e.name);
+    buf_ += quoted_name(name);  // the kernel event's name, so the two are easy to match
     buf_ += "}}";
   }
   // One arrow per kernel (a graph launch fans out); ids are unique within the file.

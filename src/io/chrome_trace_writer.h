@@ -10,7 +10,10 @@
 // µs relative to the session's trace start; each kernel with a known launch gets a zero-length
 // "launch" slice on its thread and a flow arrow ("s" -> "f", bound to the enclosing slices).
 // Kernel args carry the call path ("call_stack", outermost first, as triton.profiler writes
-// it), the correlation id and "time (ns)".
+// it), the correlation id and "time (ns)". A kernel whose launch carried launch metadata
+// (hook="triton", TraceEvent::op) is named after it, as its call-tree node is, keeps its own
+// name in "kernel" when that differs, and carries the op's metrics ("flops16", "bytes", ...)
+// with the types the tree gives them.
 //
 // Events are appended as they leave the TraceStore (spilled chunks during the run, the resident
 // tail at finalize) into "<path>.partial"; finish() adds lane names and the trailer and renames
@@ -73,6 +76,11 @@ class ChromeTraceWriter {
   void append_duration(uint64_t ns);  // µs, 3 decimals
   const std::string& call_stack(ContextId ctx);
   const std::string& quoted_name(NameId name);
+  struct OpArgs {
+    NameId name = kNoName;  // display name (kNoName: the kernel keeps its own)
+    std::string metrics;    // ,"metric":value... ready to append to the args
+  };
+  const OpArgs& op_args(uint32_t op);
   bool open_file();
   void flush_buffer();
 
@@ -90,6 +98,7 @@ class ChromeTraceWriter {
   uint64_t next_flow_id_ = 1;
   std::unordered_map<ContextId, std::string> stacks_;  // call_stack JSON arrays per context
   std::unordered_map<NameId, std::string> names_;      // quoted, escaped names
+  std::unordered_map<uint32_t, OpArgs> ops_;           // per launch-metadata op
   std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;   // device -> streams seen
   std::set<uint32_t> cpu_lanes_;                       // thread indices seen
 };

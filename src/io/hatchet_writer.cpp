@@ -5,28 +5,12 @@
 
 #include "common/name_table.h"
 #include "io/json_writer.h"
+#include "io/metric_value_writer.h"
 #include "io/msgpack_writer.h"
 
 namespace proton {
 
 namespace {
-
-template <typename W>
-void write_metric_value(W& w, const MetricValue& v) {
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_arithmetic_v<T>) {
-          w.value(x);
-        } else {
-          w.begin_array();
-          for (auto e : x)
-            w.value(e);
-          w.end_array();
-        }
-      },
-      v);
-}
 
 // Hatchet (and so triton.profiler's viewer) takes its metric columns from the root's keys only,
 // so the root lists every scalar metric that appears anywhere, with 0 where it has no value of

@@ -217,6 +217,7 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
     e.device = r.device_id;
     e.stream = r.stream_id;
     e.thread = tag.thread;
+    e.op = tag.op;  // the writer renames the event and adds the op's metrics, as the tree does
     e.device_type = static_cast<uint8_t>(r.device_type);
     if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
     if (r.correlation != last_launch_) e.flags |= kTraceFirstOfLaunch;

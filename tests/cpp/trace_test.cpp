@@ -1,5 +1,6 @@
 // Trace sessions end to end on synthetic records: the Chrome trace rules, lanes, flows, CPU
-// scopes from several threads, the flight-recorder budget and streaming of large traces.
+// scopes from several threads, the flight-recorder budget, streaming of large traces and
+// launch metadata (hook="triton") on kernel events.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,7 +12,9 @@
 #include <set>
 #include <thread>
 
+#include "backend/graph_registry.h"
 #include "backend/launch_stage.h"
+#include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
@@ -262,6 +265,187 @@ TEST_F(Traces, LargeTracesStreamToDisk) {
   EXPECT_EQ(text.compare(0, 16, "{\"traceEvents\":["), 0);
   for (const auto& f : fs::directory_iterator(dir_))
     EXPECT_EQ(f.path().string().find(".partial"), std::string::npos) << f.path();
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+/// The events (one per line, as the writer puts them) whose text contains `needle`.
+std::vector<json> events_containing(const std::string& text, const std::string& needle) {
+  std::vector<json> out;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    size_t begin = text.rfind('\n', at) + 1;
+    std::string line = text.substr(begin, text.find('\n', at) - begin);
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    out.push_back(json::parse(line));
+  }
+  return out;
+}
+
+std::vector<json> kernel_events(const json& trace) {
+  std::vector<json> out;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "kernel") out.push_back(e);
+  }
+  return out;
+}
+
+// Events formatted at finalize (the resident tail): the op's name and metrics, typed as the
+// tree types them, and the tree's sums equal the trace's per-launch values added up.
+TEST_F(Traces, LaunchMetadataNamesKernelEventsAndAddsTheirMetrics) {
+  SessionId s = rt_.start(config("md", "tree,trace"));
+  uint32_t op = LaunchOps::global().intern(id("matmul_1024x1024"),
+                                           {{id("flops16"), 2.0e9}, {id("bytes"), int64_t{4096}}});
+  uint32_t unnamed = LaunchOps::global().intern(kNoName, {{id("bytes"), int64_t{64}}});
+  uint32_t clash = LaunchOps::global().intern(id("clash"), {{id("correlation"), int64_t{-1}}});
+  ThreadContext::current().enter_scope(id("step"));
+  for (int i = 0; i < 3; ++i) {
+    LaunchOps::set_pending(op);
+    launch("matmul_kernel", 100);
+  }
+  launch("matmul_kernel", 50);  // no metadata
+  LaunchOps::set_pending(unnamed);
+  launch("copy_kernel", 10);
+  LaunchOps::set_pending(clash);
+  launch("clash_kernel", 10);
+  ThreadContext::current().exit_scope(id("step"));
+  rt_.finalize(s, "");
+
+  json trace = read_json("md.chrome_trace");
+  auto events = check_chrome_rules(trace);
+  std::map<std::string, std::vector<json>> by_name;
+  for (const json& k : kernel_events(trace))
+    by_name[k["name"]].push_back(k);
+  ASSERT_EQ(by_name["matmul_1024x1024"].size(), 3u) << trace.dump(1);
+  double flops = 0;
+  int64_t bytes = 0;
+  for (const json& k : by_name["matmul_1024x1024"]) {
+    const json& args = k["args"];
+    EXPECT_EQ(args["kernel"], "matmul_kernel");
+    EXPECT_EQ(args["call_stack"], json::array({"step"}));
+    EXPECT_EQ(args["time (ns)"], 100);
+    ASSERT_TRUE(args["flops16"].is_number_float()) << args.dump();
+    ASSERT_TRUE(args["bytes"].is_number_integer()) << args.dump();
+    flops += args["flops16"].get<double>();
+    bytes += args["bytes"].get<int64_t>();
+  }
+  EXPECT_DOUBLE_EQ(flops, 6.0e9);
+  EXPECT_EQ(bytes, 3 * 4096);
+  ASSERT_EQ(by_name["matmul_kernel"].size(), 1u);
+  const json& plain = by_name["matmul_kernel"][0]["args"];
+  EXPECT_FALSE(plain.contains("kernel") || plain.contains("flops16") || plain.contains("bytes"))
+      << plain.dump();
+  // An op without a name keeps the kernel's own and needs no "kernel" arg.
+  ASSERT_EQ(by_name["copy_kernel"].size(), 1u);
+  EXPECT_FALSE(by_name["copy_kernel"][0]["args"].contains("kernel"));
+  EXPECT_EQ(by_name["copy_kernel"][0]["args"]["bytes"], 64);
+  // A metric named like one of our own args is not written twice (the event's own wins).
+  ASSERT_EQ(by_name["clash"].size(), 1u);
+  EXPECT_GT(by_name["clash"][0]["args"]["correlation"].get<int64_t>(), 0);
+  EXPECT_EQ(read_text(dir_ / "md.chrome_trace").find("\"correlation\":-1"), std::string::npos);
+  // The launch slice names the kernel as its kernel event does.
+  for (const json& l : events["X"]) {
+    if (l["cat"] != "launch") continue;
+    for (const json& k : kernel_events(trace)) {
+      if (k["args"]["correlation"] == l["args"]["correlation"]) {
+        EXPECT_EQ(l["args"]["kernel"], k["name"]);
+      }
+    }
+  }
+  // The tree, from the same session, holds the same name and the sums.
+  json tree = read("md")[0];
+  const json* step = child(tree, "step");
+  ASSERT_NE(step, nullptr);
+  const json* node = child(*step, "matmul_1024x1024");
+  ASSERT_NE(node, nullptr);
+  EXPECT_DOUBLE_EQ((*node)["metrics"]["flops16"].get<double>(), flops);
+  EXPECT_EQ((*node)["metrics"]["bytes"], bytes);
+}
+
+// Events spilled to the partial file while the session runs resolve their op there, and the
+// tail formatted at finalize does too.
+TEST_F(Traces, LaunchMetadataSurvivesStreamingAndFinalize) {
+  SessionId s = rt_.start(config("md_stream", "trace"));
+  uint32_t op = LaunchOps::global().intern(
+      id("attention_fwd_s4096"), {{id("flops"), 1.5e12}, {id("bytes"), int64_t{1} << 33}});
+  // One chunk more than stays resident: the first chunk is spilled before finalize.
+  const size_t total = TraceStore::kResidentChunks * TraceStore::kChunkEvents + 1;
+  for (size_t i = 0; i < total; ++i) {
+    if (i == 0 || i + 1 == total) LaunchOps::set_pending(op);
+    launch("attn_kernel", 5);
+  }
+  rt_.deactivate(s, /*flush=*/true);
+  const std::string renamed = "\"name\":\"attention_fwd_s4096\"";
+  auto check = [](const json& k) {
+    EXPECT_EQ(k["cat"], "kernel");
+    EXPECT_EQ(k["args"]["kernel"], "attn_kernel");
+    EXPECT_TRUE(k["args"]["flops"].is_number_float());
+    EXPECT_DOUBLE_EQ(k["args"]["flops"].get<double>(), 1.5e12);
+    EXPECT_EQ(k["args"]["bytes"].get<int64_t>(), int64_t{1} << 33);
+  };
+  std::vector<json> spilled;
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    if (f.path().filename().string().rfind("md_stream.chrome_trace.partial", 0) == 0)
+      spilled = events_containing(read_text(f.path()), renamed);
+  }
+  ASSERT_EQ(spilled.size(), 1u) << "the first chunk was not spilled before finalize";
+  check(spilled[0]);
+  rt_.finalize(s, "");
+
+  // Too large to parse as a DOM under TSan: find the two events in the text, parse those.
+  std::vector<json> written =
+      events_containing(read_text(dir_ / "md_stream.chrome_trace"), renamed);
+  ASSERT_EQ(written.size(), 2u);
+  for (const json& k : written)
+    check(k);
+  EXPECT_EQ(written[0], spilled[0]);
+  EXPECT_LT(written[0]["args"]["correlation"], written[1]["args"]["correlation"]);
+}
+
+// A graph replay carries the metadata of the captured launch (GraphAttribution::replay_tag).
+TEST_F(Traces, GraphReplaysCarryTheCapturedLaunchMetadata) {
+  SessionId s = rt_.start(config("md_graph", "trace"));
+  uint32_t op = LaunchOps::global().intern(id("gemm_128"), {{id("flops8"), 4096.0}});
+  GraphRegistry& registry = GraphRegistry::global();
+  CaptureSite with_op{ThreadContext::launch_context(), kRootContext, op};
+  CaptureSite without{ThreadContext::launch_context(), kRootContext, 0};
+  registry.node_created(0xC001, 0xC0, GraphNodeKind::kKernel, &with_op);
+  registry.node_created(0xC002, 0xC0, GraphNodeKind::kKernel, &without);
+  uint32_t fanout = registry.exec_created(0xC1, 0xC0);
+  ASSERT_EQ(fanout, 2u);
+  for (uint64_t replay = 0; replay < 3; ++replay) {
+    uint64_t c = ++correlation_;
+    LaunchStage::tag(c, fanout);
+    for (uint64_t node : {0xC001, 0xC002}) {
+      KernelRecord r;
+      r.correlation = c;
+      r.start_ns = now_ns() + 1000;
+      r.end_ns = r.start_ns + 10;
+      r.name = id(node == 0xC001 ? "gemm_kernel" : "relu_kernel");
+      r.graph_id = 0xC1;
+      r.graph_node_id = node;
+      fake_->complete(r);
+    }
+  }
+  rt_.finalize(s, "");
+  json trace = read_json("md_graph.chrome_trace");
+  check_chrome_rules(trace);
+  size_t gemm = 0, relu = 0;
+  for (const json& k : kernel_events(trace)) {
+    if (k["name"] == "gemm_128") {
+      ++gemm;
+      EXPECT_EQ(k["args"]["kernel"], "gemm_kernel");
+      EXPECT_DOUBLE_EQ(k["args"]["flops8"].get<double>(), 4096.0);
+    } else {
+      ++relu;
+      EXPECT_EQ(k["name"], "relu_kernel");
+      EXPECT_FALSE(k["args"].contains("flops8"));
+    }
+  }
+  EXPECT_EQ(gemm, 3u);
+  EXPECT_EQ(relu, 3u);
 }
 
 TEST(TraceStoreUnit, ScopesPairPerThreadAndOpenOnesCloseAtTheEnd) {

@@ -1,5 +1,6 @@
 """Timelines on a real GPU: data="trace" / "tree,trace" with several streams and threads,
-launch->kernel flows, CPU/GPU clock alignment, the trace budget, phases and msgpack."""
+launch->kernel flows, CPU/GPU clock alignment, the trace budget, phases and msgpack, and
+launch metadata (hook="triton") on kernel events."""
 
 import json
 import os
@@ -16,8 +17,25 @@ import msgpack  # noqa: E402
 
 import proton  # noqa: E402
 
+try:
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = None
+
 STREAMS = 3
 LAUNCHES = 40
+
+if triton is not None:
+
+    def double_metadata(grid, metadata, args):
+        n = args["n"]
+        return {"name": f"double_n{n}", "flops32": float(n), "bytes": 8 * n}
+
+    @triton.jit(launch_metadata=double_metadata)
+    def double_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 
 
 def load_trace(out_name):
@@ -184,3 +202,42 @@ def test_periodic_flushing_like_triton(tmp_path):
         assert data[0]["children"][0]["children"][0]["metrics"]["time (ns)"] > 0
         total += len(data[0]["children"])
     assert total == 5000
+
+
+@pytest.mark.skipif(triton is None, reason="needs triton")
+@pytest.mark.parametrize("data", ["trace", "tree,trace"])
+def test_launch_metadata_names_kernel_events_and_adds_flops_bytes(out_name, data):
+    x = torch.ones(1024, device="cuda")
+
+    def double():
+        double_kernel[(triton.cdiv(x.numel(), 256),)](x, x.numel(), BLOCK=256)
+
+    double()  # compile outside the session
+    torch.cuda.synchronize()
+    session = proton.start(out_name, data=data, hook="triton")
+    with proton.scope("work"):
+        for _ in range(4):
+            double()
+    torch.cuda.synchronize()
+    proton.finalize(session)
+
+    trace = load_trace(out_name)
+    ks = [k for k in kernels(trace) if k["args"]["call_stack"] == ["work"]]
+    assert len(ks) == 4, ks
+    for k in ks:
+        assert k["name"] == "double_n1024", k
+        assert k["args"]["kernel"] == "double_kernel", k
+        assert k["args"]["flops32"] == 1024.0 and isinstance(k["args"]["flops32"], float), k
+        assert k["args"]["bytes"] == 8 * 1024 and isinstance(k["args"]["bytes"], int), k
+    launches = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "launch"
+                and e["args"]["correlation"] in {k["args"]["correlation"] for k in ks}]
+    assert {e["args"]["kernel"] for e in launches} == {"double_n1024"}
+    if "tree" in data:
+        # The tree of the same run holds the sums of the trace's per-launch values.
+        with open(out_name + ".hatchet") as f:
+            tree = json.load(f)
+        work = next(c for c in tree[0]["children"] if c["frame"]["name"] == "work")
+        node = next(c for c in work["children"] if c["frame"]["name"] == "double_n1024")
+        assert node["metrics"]["count"] == 4
+        assert node["metrics"]["flops32"] == pytest.approx(sum(k["args"]["flops32"] for k in ks))
+        assert node["metrics"]["bytes"] == sum(k["args"]["bytes"] for k in ks)

@@ -1,0 +1,30 @@
+// One metric value in any of our structured writers (JsonWriter, MsgpackWriter): scalars as
+// numbers, vectors as arrays. Shared so that a metric reads the same in a Hatchet tree and in a
+// Chrome trace event's args (ints stay ints, floats stay floats).
+#pragma once
+
+#include <type_traits>
+#include <variant>
+
+#include "data/metric.h"
+
+namespace proton {
+
+template <typename W>
+void write_metric_value(W& w, const MetricValue& v) {
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_arithmetic_v<T>) {
+          w.value(x);
+        } else {
+          w.begin_array();
+          for (auto e : x)
+            w.value(e);
+          w.end_array();
+        }
+      },
+      v);
+}
+
+}  // namespace proton
