@@ -68,6 +68,7 @@ struct ThreadCache {
   RawFrame last[kMaxFrames];
   ContextId last_ctx[kMaxFrames];
   RawFrame walk[kMaxFrames];  // scratch for the current walk, innermost first
+  uint64_t resolved = 0;      // frames looked up because they differed from the last walk
 };
 
 ContextId child(ThreadCache& tc, ContextId parent, NameId name) {
@@ -130,6 +131,7 @@ ContextId walk(ThreadCache& tc) {
   } else if (truncated) {
     ctx = child(tc, kRootContext, NameTable::global().intern("<older frames>"));
   }
+  tc.resolved += static_cast<uint64_t>(n - same);
   for (int i = same; i < n; ++i) {
     const RawFrame& f = tc.walk[n - 1 - i];
     ctx = child(tc, ctx, site_name(tc, f));
@@ -184,6 +186,9 @@ void register_python_context(nb::module_& m) {
     }
     return path_of(ctx);
   });
+  // Frames the calling thread's walks have resolved so far (not reused from its last walk):
+  // lets tests check that a steady call site resolves nothing, without timing anything.
+  m.def("_python_context_resolved_frames", [] { return thread_cache().resolved; });
   // Benchmark hook: ns per provider call from here, GIL released as in the launch callback.
   m.def("_python_context_cost_ns", [](int calls) {
     nb::gil_scoped_release release;
