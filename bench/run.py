@@ -282,7 +282,15 @@ def _progress(result, elapsed):
 
 
 def _git_commit():
+    # PROTON_COMMIT names the commit of a copied tree (a snapshot sent to a GPU machine sits
+    # inside another checkout, whose HEAD git would report instead).
+    if os.environ.get("PROTON_COMMIT"):
+        return os.environ["PROTON_COMMIT"]
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=HERE, text=True,
+                             capture_output=True, timeout=10).stdout.strip()
+        if not top or pathlib.Path(top).resolve() != HERE.parent:
+            return None  # not this tree's own repository
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
                              capture_output=True, timeout=10)
         return out.stdout.strip() or None
