@@ -18,6 +18,8 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace proton::cupti {
 
 class BufferPool {
@@ -47,8 +49,8 @@ class BufferPool {
 
  private:
   mutable std::mutex mu_;  // guards every field below; held for a few instructions
-  size_t bytes_ = 1u << 20;
-  size_t max_ = 64;
+  size_t bytes_ = BackendOptions{}.buffer_bytes;  // until configure(): the backend's defaults
+  size_t max_ = BackendOptions{}.max_buffers;
   std::vector<uint8_t*> free_;  // capacity reserved up to max_, so release never allocates
   size_t allocated_ = 0;
   uint64_t declined_ = 0;

@@ -7,6 +7,7 @@
 #include "backend/graph_exec_table.h"
 #include "backend/record_processor.h"
 #include "backends/cupti/cupti_errors.h"
+#include "backends/cupti/diagnostics.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
@@ -276,6 +277,17 @@ DeviceInfo CuptiBackend::device(uint32_t id) {
   info.memory_clock_rate = static_cast<uint64_t>(attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE));
   info.bus_width = static_cast<uint32_t>(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH));
   return info;
+}
+
+Diagnostics diagnostics() {
+  BufferPool::Stats s = buffer_pool().stats();
+  Diagnostics d;
+  d.buffer_bytes = s.buffer_bytes;
+  d.buffers_allocated = s.allocated;
+  d.buffers_free = s.free;
+  d.buffers_declined = s.declined;
+  d.graph_level_fallbacks = graph_level_fallbacks();
+  return d;
 }
 
 }  // namespace cupti

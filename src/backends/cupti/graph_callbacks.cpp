@@ -7,8 +7,6 @@
 #include "backend/graph_exec_table.h"
 #include "backend/graph_registry.h"
 #include "backend/launch_stage.h"
-#include "backends/cupti/activity_buffers.h"
-#include "backends/cupti/diagnostics.h"
 #include "backends/cupti/launch_callbacks.h"
 
 namespace proton::cupti {
@@ -28,6 +26,7 @@ std::atomic<decltype(&::cuptiGetGraphExecId)> g_exec_id{nullptr};
 std::atomic<bool> g_graph_level{false};  // written at backend start/stop, read relaxed
 std::atomic<DisableActivityFn> g_disable_graph_trace{nullptr};  // set with g_graph_level
 std::atomic<uint64_t> g_graph_level_fallbacks{0};
+std::atomic<uint64_t> g_errors{0};
 
 // Graph-level mode met an executable graph from before the trace was enabled (see
 // set_graph_level). Runs on the launching thread inside the launch's enter callback; only the
@@ -43,7 +42,6 @@ void leave_graph_level() noexcept {
                "per-kernel records (start profiling before instantiating graphs to keep "
                "graph-level records)\n");
 }
-std::atomic<uint64_t> g_errors{0};
 
 // The executable-graph table stores the fan-out as is, 0 for "unknown", and this for "no
 // kernels" (GraphExecTable::kUnknown, one above, means "never seen").
@@ -223,17 +221,6 @@ bool graph_level() noexcept {
 
 uint64_t graph_callback_errors() {
   return g_errors.load(std::memory_order_relaxed);
-}
-
-Diagnostics diagnostics() {
-  BufferPool::Stats s = buffer_pool().stats();
-  Diagnostics d;
-  d.buffer_bytes = s.buffer_bytes;
-  d.buffers_allocated = s.allocated;
-  d.buffers_free = s.free;
-  d.buffers_declined = s.declined;
-  d.graph_level_fallbacks = graph_level_fallbacks();
-  return d;
 }
 
 }  // namespace proton::cupti
