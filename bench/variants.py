@@ -66,15 +66,38 @@ class CuptiFloorCallbacks(CuptiFloor):
     a context. proton above this row is our own work; this row above `floor` is CUPTI's."""
 
     name = "floor_cb"
+    options = {"callbacks": "all"}
 
     def load(self):
         super().load()
-        # nanobind puts the signature in the docstring; older builds take no argument.
-        if "launch_callbacks" not in (self.lib._floor_start.__doc__ or ""):
-            raise Unavailable("this build's _floor_start has no launch_callbacks option")
+        # nanobind puts the signature in the docstring; older builds lack the options.
+        if not hasattr(self.lib, "_floor_counts"):
+            raise Unavailable("this build's _floor_start has no floor variants")
 
     def start(self, out_dir):
-        self.lib._floor_start(launch_callbacks=True)
+        self.lib._floor_start(**self.options)
+
+
+class CuptiFloorRuntimeCallbacks(CuptiFloorCallbacks):
+    """The floor plus proton's runtime-API launch callbacks only (doing nothing)."""
+
+    name = "floor_cb_rt"
+    options = {"callbacks": "runtime"}
+
+
+class CuptiFloorDriverCallbacks(CuptiFloorCallbacks):
+    """The floor plus proton's driver-API launch callbacks only (doing nothing)."""
+
+    name = "floor_cb_drv"
+    options = {"callbacks": "driver"}
+
+
+class CuptiFloorApiRecords(CuptiFloorCallbacks):
+    """The floor plus, instead of callbacks, CUPTI activity records of the launch APIs and
+    external-correlation records: correlating kernels to launches without a callback."""
+
+    name = "floor_api"
+    options = {"api_records": "all", "external": True}
 
 
 class Proton(Variant):
@@ -203,7 +226,8 @@ def _import(module):
 
 ALL = {
     v.name: v
-    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, Proton, ProtonTrace, TritonProfiler,
+    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorRuntimeCallbacks,
+              CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonTrace, TritonProfiler,
               TorchProfiler, ProtonPython, TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

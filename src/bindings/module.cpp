@@ -181,19 +181,46 @@ NB_MODULE(_proton, m) {
   python::register_launch_hook(m);
 
 #ifdef PROTON_HAVE_CUPTI
-  // launch_callbacks=True: the `floor_cb` benchmark variant (cupti_floor.h).
+  // The benchmark floor and its variants (cupti_floor.h): callbacks / api_records name a
+  // set of the backend's launch ids, "none", "all", "runtime" or "driver".
   m.def(
       "_floor_start",
-      [](bool launch_callbacks, bool graph_level) {
-        std::string why;
-        FloorCallbacks callbacks =
-            launch_callbacks ? FloorCallbacks::kLaunch : FloorCallbacks::kNone;
+      [](std::string_view callbacks, std::string_view api_records, bool external, bool count,
+         bool graph_level) {
+        auto launch_set = [](std::string_view what, std::string_view arg) {
+          if (what == "none") return LaunchSet::kNone;
+          if (what == "all") return LaunchSet::kAll;
+          if (what == "runtime") return LaunchSet::kRuntime;
+          if (what == "driver") return LaunchSet::kDriver;
+          throw nb::value_error((std::string(arg) +
+                                 " must be 'none', 'all', 'runtime' or "
+                                 "'driver', not '" +
+                                 std::string(what) + "'")
+                                    .c_str());
+        };
+        FloorConfig config{launch_set(callbacks, "callbacks"),
+                           launch_set(api_records, "api_records"), external, count};
         BackendOptions options;
         options.graph_level = graph_level;
-        if (!cupti_floor_start(why, options, callbacks)) throw std::runtime_error(why);
+        std::string why;
+        if (!cupti_floor_start(why, options, config)) throw std::runtime_error(why);
       },
-      nb::arg("launch_callbacks") = false, nb::arg("graph_level") = false);
+      nb::arg("callbacks") = "none", nb::arg("api_records") = "none", nb::arg("external") = false,
+      nb::arg("count") = false, nb::arg("graph_level") = false);
   m.def("_floor_stop", &cupti_floor_stop);
+  m.def("_floor_counts", [] {
+    FloorCounts c = cupti_floor_counts();
+    nb::dict d;
+    d["records"] = c.records;
+    d["kernels"] = c.kernels;
+    d["api_records"] = c.api_records;
+    d["external_records"] = c.external_records;
+    d["runtime_callbacks"] = c.runtime_callbacks;
+    d["driver_callbacks"] = c.driver_callbacks;
+    d["kernels_runtime_id"] = c.kernels_runtime_id;
+    d["kernels_driver_id"] = c.kernels_driver_id;
+    return d;
+  });
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
     cupti::Diagnostics s = cupti::diagnostics();

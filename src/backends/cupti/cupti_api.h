@@ -31,12 +31,16 @@ namespace proton::cupti {
 
 // Newer entry points, absent from older libraries: null when missing. (The graph id getters
 // exist since CUDA 11-12, but a graph-less CUPTI must not stop kernel timing.)
-#define PROTON_CUPTI_OPTIONAL(X) \
-  X(cuptiSubscribe_v2)           \
-  X(cuptiGetGraphId)             \
-  X(cuptiGetGraphNodeId)         \
-  X(cuptiGetGraphExecId)         \
-  X(cuptiGetTimestamp)
+#define PROTON_CUPTI_OPTIONAL(X)            \
+  X(cuptiSubscribe_v2)                      \
+  X(cuptiGetGraphId)                        \
+  X(cuptiGetGraphNodeId)                    \
+  X(cuptiGetGraphExecId)                    \
+  X(cuptiGetTimestamp)                      \
+  X(cuptiActivityEnableRuntimeApi)          \
+  X(cuptiActivityEnableDriverApi)           \
+  X(cuptiActivityPushExternalCorrelationId) \
+  X(cuptiActivityPopExternalCorrelationId)
 
 #define PROTON_DRIVER_REQUIRED(X) \
   X(cuInit)                       \

@@ -4,10 +4,15 @@
 // attribution, no correlation. Completed buffers are walked record by record (as the backend
 // must) and discarded. bench/ runs it to separate what CUPTI costs from what we add.
 //
-// With FloorCallbacks::kLaunch it also subscribes to exactly the launch callback ids the
-// backend enables (launch_callbacks()) with a callback that returns at once: the cost of
-// CUPTI's callback dispatch, which any profiler that tags launches with a context pays. The
-// backend's graph-resource and NVTX callbacks are left out: they fire on graph creation and
+// The variants split the cost of the ways a profiler can learn which launch made a kernel:
+//   callbacks    the backend's launch callback ids (all, or one domain's), each returning at
+//                once: CUPTI's callback dispatch, which any profiler that tags launches pays;
+//   api_records  activity records for those launch APIs only (cuptiActivityEnable{Runtime,
+//                Driver}Api): correlation through records instead of callbacks;
+//   external     external-correlation records, under one id pushed on the starting thread.
+// FloorConfig::count makes the callbacks count dispatches per domain and check which domain's
+// correlation id the kernel records carry (a diagnostic: counting is not free).
+// The backend's graph-resource and NVTX callbacks are left out: they fire on graph creation and
 // NVTX ranges, not per launch.
 //
 // With options.graph_level it also enables CUPTI_ACTIVITY_KIND_GRAPH_TRACE: the floor of
@@ -21,17 +26,42 @@
 
 namespace proton {
 
-enum class FloorCallbacks : uint8_t {
-  kNone,    // activity tracing only: the floor
-  kLaunch,  // plus the backend's launch callbacks, each doing nothing
+/// Which of the backend's launch ids (launch_callbacks()) a floor variant turns on.
+enum class LaunchSet : uint8_t {
+  kNone,
+  kAll,      // every id the backend enables
+  kRuntime,  // its runtime-API ids only
+  kDriver,   // its driver-API ids only
+};
+
+struct FloorConfig {
+  LaunchSet callbacks = LaunchSet::kNone;    // callbacks that return at once
+  LaunchSet api_records = LaunchSet::kNone;  // activity records of these APIs
+  bool external = false;  // external-correlation records under one id pushed at start
+  bool count = false;     // count callbacks and correlation matches (see FloorCounts)
+  bool operator==(const FloorConfig&) const = default;
 };
 
 /// Returns false with `why` set when CUPTI cannot be used (or the profiler holds it). A second
-/// start while started is a no-op, or fails if it asks for other callbacks.
+/// start while started is a no-op, or fails if it asks for another configuration.
 bool cupti_floor_start(std::string& why, const BackendOptions& options = {},
-                       FloorCallbacks callbacks = FloorCallbacks::kNone);
+                       FloorConfig config = {});
 /// Flushes, disables and unsubscribes; a no-op when not started.
 void cupti_floor_stop();
+
+/// What the floor saw since its last start.
+struct FloorCounts {
+  uint64_t records = 0;           // records of any kind walked
+  uint64_t kernels = 0;           // kernel records
+  uint64_t api_records = 0;       // runtime or driver API records
+  uint64_t external_records = 0;  // external-correlation records
+  // With FloorConfig::count:
+  uint64_t runtime_callbacks = 0;   // launch callbacks entered, runtime domain
+  uint64_t driver_callbacks = 0;    // launch callbacks entered, driver domain
+  uint64_t kernels_runtime_id = 0;  // kernels whose correlation id a runtime callback carried
+  uint64_t kernels_driver_id = 0;   // ... a driver callback carried
+};
+FloorCounts cupti_floor_counts();
 /// Records walked since the last start (so a benchmark can check the floor really traced).
 uint64_t cupti_floor_records();
 

@@ -13,14 +13,14 @@ namespace {
 
 // Without a driver (CI) start fails with a reason; with one it runs until stopped. Either way
 // the activity claim is free afterwards.
-void start_then_stop(FloorCallbacks callbacks) {
+void start_then_stop(FloorConfig config) {
   std::string why;
-  bool started = cupti_floor_start(why, {}, callbacks);
+  bool started = cupti_floor_start(why, {}, config);
   if (started) {
-    EXPECT_TRUE(cupti_floor_start(why, {}, callbacks)) << "a repeated start is a no-op";
-    FloorCallbacks other =
-        callbacks == FloorCallbacks::kNone ? FloorCallbacks::kLaunch : FloorCallbacks::kNone;
-    EXPECT_FALSE(cupti_floor_start(why, {}, other)) << "other callbacks need a stop first";
+    EXPECT_TRUE(cupti_floor_start(why, {}, config)) << "a repeated start is a no-op";
+    FloorConfig other = config;
+    other.count = !other.count;
+    EXPECT_FALSE(cupti_floor_start(why, {}, other)) << "another configuration needs a stop first";
     EXPECT_NE(why.find("already running"), std::string::npos) << why;
   } else {
     EXPECT_FALSE(why.empty());
@@ -33,11 +33,26 @@ void start_then_stop(FloorCallbacks callbacks) {
 }
 
 TEST(CuptiFloor, ActivityOnlyReleasesCupti) {
-  start_then_stop(FloorCallbacks::kNone);
+  start_then_stop({});
 }
 
 TEST(CuptiFloor, WithLaunchCallbacksReleasesCupti) {
-  start_then_stop(FloorCallbacks::kLaunch);
+  start_then_stop({.callbacks = LaunchSet::kAll});
+  start_then_stop({.callbacks = LaunchSet::kDriver, .count = true});
+}
+
+TEST(CuptiFloor, WithApiRecordsReleasesCupti) {
+  start_then_stop({.api_records = LaunchSet::kRuntime, .external = true});
+}
+
+TEST(CuptiFloor, CountsStartAtZero) {
+  std::string why;
+  if (!cupti_floor_start(why, {}, {.callbacks = LaunchSet::kAll, .count = true})) {
+    GTEST_SKIP() << why;
+  }
+  FloorCounts c = cupti_floor_counts();
+  EXPECT_EQ(c.runtime_callbacks + c.driver_callbacks, 0u);
+  cupti_floor_stop();
 }
 
 }  // namespace
