@@ -107,14 +107,16 @@ class Proton(Variant):
     module = "proton"
     context = "shadow"
     hook = None
+    env = {}  # environment the profiler reads at start (diagnostic knobs)
 
     def load(self):
         self.lib = _import(self.module)
 
     def start(self, out_dir):
         options = {"hook": self.hook} if self.hook else {}
-        self.lib.start(os.path.join(out_dir, "profile"), context=self.context, data="tree",
-                       **options)
+        with _environment(self.env):
+            self.lib.start(os.path.join(out_dir, "profile"), context=self.context, data="tree",
+                           **options)
 
     def scope(self, name):
         return self.lib.scope(name)
@@ -153,6 +155,28 @@ class ProtonGraph(Proton):
     def start(self, out_dir):
         self.lib.start(os.path.join(out_dir, "profile"), context="shadow", data="tree",
                        mode="graph")
+
+
+class ProtonAllCallbacks(Proton):
+    """This project with the runtime launch callbacks on as well as the driver's (the choice
+    before CUDA 13, see src/backend/backend.h): what halving the callbacks saves."""
+
+    name = "proton_allcb"
+    env = {"PROTON_LAUNCH_CALLBACKS": "all"}
+
+
+class ProtonInlineBuffers(Proton):
+    """This project attributing completed buffers on CUPTI's thread instead of its own."""
+
+    name = "proton_inline"
+    env = {"PROTON_BUFFER_THREAD": "0"}
+
+
+class ProtonNoFlush(Proton):
+    """This project without the 20 ms background flush."""
+
+    name = "proton_noflush"
+    env = {"PROTON_FLUSH_INTERVAL_MS": "0"}
 
 
 class TritonProfiler(Proton):
@@ -209,6 +233,20 @@ class TorchProfiler(Variant):
         self.prof.export_chrome_trace(os.path.join(self.out_dir, "trace.json"))
 
 
+@contextlib.contextmanager
+def _environment(values):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _hatchet_kernel_count(node):
     metrics = node.get("metrics", {})
     own = int(metrics.get("count", 0)) if "device_id" in metrics else 0
@@ -227,7 +265,8 @@ def _import(module):
 ALL = {
     v.name: v
     for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorRuntimeCallbacks,
-              CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonTrace, TritonProfiler,
-              TorchProfiler, ProtonPython, TritonPython, ProtonHook, TritonHook)
+              CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonAllCallbacks,
+              ProtonInlineBuffers, ProtonNoFlush, ProtonTrace, TritonProfiler, TorchProfiler,
+              ProtonPython, TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

@@ -29,6 +29,15 @@ struct BackendOptions {
   // Period of the background flush that hands over partly filled buffers, so launch tags do
   // not wait for a buffer to fill (0: only when buffers fill and at flush/finalize).
   uint32_t flush_interval_ms = 20;
+  // Completed buffers are attributed on a worker thread of ours, so CUPTI's thread (which
+  // launches may wait on) returns at once. Off: attributed on CUPTI's thread (diagnostics).
+  bool buffer_thread = true;
+  // Which launch callbacks correlate kernels with their launch. Runtime launches also enter
+  // the driver's launch callback, and since CUDA 13 with the runtime call's correlation id, so
+  // there kDriver sees every launch with half the callbacks. kAuto: kDriver where CUPTI is 13
+  // or newer, else kAll.
+  enum class LaunchCallbacks : uint8_t { kAuto, kAll, kDriver };
+  LaunchCallbacks launch_callbacks = LaunchCallbacks::kAuto;
 };
 
 class Backend {

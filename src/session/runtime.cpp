@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include "backend/launch_stage.h"
 #include "context/thread_context.h"
@@ -40,6 +41,15 @@ BackendOptions options_from_env() {
     char* end = nullptr;
     unsigned long v = std::strtoul(s, &end, 10);
     if (end != s && *end == 0 && v <= 60'000) o.flush_interval_ms = static_cast<uint32_t>(v);
+  }
+  // Diagnostics: PROTON_BUFFER_THREAD=0 attributes on CUPTI's thread; PROTON_LAUNCH_CALLBACKS
+  // = all | driver overrides the automatic choice (backend.h).
+  if (const char* s = std::getenv("PROTON_BUFFER_THREAD"))
+    o.buffer_thread = std::string_view(s) != "0";
+  if (const char* s = std::getenv("PROTON_LAUNCH_CALLBACKS")) {
+    std::string_view v(s);
+    if (v == "all") o.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
+    if (v == "driver") o.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
   }
   return o;
 }

@@ -1,5 +1,8 @@
 """Kernels land under the scopes (and states) that launched them, with exact counts."""
 
+import pathlib
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -18,7 +21,10 @@ def xy():
     return x, y
 
 
-def test_torch_launches_counted_under_scope(out_name, read_profile, xy):
+# "driver" is the default where CUPTI is 13+ (backend.h); "all" adds the runtime callbacks.
+@pytest.mark.parametrize("callbacks", ["driver", "all"])
+def test_torch_launches_counted_under_scope(out_name, read_profile, xy, monkeypatch, callbacks):
+    monkeypatch.setenv("PROTON_LAUNCH_CALLBACKS", callbacks)
     x, y = xy
     proton.start(out_name)
     with proton.scope("adds"):
@@ -129,3 +135,27 @@ def test_backward_kernels_land_under_callers_scope(out_name, read_profile):
     assert prof.count(prof.node("forward")) >= 3, prof.render()
     assert prof.kernels(direct=True) == [], "a backward kernel escaped:\n" + prof.render()
     assert {c["frame"]["name"] for c in prof.root["children"]} == {"forward", "backward"}
+
+
+def test_runtime_launches_enter_the_driver_callback_under_their_id(xy):
+    """The premise of driver-only launch callbacks: every torch (runtime) launch, and every
+    kernel of a graph replayed through cudaGraphLaunch, is seen by a driver launch callback
+    carrying the correlation id its kernel records carry."""
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "bench"))
+    from workloads import capture_add_graph
+
+    x, y = xy
+    graph = capture_add_graph(x, 10)
+    from proton import _proton
+
+    _proton._floor_start(callbacks="all", count=True)
+    for _ in range(200):
+        x + y
+    for _ in range(5):
+        graph.replay()
+    torch.cuda.synchronize()
+    _proton._floor_stop()
+    c = _proton._floor_counts()
+    assert c["kernels"] == 250, c
+    assert c["runtime_callbacks"] >= 205 and c["driver_callbacks"] >= 205, c
+    assert c["kernels_driver_id"] == c["kernels"], c

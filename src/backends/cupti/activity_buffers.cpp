@@ -1,7 +1,13 @@
 #include "backends/cupti/activity_buffers.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <thread>
 
 namespace proton::cupti {
 
@@ -18,6 +24,91 @@ size_t round_up(size_t n) {
 // progress. Lock order: g_consumer_mu -> RecordProcessor::mu_ (consume() calls process()).
 std::mutex g_consumer_mu;
 BufferConsumer* g_consumer = nullptr;  // guarded by g_consumer_mu
+
+std::atomic<bool> g_buffer_thread{false};
+
+struct Completed {
+  uint8_t* buffer;
+  size_t size;
+  size_t valid_bytes;
+};
+
+void deliver(const Completed& c) {
+  {
+    std::lock_guard lock(g_consumer_mu);
+    if (g_consumer != nullptr) g_consumer->consume(c.buffer, c.valid_bytes);
+  }
+  buffer_pool().release(c.buffer, c.size);
+}
+
+// The worker behind set_buffer_thread(true): a FIFO of completed buffers and one thread
+// delivering them. One per process: a forked child gets a new one (the parent's thread does
+// not exist there, and its lock may have been held at the fork), the old one is leaked.
+class DeliveryWorker {
+ public:
+  DeliveryWorker() : pid_(getpid()) {}
+
+  // False when no thread could be started: the caller delivers inline.
+  bool enqueue(const Completed& c) {
+    std::lock_guard lock(mu_);
+    if (!started_) {
+      try {
+        std::thread([this] { run(); }).detach();
+      } catch (...) {
+        return false;
+      }
+      started_ = true;
+    }
+    queue_.push_back(c);  // allocates a deque chunk now and then: once per buffer, not launch
+    work_.notify_one();
+    return true;
+  }
+
+  bool wait_idle(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return idle_.wait_for(lock, limit, [this] { return queue_.empty() && !busy_; });
+  }
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      work_.wait(lock, [this] { return !queue_.empty(); });
+      Completed c = queue_.front();
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      deliver(c);
+      lock.lock();
+      busy_ = false;
+      if (queue_.empty()) idle_.notify_all();
+    }
+  }
+
+  const pid_t pid_;
+  std::mutex mu_;  // guards the fields below
+  std::condition_variable work_, idle_;
+  std::deque<Completed> queue_;
+  bool busy_ = false;  // a buffer taken off the queue is being delivered
+  bool started_ = false;
+};
+
+std::mutex g_worker_mu;                          // guards replacing g_worker
+std::atomic<DeliveryWorker*> g_worker{nullptr};  // leaked: its thread may outlive main
+
+DeliveryWorker* worker() {
+  DeliveryWorker* w = g_worker.load(std::memory_order_acquire);
+  if (w != nullptr && w->pid() == getpid()) return w;
+  std::lock_guard lock(g_worker_mu);
+  w = g_worker.load(std::memory_order_relaxed);
+  if (w == nullptr || w->pid() != getpid()) {
+    w = new DeliveryWorker();
+    g_worker.store(w, std::memory_order_release);
+  }
+  return w;
+}
 
 }  // namespace
 
@@ -85,7 +176,17 @@ BufferPool& buffer_pool() {
   return *pool;
 }
 
+void set_buffer_thread(bool on) {
+  g_buffer_thread.store(on, std::memory_order_relaxed);
+}
+
+bool wait_for_deliveries(std::chrono::milliseconds limit) {
+  DeliveryWorker* w = g_worker.load(std::memory_order_acquire);
+  return w == nullptr || w->pid() != getpid() || w->wait_idle(limit);
+}
+
 void set_buffer_consumer(BufferConsumer* consumer) {
+  wait_for_deliveries();
   std::lock_guard lock(g_consumer_mu);
   g_consumer = consumer;
 }
@@ -99,11 +200,9 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
 
 void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t size,
                                   size_t valid_bytes) {
-  {
-    std::lock_guard lock(g_consumer_mu);
-    if (g_consumer != nullptr) g_consumer->consume(buffer, valid_bytes);
-  }
-  buffer_pool().release(buffer, size);
+  Completed c{buffer, size, valid_bytes};
+  if (g_buffer_thread.load(std::memory_order_relaxed) && worker()->enqueue(c)) return;
+  deliver(c);
 }
 
 }  // namespace proton::cupti

@@ -9,10 +9,16 @@
 // The callbacks have no user-data pointer, so the consumer (the backend, or the benchmark
 // floor) is registered globally; the pool outlives every consumer because CUPTI may return a
 // buffer after the consumer has gone.
+//
+// Delivery is inline (the consumer runs on the thread CUPTI completes the buffer on) or, with
+// set_buffer_thread(true), on a worker thread of ours: completion then only queues the buffer,
+// so CUPTI's thread, which launches may wait on, is back at once. wait_for_deliveries() is the
+// barrier a flush needs in that mode.
 #pragma once
 
 #include <cupti.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -66,11 +72,20 @@ class BufferConsumer {
   ~BufferConsumer() = default;
 };
 
+/// Completed buffers go to the consumer on a worker thread (true) or inline (false, the
+/// default). The worker starts on first use, once per process (again in a forked child).
+void set_buffer_thread(bool on);
+
+/// Returns once every buffer completed so far has been consumed (immediately when delivery is
+/// inline), or false after `limit`: a flush must never hang the program.
+bool wait_for_deliveries(std::chrono::milliseconds limit = std::chrono::seconds(30));
+
 /// The process-wide pool (never destroyed: CUPTI may return buffers during exit).
 BufferPool& buffer_pool();
 
 /// Registers the consumer of completed buffers (nullptr: none; buffers are recycled unread).
-/// Clearing waits for a consume() in progress, so the old consumer may be destroyed after.
+/// Waits for the deliveries queued and in progress first, so the old consumer gets every
+/// buffer completed before the change and may be destroyed after.
 void set_buffer_consumer(BufferConsumer* consumer);
 
 /// The callbacks passed to cuptiActivityRegisterCallbacks.

@@ -73,6 +73,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   api_->cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
 
   buffer_pool().configure(options.buffer_bytes, options.max_buffers);
+  set_buffer_thread(options.buffer_thread);
   set_buffer_consumer(this);
   CUptiResult cr = api_->cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
   if (cr != CUPTI_SUCCESS) {
@@ -88,8 +89,9 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   std::string graph_error;
   set_graph_callbacks(*api_, subscriber_, true, graph_error);
   reset_launch_nesting();
+  driver_only_ = driver_launch_callbacks_only(*api_, options.launch_callbacks);
   std::string error;
-  if (set_launch_callbacks(*api_, subscriber_, true, error) == 0) {
+  if (set_launch_callbacks(*api_, subscriber_, true, error, driver_only_) == 0) {
     why = error.empty() ? "CUPTI enabled none of the kernel-launch callbacks" : error;
     undo_start();
     return false;
@@ -181,7 +183,7 @@ void CuptiBackend::resume() {
   if (!running_ || !paused_) return;
   reset_launch_nesting();  // a thread paused between enter and exit must not stay "nested"
   std::string ignored;
-  set_launch_callbacks(*api_, subscriber_, true, ignored);
+  set_launch_callbacks(*api_, subscriber_, true, ignored, driver_only_);
   paused_ = false;
 }
 
@@ -203,6 +205,7 @@ void CuptiBackend::flush() {
   // unreadable in a forced buffer and are lost: the plain flush first keeps that to a minimum.
   api_->cuptiActivityFlushAll(0);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  wait_for_deliveries();
   processor_->settle();
 }
 
@@ -217,12 +220,13 @@ void CuptiBackend::stop() {
   api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  wait_for_deliveries();
   processor_->settle(/*forget_open_tags=*/true);
   // Unwatched, an executable graph may be destroyed and its handle reused by a new one: the
   // next start must not trust the old fan-outs (node capture sites stay valid: ids are unique).
   GraphExecTable::global().clear();
   set_graph_level(false);
-  set_buffer_consumer(nullptr);  // waits for a delivery in progress on CUPTI's thread
+  set_buffer_consumer(nullptr);  // waits for deliveries queued or in progress
   set_nvtx_callbacks(*api_, subscriber_, false, ignored);
   api_->cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;

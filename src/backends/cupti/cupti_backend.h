@@ -48,6 +48,7 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool running_ = false;
   bool paused_ = false;
+  bool driver_only_ = false;  // launch callbacks of the driver domain only (backend.h)
   // Hands over partly filled buffers every BackendOptions::flush_interval_ms while running.
   Ticker flusher_;
 

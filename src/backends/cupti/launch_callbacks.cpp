@@ -136,9 +136,11 @@ void reset_launch_nesting() {
 }
 
 int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
-                         std::string& error) {
+                         std::string& error, bool driver_only) {
   int done = 0;
   for (const LaunchCallback& c : kCallbacks) {
+    // Runtime graph launches stay on: rare, and their kernels' id is then certain either way.
+    if (driver_only && c.domain != kDriver && !c.graph) continue;
     CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, c.domain, c.cbid);
     if (r == CUPTI_SUCCESS) {
       ++done;
@@ -148,6 +150,13 @@ int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber,
     }
   }
   return done;
+}
+
+bool driver_launch_callbacks_only(const CuptiApi& api, BackendOptions::LaunchCallbacks choice) {
+  using Choice = BackendOptions::LaunchCallbacks;
+  if (choice != Choice::kAuto) return choice == Choice::kDriver;
+  uint32_t version = 0;
+  return api.cuptiGetVersion(&version) == CUPTI_SUCCESS && version >= 130000;
 }
 
 uint64_t launch_callback_errors() {

@@ -6,9 +6,11 @@
 //   driver:  cuLaunchKernel(+Ex, cooperative, multi-device, legacy cuLaunch*), cuGraphLaunch;
 //            _ptsz variants. Triton launches through the driver; PyTorch through the runtime.
 // A kernel record carries the correlation id of the API call that launched it, and for a
-// runtime launch that is the runtime call. If a runtime launch issues nested driver (or
-// runtime) launch callbacks, only the outermost call on the thread is tagged: tagging the
-// inner one too would leave a tag no kernel ever claims.
+// runtime launch that is the runtime call. A runtime launch also enters the driver's launch
+// callback, nested, and since CUDA 13 under the same correlation id: there the driver ids
+// alone see every launch, at half the callbacks (the default; tests/gpu checks the premise).
+// With both domains on, only the outermost call on the thread is tagged: tagging the inner
+// one too would leave a tag no kernel ever claims.
 //
 // Per call: one thread-local read, one relaxed atomic load, LaunchStage::tag(). Nothing else.
 #pragma once
@@ -18,6 +20,7 @@
 #include <span>
 #include <string>
 
+#include "backend/backend.h"
 #include "backends/cupti/cupti_api.h"
 
 namespace proton::cupti {
@@ -47,11 +50,16 @@ bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept;
 /// pause). Call before enabling the callbacks again.
 void reset_launch_nesting();
 
-/// Enables or disables every launch callback. CUPTI enables callbacks one id at a time; ids
-/// an older libcupti does not know are skipped. Returns how many ids took effect; `error` gets
+/// Enables or disables the launch callbacks: all of them, or with `driver_only` those of the
+/// driver domain and the runtime's graph launches (enough where runtime launches enter them with the runtime call's correlation
+/// id: see BackendOptions::launch_callbacks). CUPTI enables callbacks one id at a time; ids an
+/// older libcupti does not know are skipped. Returns how many ids took effect; `error` gets
 /// the first failure.
 int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
-                         std::string& error);
+                         std::string& error, bool driver_only = false);
+
+/// Whether `options` means driver-only launch callbacks with this libcupti.
+bool driver_launch_callbacks_only(const CuptiApi& api, BackendOptions::LaunchCallbacks choice);
 
 /// Callbacks that threw (a failed allocation of a thread's first tag block): counted, not
 /// propagated through CUPTI.

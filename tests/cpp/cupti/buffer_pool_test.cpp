@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace proton::cupti {
@@ -94,6 +96,65 @@ TEST(BufferCallbacks, CompletedBuffersReachTheConsumerAndReturnToThePool) {
   on_buffer_requested(&buf, &size, &max_records);
   on_buffer_completed(nullptr, 0, buf, size, 40);  // no consumer: recycled unread
   EXPECT_EQ(counter.bytes, 40u);
+}
+
+// With the buffer thread, completion only queues: the consumer runs on another thread, in
+// completion order, and wait_for_deliveries() is the barrier a flush relies on.
+TEST(BufferCallbacks, BufferThreadDeliversOffTheCompletingThreadInOrder) {
+  struct Recorder final : BufferConsumer {
+    void consume(uint8_t*, size_t valid) noexcept override {
+      if (std::this_thread::get_id() == caller) on_caller = true;
+      order.push_back(valid);
+      bytes.fetch_add(valid);
+    }
+    std::thread::id caller = std::this_thread::get_id();
+    bool on_caller = false;
+    std::vector<size_t> order;  // written by the worker only
+    std::atomic<size_t> bytes{0};
+  } recorder;
+  buffer_pool().configure(256, 64);
+  set_buffer_thread(true);
+  set_buffer_consumer(&recorder);
+  size_t free_before = buffer_pool().stats().free;
+  for (size_t i = 1; i <= 50; ++i) {
+    uint8_t* buf = nullptr;
+    size_t size = 0, max_records = 0;
+    on_buffer_requested(&buf, &size, &max_records);
+    ASSERT_NE(buf, nullptr);
+    on_buffer_completed(nullptr, 0, buf, size, 8 * i);
+  }
+  ASSERT_TRUE(wait_for_deliveries());
+  EXPECT_EQ(recorder.bytes.load(), 8u * 50 * 51 / 2);
+  EXPECT_FALSE(recorder.on_caller);
+  ASSERT_EQ(recorder.order.size(), 50u);
+  for (size_t i = 0; i < 50; ++i)
+    EXPECT_EQ(recorder.order[i], 8 * (i + 1));
+  EXPECT_GE(buffer_pool().stats().free, free_before) << "every buffer back in the pool";
+  set_buffer_consumer(nullptr);
+  set_buffer_thread(false);
+}
+
+// Clearing the consumer waits for queued buffers: none reaches a consumer after it is gone.
+TEST(BufferCallbacks, ClearingTheConsumerDrainsTheQueueFirst) {
+  struct Slow final : BufferConsumer {
+    void consume(uint8_t*, size_t) noexcept override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      seen.fetch_add(1);
+    }
+    std::atomic<int> seen{0};
+  } slow;
+  buffer_pool().configure(256, 64);
+  set_buffer_thread(true);
+  set_buffer_consumer(&slow);
+  for (int i = 0; i < 20; ++i) {
+    uint8_t* buf = nullptr;
+    size_t size = 0, max_records = 0;
+    on_buffer_requested(&buf, &size, &max_records);
+    on_buffer_completed(nullptr, 0, buf, size, 8);
+  }
+  set_buffer_consumer(nullptr);
+  EXPECT_EQ(slow.seen.load(), 20);
+  set_buffer_thread(false);
 }
 
 }  // namespace

@@ -136,5 +136,56 @@ TEST(LaunchCallbackList, CoversEveryLaunchApiOnce) {
   }
 }
 
+// A fake CUPTI that records which (domain, cbid) pairs get enabled, and reports a version.
+std::set<std::pair<int, uint32_t>> g_enabled;
+uint32_t g_version = 130000;
+CUptiResult fake_enable(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
+                        CUpti_CallbackId cbid) {
+  if (enable) {
+    g_enabled.insert({domain, cbid});
+  } else {
+    g_enabled.erase({domain, cbid});
+  }
+  return CUPTI_SUCCESS;
+}
+CUptiResult fake_version(uint32_t* version) {
+  *version = g_version;
+  return CUPTI_SUCCESS;
+}
+
+TEST(LaunchCallbackList, DriverOnlyEnablesEveryDriverIdAndOnlyRuntimeGraphLaunches) {
+  CuptiApi api;
+  api.cuptiEnableCallback = fake_enable;
+  std::string error;
+  g_enabled.clear();
+  int n = set_launch_callbacks(api, nullptr, true, error, /*driver_only=*/true);
+  size_t expected = 0;
+  for (const LaunchCallback& c : launch_callbacks()) {
+    bool on = c.domain == kDrv || c.graph;
+    expected += on ? 1 : 0;
+    EXPECT_EQ(g_enabled.count({c.domain, c.cbid}), on ? 1u : 0u) << c.domain << " " << c.cbid;
+  }
+  EXPECT_EQ(static_cast<size_t>(n), expected);
+  EXPECT_FALSE(g_enabled.count({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}));
+  // Disabling (pause, stop) turns off every id, whichever set was on.
+  set_launch_callbacks(api, nullptr, false, error);
+  EXPECT_TRUE(g_enabled.empty());
+  set_launch_callbacks(api, nullptr, true, error);
+  EXPECT_EQ(g_enabled.size(), launch_callbacks().size());
+  EXPECT_TRUE(error.empty()) << error;
+}
+
+TEST(LaunchCallbackList, AutoMeansDriverOnlyFromCupti13) {
+  using Choice = BackendOptions::LaunchCallbacks;
+  CuptiApi api;
+  api.cuptiGetVersion = fake_version;
+  g_version = 130001;
+  EXPECT_TRUE(driver_launch_callbacks_only(api, Choice::kAuto));
+  EXPECT_FALSE(driver_launch_callbacks_only(api, Choice::kAll));
+  g_version = 120800;
+  EXPECT_FALSE(driver_launch_callbacks_only(api, Choice::kAuto));
+  EXPECT_TRUE(driver_launch_callbacks_only(api, Choice::kDriver));
+}
+
 }  // namespace
 }  // namespace proton::cupti
