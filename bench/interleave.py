@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import variants  # noqa: E402
 
 DEFAULT_WORKLOADS = "tiny_torch,tiny_triton"
-DEFAULT_VARIANTS = "none,floor,floor_cb,floor_cb_rt,floor_cb_drv,floor_api,proton"
+DEFAULT_VARIANTS = "none,floor,floor_cb,floor_cb_all,proton,proton_allcb,proton_inline"
 
 
 def parse_args(argv):
@@ -79,7 +79,9 @@ def markdown(meta, results):
              f"torch {meta['torch']}, triton {meta['triton']}; commit {meta['commit']}; "
              f"{meta['cycles']} cycles x {meta['repeats']} regions per slot (fastest kept), "
              f"CPUs {meta['cpu']}; {meta['seconds']:.0f} s in all.",
-             "Ratios and µs are medians over cycles of same-cycle pairs [lower–upper quartile].",
+             "Ratios and µs are medians over cycles of same-cycle pairs [lower–upper quartile]; "
+             "wall: elapsed time, cpu: the launching thread's CPU time (blind to time spent "
+             "descheduled, which is most of a shared host's noise).",
              ""]
     lines.append("| workload | variant | region ms | vs none | µs/launch vs none | "
                  "µs/launch vs floor | kernels seen |")
@@ -91,14 +93,15 @@ def markdown(meta, results):
         lo, mid, hi = q
         return f"{mid:{unit}} [{lo:{unit}}–{hi:{unit}}]"
 
-    for w, res in results.items():
-        for v, row in res["variants"].items():
-            ratio = row.get("ratio_vs_none")
-            lines.append(
-                f"| {w} | {v} | {row['region_ms']:.3f} | "
-                f"{fmt(ratio, '.3f') + 'x' if ratio else ''} | "
-                f"{fmt(row.get('us_vs_none'), '+.3f')} | {fmt(row.get('us_vs_floor'), '+.3f')} | "
-                f"{row.get('kernels_seen', '')} |")
+    for key, label in (("variants", "wall"), ("cpu_variants", "cpu")):
+        for w, res in results.items():
+            for v, row in res.get(key, {}).items():
+                ratio = row.get("ratio_vs_none")
+                lines.append(
+                    f"| {w} ({label}) | {v} | {row['region_ms']:.3f} | "
+                    f"{fmt(ratio, '.3f') + 'x' if ratio else ''} | "
+                    f"{fmt(row.get('us_vs_none'), '+.3f')} | "
+                    f"{fmt(row.get('us_vs_floor'), '+.3f')} | {row.get('kernels_seen', '')} |")
     for w, res in results.items():
         if res.get("census"):
             lines.append(f"\n{w}, one region under the counting floors: {res['census']}")
@@ -155,35 +158,39 @@ def run_workload(workload, names, args, sync):
             continue
         loaded[n] = v
     order = list(loaded)
-    slots, seen = [], {}
+    slots, cpu_slots, seen = [], [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for cycle in range(args.cycles + 1):  # cycle 0 warms every variant up, untimed
             k = cycle % len(order)
-            times = {}
+            times, cpu = {}, {}
             for n in order[k:] + order[:k]:
                 v = loaded[n]
                 out_dir = os.path.join(tmp, n)
                 os.makedirs(out_dir, exist_ok=True)
                 v.start(out_dir)
                 w.after_start()
-                best = float("inf")
+                best = best_cpu = float("inf")
                 for _ in range(args.repeats):
                     sync()
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.thread_time()
                     w.region()
                     sync()
                     best = min(best, time.perf_counter() - t0)
+                    best_cpu = min(best_cpu, time.thread_time() - c0)
                 v.stop()
                 seen[n] = kernels_seen(v, out_dir)  # the floor's counts reset at its next start
-                times[n] = best
+                times[n], cpu[n] = best, best_cpu
             if cycle:
                 slots.append(times)
+                cpu_slots.append(cpu)
     rows = summarize(slots, order, w.kernels)
+    cpu_rows = summarize(cpu_slots, order, w.kernels)
     expected = (w.kernels or 0) * args.repeats
     for n, row in rows.items():
         if seen.get(n) is not None:
             row["kernels_seen"] = f"{seen[n]} / {expected}" if expected else seen[n]
-    return {"kernels": w.kernels, "census": counts, "variants": rows, "slots": slots}
+    return {"kernels": w.kernels, "census": counts, "variants": rows, "cpu_variants": cpu_rows,
+            "slots": slots, "cpu_slots": cpu_slots}
 
 
 def main(argv=None):

@@ -66,7 +66,7 @@ class CuptiFloorCallbacks(CuptiFloor):
     a context. proton above this row is our own work; this row above `floor` is CUPTI's."""
 
     name = "floor_cb"
-    options = {"callbacks": "all"}
+    options = {"callbacks": "profiler"}
 
     def load(self):
         super().load()
@@ -76,6 +76,14 @@ class CuptiFloorCallbacks(CuptiFloor):
 
     def start(self, out_dir):
         self.lib._floor_start(**self.options)
+
+
+class CuptiFloorAllCallbacks(CuptiFloorCallbacks):
+    """The floor plus every launch callback proton knows, runtime and driver (proton's choice
+    before CUDA 13)."""
+
+    name = "floor_cb_all"
+    options = {"callbacks": "all"}
 
 
 class CuptiFloorRuntimeCallbacks(CuptiFloorCallbacks):
@@ -264,7 +272,8 @@ def _import(module):
 
 ALL = {
     v.name: v
-    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorRuntimeCallbacks,
+    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorAllCallbacks,
+              CuptiFloorRuntimeCallbacks,
               CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonAllCallbacks,
               ProtonInlineBuffers, ProtonNoFlush, ProtonTrace, TritonProfiler, TorchProfiler,
               ProtonPython, TritonPython, ProtonHook, TritonHook)

@@ -182,7 +182,8 @@ NB_MODULE(_proton, m) {
 
 #ifdef PROTON_HAVE_CUPTI
   // The benchmark floor and its variants (cupti_floor.h): callbacks / api_records name a
-  // set of the backend's launch ids, "none", "all", "runtime" or "driver".
+  // set of the backend's launch ids, "none", "all", "runtime", "driver" or "profiler" (those
+  // the backend enables by default).
   m.def(
       "_floor_start",
       [](std::string_view callbacks, std::string_view api_records, bool external, bool count,

@@ -113,6 +113,7 @@ void CUPTIAPI count_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
 bool in_set(LaunchSet set, CUpti_CallbackDomain domain) {
   switch (set) {
     case LaunchSet::kNone:
+    case LaunchSet::kProfiler:  // resolved by the backend's own choice instead
       return false;
     case LaunchSet::kAll:
       return true;
@@ -140,6 +141,12 @@ bool subscribe_launches(const cupti::CuptiApi& api, const FloorConfig& config, s
     return false;
   }
   int done = 0;
+  if (config.callbacks == LaunchSet::kProfiler) {
+    bool driver_only =
+        cupti::driver_launch_callbacks_only(api, BackendOptions::LaunchCallbacks::kAuto);
+    std::string error;
+    done = cupti::set_launch_callbacks(api, g_subscriber, true, error, driver_only);
+  }
   for (const cupti::LaunchCallback& c : cupti::launch_callbacks()) {
     if (in_set(config.callbacks, c.domain) &&
         api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid) == CUPTI_SUCCESS) {
@@ -161,6 +168,7 @@ void unsubscribe_launches(const cupti::CuptiApi& api) {
 // Turns the activity records of the launch APIs in `set` on or off, one id at a time.
 CUptiResult set_api_records(const cupti::CuptiApi& api, LaunchSet set, bool on) {
   if (set == LaunchSet::kNone) return CUPTI_SUCCESS;
+  if (set == LaunchSet::kProfiler) set = LaunchSet::kAll;
   if (api.cuptiActivityEnableRuntimeApi == nullptr || api.cuptiActivityEnableDriverApi == nullptr)
     return CUPTI_ERROR_NOT_SUPPORTED;
   for (const cupti::LaunchCallback& c : cupti::launch_callbacks()) {

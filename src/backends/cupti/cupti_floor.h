@@ -29,9 +29,10 @@ namespace proton {
 /// Which of the backend's launch ids (launch_callbacks()) a floor variant turns on.
 enum class LaunchSet : uint8_t {
   kNone,
-  kAll,      // every id the backend enables
-  kRuntime,  // its runtime-API ids only
-  kDriver,   // its driver-API ids only
+  kAll,       // every id the backend enables
+  kRuntime,   // its runtime-API ids only
+  kDriver,    // its driver-API ids only
+  kProfiler,  // the ids the backend enables by default (BackendOptions::launch_callbacks)
 };
 
 struct FloorConfig {
