@@ -193,9 +193,10 @@ NB_MODULE(_proton, m) {
           if (what == "all") return LaunchSet::kAll;
           if (what == "runtime") return LaunchSet::kRuntime;
           if (what == "driver") return LaunchSet::kDriver;
+          if (what == "profiler") return LaunchSet::kProfiler;
           throw nb::value_error((std::string(arg) +
-                                 " must be 'none', 'all', 'runtime' or "
-                                 "'driver', not '" +
+                                 " must be 'none', 'all', 'runtime', 'driver' or 'profiler', "
+                                 "not '" +
                                  std::string(what) + "'")
                                     .c_str());
         };
