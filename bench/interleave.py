@@ -46,6 +46,9 @@ def parse_args(argv):
                    help="pin the process to these CPUs (e.g. 1,2,3,4: the launching thread and "
                         "the profiler's threads)")
     p.add_argument("--label", default="interleave", help="file name suffix")
+    p.add_argument("--toggle-pairs", type=int, default=0,
+                   help="also time proton active vs deactivated in this many alternating "
+                        "pairs of 1,000-launch blocks (see toggle())")
     return p.parse_args(argv)
 
 
@@ -103,6 +106,13 @@ def markdown(meta, results):
                     f"{fmt(row.get('us_vs_none'), '+.3f')} | "
                     f"{fmt(row.get('us_vs_floor'), '+.3f')} | {row.get('kernels_seen', '')} |")
     for w, res in results.items():
+        t = res.get("toggle")
+        if t:
+            lo, mid, hi = t["us_active_minus_paused"]
+            lines.append(f"\n{w}: proton active minus deactivated (CUPTI still tracing), "
+                         f"{t['pairs']} pairs of {t['block']}-launch blocks: "
+                         f"{mid:+.3f} µs/launch [{lo:+.3f}–{hi:+.3f}]")
+    for w, res in results.items():
         if res.get("census"):
             lines.append(f"\n{w}, one region under the counting floors: {res['census']}")
     return "\n".join(lines) + "\n"
@@ -143,11 +153,43 @@ def census(w, sync):
     return found
 
 
+def toggle(w, pairs, sync, block=1000):
+    """Proton's cost above CUPTI's, at a fine grain: one session, deactivated and activated in
+    turn between blocks of `block` launches. Deactivated, CUPTI still traces every kernel and
+    Proton still processes the records; only the launch callbacks are off. So active minus
+    deactivated is what the callbacks cost per launch (CUPTI's dispatch and our tagging), with
+    pairs 10-20 ms apart instead of a cycle of processes or sessions."""
+    import proton
+
+    if not hasattr(w, "region_n"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        proton.start(os.path.join(tmp, "toggle"))
+        diffs = []
+        for i in range(pairs + 2):  # the first two pairs warm up
+            t = {}
+            for active in ((True, False) if i % 2 else (False, True)):
+                (proton.activate if active else proton.deactivate)()
+                sync()
+                t0 = time.perf_counter()
+                w.region_n(block)
+                sync()
+                t[active] = time.perf_counter() - t0
+            if i >= 2:
+                diffs.append((t[True] - t[False]) / block * 1e6)
+        proton.finalize()
+    lo, mid, hi = quartiles(diffs)
+    return {"pairs": pairs, "block": block, "us_active_minus_paused": [lo, mid, hi]}
+
+
 def run_workload(workload, names, args, sync):
     w = workload()
     w.setup()
     counts = census(w, sync)
     print(f"  census: {counts}", flush=True)
+    toggled = toggle(w, args.toggle_pairs, sync) if args.toggle_pairs else None
+    if toggled:
+        print(f"  toggle: {toggled}", flush=True)
     loaded = {}
     for n in names:
         v = variants.ALL[n]()
@@ -189,7 +231,7 @@ def run_workload(workload, names, args, sync):
     for n, row in rows.items():
         if seen.get(n) is not None:
             row["kernels_seen"] = f"{seen[n]} / {expected}" if expected else seen[n]
-    return {"kernels": w.kernels, "census": counts, "variants": rows, "cpu_variants": cpu_rows,
+    return {"kernels": w.kernels, "census": counts, "toggle": toggled, "variants": rows, "cpu_variants": cpu_rows,
             "slots": slots, "cpu_slots": cpu_slots}
 
 

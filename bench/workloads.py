@@ -64,8 +64,11 @@ class TinyTorch(Workload):
         self.y = torch.ones(1, device="cuda")
 
     def region(self):
+        self.region_n(LAUNCHES)
+
+    def region_n(self, n):
         x, y = self.x, self.y
-        for _ in range(LAUNCHES):
+        for _ in range(n):
             x + y
 
 
@@ -99,8 +102,11 @@ class TinyTriton(Workload):
         self.region()  # compiles once; later processes load it from Triton's cache
 
     def region(self):
+        self.region_n(LAUNCHES)
+
+    def region_n(self, n):
         kernel, x, y, out = self.kernel, self.x, self.y, self.out
-        for _ in range(LAUNCHES):
+        for _ in range(n):
             kernel[(1,)](x, y, out, 128, BLOCK=128)
 
 
