@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import variants  # noqa: E402
 
 DEFAULT_WORKLOADS = "tiny_torch,tiny_triton"
-DEFAULT_VARIANTS = "none,floor,floor_cb,floor_cb_all,proton,proton_allcb,proton_inline"
+DEFAULT_VARIANTS = "none,floor,floor_cb,floor_cb_all,proton,proton_allcb,proton_bufthread"
 
 
 def parse_args(argv):

@@ -173,11 +173,11 @@ class ProtonAllCallbacks(Proton):
     env = {"PROTON_LAUNCH_CALLBACKS": "all"}
 
 
-class ProtonInlineBuffers(Proton):
-    """This project attributing completed buffers on CUPTI's thread instead of its own."""
+class ProtonBufferThread(Proton):
+    """This project attributing completed buffers on a thread of its own instead of CUPTI's."""
 
-    name = "proton_inline"
-    env = {"PROTON_BUFFER_THREAD": "0"}
+    name = "proton_bufthread"
+    env = {"PROTON_BUFFER_THREAD": "1"}
 
 
 class ProtonNoFlush(Proton):
@@ -275,7 +275,7 @@ ALL = {
     for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorAllCallbacks,
               CuptiFloorRuntimeCallbacks,
               CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonAllCallbacks,
-              ProtonInlineBuffers, ProtonNoFlush, ProtonTrace, TritonProfiler, TorchProfiler,
+              ProtonBufferThread, ProtonNoFlush, ProtonTrace, TritonProfiler, TorchProfiler,
               ProtonPython, TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

@@ -29,9 +29,11 @@ struct BackendOptions {
   // Period of the background flush that hands over partly filled buffers, so launch tags do
   // not wait for a buffer to fill (0: only when buffers fill and at flush/finalize).
   uint32_t flush_interval_ms = 20;
-  // Completed buffers are attributed on a worker thread of ours, so CUPTI's thread (which
-  // launches may wait on) returns at once. Off: attributed on CUPTI's thread (diagnostics).
-  bool buffer_thread = true;
+  // Completed buffers are attributed on CUPTI's thread (or the flushing one). On: handed to a
+  // worker thread of ours, so CUPTI's thread returns at once; measured on an H100 it did not
+  // lower launch overhead beyond the host's noise and kept 1-2 more buffers in use (+2 MB RSS
+  // over 100k replays of a graph captured before start), so it is off (PROTON_BUFFER_THREAD=1).
+  bool buffer_thread = false;
   // Which launch callbacks correlate kernels with their launch. Runtime launches also enter
   // the driver's launch callback, and since CUDA 13 with the runtime call's correlation id, so
   // there kDriver sees every launch with half the callbacks. kAuto: kDriver where CUPTI is 13

@@ -42,7 +42,7 @@ BackendOptions options_from_env() {
     unsigned long v = std::strtoul(s, &end, 10);
     if (end != s && *end == 0 && v <= 60'000) o.flush_interval_ms = static_cast<uint32_t>(v);
   }
-  // Diagnostics: PROTON_BUFFER_THREAD=0 attributes on CUPTI's thread; PROTON_LAUNCH_CALLBACKS
+  // Diagnostics: PROTON_BUFFER_THREAD=1 attributes on a thread of ours; PROTON_LAUNCH_CALLBACKS
   // = all | driver overrides the automatic choice (backend.h).
   if (const char* s = std::getenv("PROTON_BUFFER_THREAD"))
     o.buffer_thread = std::string_view(s) != "0";
