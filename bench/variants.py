@@ -78,34 +78,24 @@ class CuptiFloorCallbacks(CuptiFloor):
         self.lib._floor_start(**self.options)
 
 
-class CuptiFloorAllCallbacks(CuptiFloorCallbacks):
-    """The floor plus every launch callback proton knows, runtime and driver (proton's choice
-    before CUDA 13)."""
-
-    name = "floor_cb_all"
-    options = {"callbacks": "all"}
+def _subclass(base, name, doc, **attrs):
+    """A variant that differs from `base` only in its name and class attributes."""
+    return type(name, (base,), {"name": name, "__doc__": doc, **attrs})
 
 
-class CuptiFloorRuntimeCallbacks(CuptiFloorCallbacks):
-    """The floor plus proton's runtime-API launch callbacks only (doing nothing)."""
-
-    name = "floor_cb_rt"
-    options = {"callbacks": "runtime"}
-
-
-class CuptiFloorDriverCallbacks(CuptiFloorCallbacks):
-    """The floor plus proton's driver-API launch callbacks only (doing nothing)."""
-
-    name = "floor_cb_drv"
-    options = {"callbacks": "driver"}
-
-
-class CuptiFloorApiRecords(CuptiFloorCallbacks):
-    """The floor plus, instead of callbacks, CUPTI activity records of the launch APIs and
-    external-correlation records: correlating kernels to launches without a callback."""
-
-    name = "floor_api"
-    options = {"api_records": "all", "external": True}
+# The floor's other ways of learning which launch made a kernel (src/backends/cupti/cupti_floor.h).
+FLOOR_VARIANTS = [
+    _subclass(CuptiFloorCallbacks, "floor_cb_all", "The floor plus every launch callback proton "
+              "knows, runtime and driver (proton's choice before CUDA 13), doing nothing.",
+              options={"callbacks": "all"}),
+    _subclass(CuptiFloorCallbacks, "floor_cb_rt", "The floor plus proton's runtime-API launch "
+              "callbacks only, doing nothing.", options={"callbacks": "runtime"}),
+    _subclass(CuptiFloorCallbacks, "floor_cb_drv", "The floor plus proton's driver-API launch "
+              "callbacks only, doing nothing.", options={"callbacks": "driver"}),
+    _subclass(CuptiFloorCallbacks, "floor_api", "The floor plus, instead of callbacks, CUPTI "
+              "activity records of the launch APIs and external-correlation records.",
+              options={"api_records": "all", "external": True}),
+]
 
 
 class Proton(Variant):
@@ -165,26 +155,15 @@ class ProtonGraph(Proton):
                        mode="graph")
 
 
-class ProtonAllCallbacks(Proton):
-    """This project with the runtime launch callbacks on as well as the driver's (the choice
-    before CUDA 13, see src/backend/backend.h): what halving the callbacks saves."""
-
-    name = "proton_allcb"
-    env = {"PROTON_LAUNCH_CALLBACKS": "all"}
-
-
-class ProtonBufferThread(Proton):
-    """This project attributing completed buffers on a thread of its own instead of CUPTI's."""
-
-    name = "proton_bufthread"
-    env = {"PROTON_BUFFER_THREAD": "1"}
-
-
-class ProtonNoFlush(Proton):
-    """This project without the 20 ms background flush."""
-
-    name = "proton_noflush"
-    env = {"PROTON_FLUSH_INTERVAL_MS": "0"}
+# Proton with one diagnostic knob set at start (docs/cupti.md): what each choice costs.
+PROTON_KNOB_VARIANTS = [
+    _subclass(Proton, "proton_allcb", "Runtime launch callbacks on as well as the driver's.",
+              env={"PROTON_LAUNCH_CALLBACKS": "all"}),
+    _subclass(Proton, "proton_bufthread", "Completed buffers attributed on a thread of its own.",
+              env={"PROTON_BUFFER_THREAD": "1"}),
+    _subclass(Proton, "proton_noflush", "No 20 ms background flush.",
+              env={"PROTON_FLUSH_INTERVAL_MS": "0"}),
+]
 
 
 class TritonProfiler(Proton):
@@ -272,10 +251,8 @@ def _import(module):
 
 ALL = {
     v.name: v
-    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, CuptiFloorAllCallbacks,
-              CuptiFloorRuntimeCallbacks,
-              CuptiFloorDriverCallbacks, CuptiFloorApiRecords, Proton, ProtonAllCallbacks,
-              ProtonBufferThread, ProtonNoFlush, ProtonTrace, TritonProfiler, TorchProfiler,
-              ProtonPython, TritonPython, ProtonHook, TritonHook)
+    for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, *FLOOR_VARIANTS, Proton,
+              *PROTON_KNOB_VARIANTS, ProtonTrace, TritonProfiler, TorchProfiler, ProtonPython,
+              TritonPython, ProtonHook, TritonHook)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,16 @@ namespace {
 
 NameId intern(std::string_view s) {
   return NameTable::global().intern(s);
+}
+
+// A dict of counters from a struct: {{"key", &Struct::member}, ...}.
+template <typename S>
+nb::dict counters_dict(const S& s,
+                       std::initializer_list<std::pair<const char*, uint64_t S::*>> fields) {
+  nb::dict d;
+  for (const auto& [key, member] : fields)
+    d[key] = s.*member;
+  return d;
 }
 
 MetricValue to_metric(std::string_view name, nb::handle v) {
@@ -139,14 +150,12 @@ NB_MODULE(_proton, m) {
   m.def("is_active", [](SessionId id) { return Runtime::get().is_active(id); });
   m.def("backend_name", [] { return Runtime::get().backend_name(); });
   m.def("_processor_stats", [] {
-    RecordProcessor::Stats s = Runtime::get().processor().stats();
-    nb::dict d;
-    d["records"] = s.records;
-    d["unattributed"] = s.unattributed;
-    d["dropped"] = s.dropped;
-    d["pending_tags"] = s.pending_tags;
-    d["waiting"] = s.waiting;
-    return d;
+    using S = RecordProcessor::Stats;
+    return counters_dict(Runtime::get().processor().stats(), {{"records", &S::records},
+                                                              {"unattributed", &S::unattributed},
+                                                              {"dropped", &S::dropped},
+                                                              {"pending_tags", &S::pending_tags},
+                                                              {"waiting", &S::waiting}});
   });
 
   m.def("enter_scope", [](std::string_view name) {
@@ -211,17 +220,15 @@ NB_MODULE(_proton, m) {
       nb::arg("count") = false, nb::arg("graph_level") = false);
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_counts", [] {
-    FloorCounts c = cupti_floor_counts();
-    nb::dict d;
-    d["records"] = c.records;
-    d["kernels"] = c.kernels;
-    d["api_records"] = c.api_records;
-    d["external_records"] = c.external_records;
-    d["runtime_callbacks"] = c.runtime_callbacks;
-    d["driver_callbacks"] = c.driver_callbacks;
-    d["kernels_runtime_id"] = c.kernels_runtime_id;
-    d["kernels_driver_id"] = c.kernels_driver_id;
-    return d;
+    using C = FloorCounts;
+    return counters_dict(cupti_floor_counts(), {{"records", &C::records},
+                                                {"kernels", &C::kernels},
+                                                {"api_records", &C::api_records},
+                                                {"external_records", &C::external_records},
+                                                {"runtime_callbacks", &C::runtime_callbacks},
+                                                {"driver_callbacks", &C::driver_callbacks},
+                                                {"kernels_runtime_id", &C::kernels_runtime_id},
+                                                {"kernels_driver_id", &C::kernels_driver_id}});
   });
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)

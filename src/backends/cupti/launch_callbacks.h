@@ -51,10 +51,10 @@ bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept;
 void reset_launch_nesting();
 
 /// Enables or disables the launch callbacks: all of them, or with `driver_only` those of the
-/// driver domain and the runtime's graph launches (enough where runtime launches enter them with the runtime call's correlation
-/// id: see BackendOptions::launch_callbacks). CUPTI enables callbacks one id at a time; ids an
-/// older libcupti does not know are skipped. Returns how many ids took effect; `error` gets
-/// the first failure.
+/// driver domain and the runtime's graph launches (enough where runtime launches enter them with
+/// the runtime call's correlation id: see BackendOptions::launch_callbacks). CUPTI enables
+/// callbacks one id at a time; ids an older libcupti does not know are skipped. Returns how many
+/// ids took effect; `error` gets the first failure.
 int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
                          std::string& error, bool driver_only = false);
 
