@@ -59,6 +59,12 @@ class CuptiFloor(Variant):
     def stop(self):
         self.lib._floor_stop()
 
+    def kernels_seen(self, out_dir):
+        # Kernel records the floor walked since its start (counted until the next start): a
+        # floor that traced nothing would look free.
+        counts = getattr(self.lib, "_floor_counts", None)
+        return counts()["kernels"] if counts else None
+
 
 class CuptiFloorCallbacks(CuptiFloor):
     """The floor plus a CUPTI subscriber on exactly the launch callbacks proton enables, each

@@ -12,7 +12,18 @@ launching CPU thread, where interference from the rest of the machine only adds 
 median for the others, whose region time follows the GPU's clocks (docs/bench.md says why).
 """
 
-import torch
+
+
+class _Torch:
+    """torch, imported on first use: `bench/run.py --help` and the report tests need no torch."""
+
+    def __getattr__(self, name):
+        import torch as module
+
+        return getattr(module, name)
+
+
+torch = _Torch()
 
 LAUNCHES = 5000
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "context/launch_ops.h"
 #include "context/thread_context.h"
 #include "data/metric.h"
+#include "io/hatchet_writer.h"
 
 namespace nb = nanobind;
 
@@ -49,6 +51,7 @@ struct HookState {
   PyObject* filter = nullptr;  // callable(name) -> bool, or null for "every kernel"
   std::unordered_map<std::string, bool, StringHash, std::equal_to<>> decisions;
   std::unordered_map<NameId, MetricType> metric_types;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> warned;  // clashing keys
 };
 HookState& state() {
   static auto* s = new HookState();
@@ -89,6 +92,20 @@ nb::object evaluate(nb::handle lazy) {
 
 bool reserved(std::string_view key) {
   return key == "name" || key == "function" || key == "stream";
+}
+
+// A metadata key that names a metric Proton writes on every kernel node would clash with it:
+// ignored, with one warning per key.
+bool clashes_with_kernel_column(std::string_view key) {
+  if (!is_kernel_column(key)) return false;
+  HookState& s = state();
+  if (s.warned.emplace(key).second) {
+    std::string msg = "launch_metadata key '" + std::string(key) +
+                      "' names a metric proton records for every kernel itself; it is ignored "
+                      "(rename it to keep it)";
+    if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) != 0) throw nb::python_error();
+  }
+  return true;
 }
 
 // A metadata value as a metric; false for values that are not numbers (ignored, as Triton
@@ -150,7 +167,7 @@ void launch_enter(nb::handle lazy) {
         name = NameTable::global().intern(nb::cast<std::string_view>(v));
       continue;
     }
-    if (reserved(key)) continue;
+    if (reserved(key) || clashes_with_kernel_column(key)) continue;
     MetricValue value;
     if (!to_metric(key, v, value)) continue;
     NameId metric = NameTable::global().intern(key);

@@ -1,5 +1,6 @@
 #include "io/hatchet_writer.h"
 
+#include <algorithm>
 #include <variant>
 #include <vector>
 
@@ -19,9 +20,12 @@ std::vector<std::pair<NameId, MetricType>> scalar_columns(const CallTree& tree) 
   std::vector<std::pair<NameId, MetricType>> columns;
   std::vector<bool> seen;
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
-    for (const auto& [metric, value] : tree.node(id).metrics) {
+    const CallTree::Node& node = tree.node(id);
+    for (const auto& [metric, value] : node.metrics) {
       MetricType t = metric_type(value);
       if (t != MetricType::kInt && t != MetricType::kFloat) continue;
+      // Never written: the kernel's own column of that name stands in its place.
+      if (node.has_kernel && is_kernel_column(NameTable::global().name(metric))) continue;
       if (metric >= seen.size()) seen.resize(metric + 1, false);
       if (seen[metric]) continue;
       seen[metric] = true;
@@ -31,16 +35,32 @@ std::vector<std::pair<NameId, MetricType>> scalar_columns(const CallTree& tree) 
   return columns;
 }
 
+// Keys already written into one node's "metrics" object: a metric from the tree that shares a
+// name with a column Proton writes itself is skipped rather than written as a second key.
+class KeySet {
+ public:
+  bool insert(std::string_view key) {
+    if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) return false;
+    keys_.push_back(key);
+    return true;
+  }
+
+ private:
+  std::vector<std::string_view> keys_;
+};
+
 template <typename W>
-void write_root_columns(W& w, const CallTree& tree) {
+void write_root_columns(W& w, const CallTree& tree, KeySet& written) {
   auto& names = NameTable::global();
   const auto& own = tree.node(CallTree::kRoot).metrics;
   for (const auto& [metric, type] : scalar_columns(tree)) {
     bool has_own = false;
     for (const auto& m : own)
       has_own = has_own || m.first == metric;
-    if (has_own) continue;
-    w.key(names.name(metric));
+    std::string_view name = names.name(metric);
+    if (has_own || (tree.has_kernels() && (name == "time (ns)" || name == "count"))) continue;
+    written.insert(name);
+    w.key(name);
     if (type == MetricType::kInt) {
       w.value(int64_t{0});
     } else {
@@ -49,16 +69,27 @@ void write_root_columns(W& w, const CallTree& tree) {
   }
 }
 
+}  // namespace
+
+bool is_kernel_column(std::string_view name) {
+  return name == "time (ns)" || name == "count" || name == "device_id" || name == "device_type";
+}
+
+namespace {
+
 template <typename W>
 void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const CollectionStats& stats) {
   const CallTree::Node& n = tree.node(id);
   auto& names = NameTable::global();
+  KeySet written;
   w.key("metrics").begin_object();
   if (id == CallTree::kRoot) {
-    write_root_columns(w, tree);
+    write_root_columns(w, tree, written);
     if (tree.has_kernels()) {
       w.key("time (ns)").value(uint64_t{0});
       w.key("count").value(uint64_t{0});
+      written.insert("time (ns)");
+      written.insert("count");
     }
     if (stats.dropped_records) w.key("dropped_records").value(stats.dropped_records);
     if (stats.unattributed_kernels) {
@@ -70,9 +101,13 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
     w.key("count").value(n.kernel.count);
     w.key("device_id").value(std::to_string(n.kernel.device_id));
     w.key("device_type").value(device_type_name(n.kernel.device_type));
+    for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
+      written.insert(k);
   }
   for (const auto& [metric, value] : n.metrics) {
-    w.key(names.name(metric));
+    std::string_view name = names.name(metric);
+    if (!written.insert(name)) continue;  // a column above holds this name
+    w.key(name);
     write_metric_value(w, value);
   }
   w.end_object();

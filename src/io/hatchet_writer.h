@@ -11,11 +11,17 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "data/call_tree.h"
 #include "data/device_info.h"
 
 namespace proton {
+
+/// The metrics every kernel node carries ("time (ns)", "count", "device_id", "device_type").
+/// A node metric of the same name from elsewhere (launch metadata, add_metrics) would be a
+/// second JSON key: the launch hook refuses such names, and the writers skip them.
+bool is_kernel_column(std::string_view name);
 
 /// Counters about collection itself, written on the root when non-zero.
 struct CollectionStats {

@@ -1,6 +1,7 @@
 #include "session/runtime.h"
 
 #include <bit>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,27 +31,45 @@ void check_option(std::string_view what, const std::string& value,
                               list + ")");
 }
 
+// An unsigned integer from environment variable `name`, within [lo, hi]; `fallback` when unset
+// or empty. Anything else is an error that names the variable, its value and what it takes.
+uint64_t env_uint(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi,
+                  const char* expects) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == 0) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s || *end != 0 || errno != 0 || *s == '-' || v < lo || v > hi) {
+    throw std::invalid_argument(std::string(name) + "='" + s + "' is not " + expects);
+  }
+  return v;
+}
+
+// One of `allowed` from environment variable `name`, or `fallback` when unset or empty.
+std::string env_choice(const char* name, std::string fallback,
+                       std::initializer_list<std::string_view> allowed) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == 0) return fallback;
+  check_option(name, s, allowed);
+  return s;
+}
+
+// The backend's options from PROTON_* variables. Read at every start, before anything changes,
+// so a bad value is an error from start() and nothing is half made.
 BackendOptions options_from_env() {
   BackendOptions o;
-  if (const char* s = std::getenv("PROTON_BUFFER_SIZE")) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(s, &end, 10);
-    if (end != s && v >= 1024) o.buffer_bytes = static_cast<size_t>(v);
-  }
-  if (const char* s = std::getenv("PROTON_FLUSH_INTERVAL_MS")) {
-    char* end = nullptr;
-    unsigned long v = std::strtoul(s, &end, 10);
-    if (end != s && *end == 0 && v <= 60'000) o.flush_interval_ms = static_cast<uint32_t>(v);
-  }
+  o.buffer_bytes = env_uint("PROTON_BUFFER_SIZE", o.buffer_bytes, 1024, uint64_t{1} << 30,
+                            "a buffer size in bytes from 1024 to 1073741824");
+  o.flush_interval_ms =
+      static_cast<uint32_t>(env_uint("PROTON_FLUSH_INTERVAL_MS", o.flush_interval_ms, 0, 60'000,
+                                     "a period in ms from 0 (off) to 60000"));
   // Diagnostics: PROTON_BUFFER_THREAD=1 attributes on a thread of ours; PROTON_LAUNCH_CALLBACKS
   // = all | driver overrides the automatic choice (backend.h).
-  if (const char* s = std::getenv("PROTON_BUFFER_THREAD"))
-    o.buffer_thread = std::string_view(s) != "0";
-  if (const char* s = std::getenv("PROTON_LAUNCH_CALLBACKS")) {
-    std::string_view v(s);
-    if (v == "all") o.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
-    if (v == "driver") o.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
-  }
+  o.buffer_thread = env_choice("PROTON_BUFFER_THREAD", "0", {"0", "1"}) == "1";
+  std::string callbacks = env_choice("PROTON_LAUNCH_CALLBACKS", "auto", {"auto", "all", "driver"});
+  if (callbacks == "all") o.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
+  if (callbacks == "driver") o.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
   return o;
 }
 
@@ -133,6 +152,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   SessionConfig effective = config;
   if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
+  options_from_env();  // throws for a bad PROTON_* value, before any state changes
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {

@@ -86,5 +86,34 @@ TEST(HatchetWriter, EmptyTreeHasNoKernelColumns) {
   EXPECT_EQ(j[1], json::object());
 }
 
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+// A metric that shares a name with a column proton writes itself (launch metadata or
+// add_metrics saying "count") must not become a second key: JSON parsers disagree on those.
+TEST(HatchetWriter, MetricsNamedLikeKernelColumnsAreNotWrittenTwice) {
+  CallTree t;
+  auto scope = t.child(CallTree::kRoot, id("s"));
+  auto k = t.child(scope, id("kern"));
+  t.add_kernel(k, 5, 0, DeviceType::kCuda);
+  t.add_metric(k, id("count"), int64_t{9});
+  t.add_metric(k, id("device_type"), int64_t{1});
+  t.add_metric(k, id("bytes"), int64_t{4});
+  t.add_metric(scope, id("time (ns)"), 2.5);
+  std::string out = hatchet_json(t, {}, {});
+  EXPECT_EQ(occurrences(out, "\"count\""), 2u) << out;  // root and kernel, once each
+  EXPECT_EQ(occurrences(out, "\"device_type\""), 1u) << out;
+  EXPECT_EQ(occurrences(out, "\"time (ns)\""), 3u) << out;  // root, scope, kernel
+  json j = json::parse(out);
+  const json& kernel = j[0]["children"][0]["children"][0];
+  EXPECT_EQ(kernel["metrics"]["count"], 1);
+  EXPECT_EQ(kernel["metrics"]["bytes"], 4);
+  EXPECT_EQ(j[0]["children"][0]["metrics"]["time (ns)"], 2.5);  // not a kernel: kept
+}
+
 }  // namespace
 }  // namespace proton

@@ -251,3 +251,19 @@ def test_processor_stats_are_exposed():
     stats = proton._proton._processor_stats()
     assert set(stats) == {"records", "unattributed", "dropped", "pending_tags", "waiting"}
     assert all(isinstance(v, int) for v in stats.values())
+
+
+@pytest.mark.parametrize("var, value", [
+    ("PROTON_BUFFER_SIZE", "1MB"), ("PROTON_BUFFER_SIZE", "12"), ("PROTON_BUFFER_SIZE", "-4096"),
+    ("PROTON_FLUSH_INTERVAL_MS", "fast"), ("PROTON_FLUSH_INTERVAL_MS", "90000"),
+    ("PROTON_LAUNCH_CALLBACKS", "runtime"), ("PROTON_BUFFER_THREAD", "yes"),
+])
+def test_bad_backend_environment_is_an_error_and_starts_nothing(out, monkeypatch, var, value):
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=var):
+        proton.start(out.name)
+    assert not proton._proton.has_sessions()
+    monkeypatch.setenv(var, {"PROTON_BUFFER_SIZE": "4096", "PROTON_FLUSH_INTERVAL_MS": "0",
+                             "PROTON_LAUNCH_CALLBACKS": "all", "PROTON_BUFFER_THREAD": "1"}[var])
+    proton.start(out.name)
+    proton.finalize()

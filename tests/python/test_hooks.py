@@ -66,6 +66,26 @@ def test_metadata_becomes_name_and_typed_metrics(session):
     assert _proton._pending_launch_op() == 0
 
 
+def test_metadata_keys_naming_kernel_columns_are_refused_with_one_warning(session):
+    # "count" or "time (ns)" would be a second key beside proton's own on the kernel node.
+    def md(grid, metadata, args):
+        return {"count": 3, "time (ns)": 1.0, "device_id": 1, "bytes": 8}
+
+    with pytest.warns(UserWarning) as caught:
+        op, (name, metrics) = enter_and_read(lazy("k2", md))
+    assert metrics == {"bytes": 8}
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 3 and all("names a metric proton records" in m for m in messages)
+    assert {m.split("'")[1] for m in messages} == {"count", "time (ns)", "device_id"}
+    knobs.runtime.launch_exit_hook(lazy())
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second launch warns no more
+        assert enter_and_read(lazy("k2", md))[1][1] == {"bytes": 8}
+    knobs.runtime.launch_exit_hook(lazy())
+
+
 def test_same_metadata_reuses_one_op(session):
     md = lambda grid, metadata, args: {"name": "k", "bytes": 8}  # noqa: E731
     before = _proton._launch_ops()
