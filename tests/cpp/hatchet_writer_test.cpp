@@ -23,11 +23,19 @@ TEST(JsonWriter, EscapesAndSeparates) {
   EXPECT_EQ(j["a\"b"], "x\n\x01y");
 }
 
+// ROOT -> scope -> kernel (one launch of `ns` on CUDA device `device`): {scope, kernel}.
+std::pair<CallTree::NodeId, CallTree::NodeId> scope_with_kernel(CallTree& t, const char* scope,
+                                                                const char* kernel, uint64_t ns,
+                                                                uint32_t device) {
+  auto s = t.child(CallTree::kRoot, id(scope));
+  auto k = t.child(s, id(kernel));
+  t.add_kernel(k, ns, device, DeviceType::kCuda);
+  return {s, k};
+}
+
 TEST(HatchetWriter, WritesTheContract) {
   CallTree t;
-  auto scope = t.child(CallTree::kRoot, id("scope \"quoted\""));
-  auto k = t.child(scope, id("_Z6kernelv"));
-  t.add_kernel(k, 12, 1, DeviceType::kCuda);
+  auto [scope, k] = scope_with_kernel(t, "scope \"quoted\"", "_Z6kernelv", 12, 1);
   t.add_metric(scope, id("flops16"), int64_t{4});
   t.add_metric(scope, id("hist"), std::vector<int64_t>{1, 2});
   DeviceInfo d;
@@ -97,9 +105,7 @@ size_t occurrences(const std::string& text, const std::string& what) {
 // add_metrics saying "count") must not become a second key: JSON parsers disagree on those.
 TEST(HatchetWriter, MetricsNamedLikeKernelColumnsAreNotWrittenTwice) {
   CallTree t;
-  auto scope = t.child(CallTree::kRoot, id("s"));
-  auto k = t.child(scope, id("kern"));
-  t.add_kernel(k, 5, 0, DeviceType::kCuda);
+  auto [scope, k] = scope_with_kernel(t, "s", "kern", 5, 0);
   t.add_metric(k, id("count"), int64_t{9});
   t.add_metric(k, id("device_type"), int64_t{1});
   t.add_metric(k, id("bytes"), int64_t{4});
