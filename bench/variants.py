@@ -179,28 +179,16 @@ class TritonProfiler(Proton):
     module = "triton.profiler"
 
 
-class ProtonPython(Proton):
-    """This project with Python call paths (context="python")."""
-
-    name = "proton_python"
-    context = "python"
-
-
-class ProtonHook(Proton):
-    """This project with Triton launch metadata (hook="triton")."""
-
-    name = "proton_hook"
-    hook = "triton"
-
-
-class TritonPython(TritonProfiler):
-    name = "triton_python"
-    context = "python"
-
-
-class TritonHook(TritonProfiler):
-    name = "triton_hook"
-    hook = "triton"
+# Python call paths (context="python") and Triton launch metadata (hook="triton"), for this
+# project and for triton.profiler.
+CONTEXT_VARIANTS = [
+    _subclass(Proton, "proton_python", "This project with Python call paths.", context="python"),
+    _subclass(Proton, "proton_hook", "This project with Triton launch metadata.", hook="triton"),
+    _subclass(TritonProfiler, "triton_python", "triton.profiler with Python call paths.",
+              context="python"),
+    _subclass(TritonProfiler, "triton_hook", "triton.profiler with Triton launch metadata.",
+              hook="triton"),
+]
 
 
 class TorchProfiler(Variant):
@@ -258,7 +246,7 @@ def _import(module):
 ALL = {
     v.name: v
     for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, *FLOOR_VARIANTS, Proton,
-              *PROTON_KNOB_VARIANTS, ProtonTrace, TritonProfiler, TorchProfiler, ProtonPython,
-              TritonPython, ProtonHook, TritonHook)
+              *PROTON_KNOB_VARIANTS, ProtonTrace, TritonProfiler, TorchProfiler,
+              *CONTEXT_VARIANTS)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton
