@@ -146,6 +146,13 @@ void RecordProcessor::settle(bool forget_open_tags) {
   }
 }
 
+void RecordProcessor::forget_session(SessionId id) {
+  std::lock_guard lock(mu_);
+  drain_tags();
+  for (auto& [correlation, pending] : tags_)
+    pending.tag.sessions &= ~(SessionMask{1} << id);
+}
+
 RecordProcessor::Stats RecordProcessor::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;

@@ -61,6 +61,9 @@ class RecordProcessor {
   /// Attributes every waiting record (end of a flush) and forgets tags that expect an
   /// unknown number of kernels only if `forget_open_tags`.
   void settle(bool forget_open_tags = false);
+  /// Takes a finalized session out of every tag still open (and every tag staged so far), so
+  /// a session that later reuses its slot never receives kernels launched before it existed.
+  void forget_session(SessionId id);
   Stats stats() const;
 
   /// Phases: every tag drained from now on is stamped with a new epoch (LaunchStage::

@@ -307,6 +307,7 @@ void Runtime::finalize(SessionId id, std::string_view format) {
     std::unique_lock lock(sessions_mu_);
     sessions_[id].reset();
   }
+  processor_.forget_session(id);  // its slot may be reused: no old launch may reach the new one
   bool any = false;
   for (auto& other : sessions_)
     any = any || other != nullptr;

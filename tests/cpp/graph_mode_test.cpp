@@ -63,6 +63,24 @@ TEST_F(GraphModes, DefaultModeShowsReplaysUnderTheCaptureSite) {
   EXPECT_EQ(rt_.processor().stats().pending_tags, 0u);
 }
 
+// A replay of a graph captured before start has an unknown fan-out, so its tag stays open. If
+// its session is finalized meanwhile and a new session takes the freed slot, the replay's
+// kernels go to the sessions that saw the launch, never to the newcomer.
+TEST_F(GraphModes, AReusedSessionSlotGetsNoKernelsOfEarlierLaunches) {
+  SessionId a = rt_.start(config("a", ""));
+  SessionId b = rt_.start(config("b", ""));
+  LaunchStage::tag(500, 0);
+  fake_->complete(record(500, "early", 0xB1, 0xB001));
+  rt_.finalize(a, "");
+  SessionId c = rt_.start(config("c", ""));
+  ASSERT_EQ(c, a) << "the test needs the slot reused";
+  fake_->complete(record(500, "late", 0xB1, 0xB002));
+  json tree_c = json::parse(rt_.hatchet_json(c))[0];
+  EXPECT_EQ(child(tree_c, "late"), nullptr) << tree_c.dump();
+  json tree_b = json::parse(rt_.hatchet_json(b))[0];
+  EXPECT_NE(child(tree_b, "late"), nullptr) << tree_b.dump();
+}
+
 TEST_F(GraphModes, GraphModeShowsOneNodePerLaunchSite) {
   SessionId s = rt_.start(config("graphs", "graph"));
   auto& tc = ThreadContext::current();

@@ -127,6 +127,20 @@ TEST_F(Processor, UnknownFanOutIsKeptUntilForgotten) {
   EXPECT_EQ(proc_.stats().pending_tags, 0u);
 }
 
+// A finalized session's slot may be reused: kernels of launches it tagged (a graph replay
+// still running, say) must not reach the next session in that slot.
+TEST_F(Processor, AForgottenSessionGetsNoKernelsOfItsOpenTags) {
+  LaunchStage::active_sessions = 0b11;
+  LaunchStage::tag(21, 0);  // unknown fan-out: stays open
+  LaunchStage::tag(22);     // staged, not yet drained
+  proc_.forget_session(0);
+  std::vector<KernelRecord> batch = {record(21), record(22), record(21)};
+  proc_.process(batch);
+  ASSERT_EQ(sink_.got.size(), 3u);
+  for (const Delivery& d : sink_.got)
+    EXPECT_EQ(d.sessions, 0b10u) << d.correlation;
+}
+
 TEST_F(Processor, DroppedRecordsAreCountedAndReported) {
   proc_.report_dropped(0);
   proc_.report_dropped(12);
