@@ -40,8 +40,10 @@ class ThreadContext {
 
   /// Hot path: the context a kernel launched now by this thread belongs to.
   static ContextId launch_context() {
-    const detail::HotContext& hot = detail::tls_hot;
-    return hot.attached ? hot.effective : detail::main_effective.load(std::memory_order_relaxed);
+    // Fields read from the object itself, not through a reference: GCC 12's UBSan at -O2
+    // checks a reference bound to an extern thread_local against null and misreports it.
+    return detail::tls_hot.attached ? detail::tls_hot.effective
+                                    : detail::main_effective.load(std::memory_order_relaxed);
   }
 
   /// Where scope metrics of this thread go: its scope path, without the state.
