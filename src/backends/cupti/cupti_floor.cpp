@@ -141,16 +141,19 @@ bool subscribe_launches(const cupti::CuptiApi& api, const FloorConfig& config, s
     return false;
   }
   int done = 0;
-  if (config.callbacks == LaunchSet::kProfiler) {
+  if (config.callbacks == LaunchSet::kAll || config.callbacks == LaunchSet::kProfiler) {
+    // The backend's own enabling, with its choice of domains for kProfiler.
     bool driver_only =
+        config.callbacks == LaunchSet::kProfiler &&
         cupti::driver_launch_callbacks_only(api, BackendOptions::LaunchCallbacks::kAuto);
     std::string error;
     done = cupti::set_launch_callbacks(api, g_subscriber, true, error, driver_only);
-  }
-  for (const cupti::LaunchCallback& c : cupti::launch_callbacks()) {
-    if (in_set(config.callbacks, c.domain) &&
-        api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid) == CUPTI_SUCCESS) {
-      ++done;
+  } else {
+    for (const cupti::LaunchCallback& c : cupti::launch_callbacks()) {
+      if (in_set(config.callbacks, c.domain) &&
+          api.cuptiEnableCallback(1, g_subscriber, c.domain, c.cbid) == CUPTI_SUCCESS) {
+        ++done;
+      }
     }
   }
   if (done == 0) why = "CUPTI enabled none of the kernel-launch callbacks";
