@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/utf8.h"
+
 namespace proton::viewer {
 
 namespace {
@@ -87,24 +89,6 @@ unsigned JsonCursor::read_hex4() {
   return code;
 }
 
-void JsonCursor::append_utf8(std::string& out, unsigned code) {
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else if (code < 0x800) {
-    out += static_cast<char>(0xc0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3f));
-  } else if (code < 0x10000) {
-    out += static_cast<char>(0xe0 | (code >> 12));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (code & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (code >> 18));
-    out += static_cast<char>(0x80 | ((code >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (code & 0x3f));
-  }
-}
-
 std::string JsonCursor::read_string() {
   expect('"', "a string");
   std::string out;
@@ -164,7 +148,7 @@ std::string JsonCursor::read_string() {
             pos_ = save;  // lone high surrogate: keep both escapes as separate characters
           }
         }
-        append_utf8(out, code);
+        ::proton::append_utf8(code, out);
         break;
       }
       default:

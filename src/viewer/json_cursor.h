@@ -58,7 +58,6 @@ class JsonCursor {
 
  private:
   void read_literal(std::string_view word);
-  void append_utf8(std::string& out, unsigned code);
   unsigned read_hex4();
 
   std::string_view text_;
