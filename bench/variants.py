@@ -76,7 +76,7 @@ class CuptiFloorCallbacks(CuptiFloor):
 
     def load(self):
         super().load()
-        # nanobind puts the signature in the docstring; older builds lack the options.
+        # Builds older than the floor variants (callbacks=, api_records=) lack _floor_counts too.
         if not hasattr(self.lib, "_floor_counts"):
             raise Unavailable("this build's _floor_start has no floor variants")
 

@@ -152,7 +152,9 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   SessionConfig effective = config;
   if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
-  options_from_env();  // throws for a bad PROTON_* value, before any state changes
+  // Throws for a bad PROTON_* value, before any state changes.
+  BackendOptions backend_options = options_from_env();
+  backend_options.graph_level = config.mode == "graph";
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {
@@ -190,7 +192,7 @@ SessionId Runtime::start(const SessionConfig& config) {
     std::unique_lock lock(sessions_mu_);
     sessions_[id] = std::move(session);
   }
-  ensure_backend(config);
+  ensure_backend(config, backend_options);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
   if (sessions_[id]->config().context == "python") {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
@@ -225,12 +227,10 @@ void Runtime::start_trace(Session& s) {
   ThreadContext::scope_observer.store(&LaunchStage::scope_event, std::memory_order_release);
 }
 
-void Runtime::ensure_backend(const SessionConfig& config) {
+void Runtime::ensure_backend(const SessionConfig& config, const BackendOptions& options) {
   if (backend_running_) return;
   std::string why;
   if (!backend_) backend_ = make_backend(config.backend, why);
-  BackendOptions options = options_from_env();
-  options.graph_level = config.mode == "graph";
   if (backend_ && !backend_->start(&processor_, options, why)) backend_.reset();
   backend_running_ = backend_ != nullptr;
   if (!backend_running_ && !warned_no_backend_) {

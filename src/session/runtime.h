@@ -69,9 +69,10 @@ class Runtime final : public RecordSink {
 
  private:
   Runtime();
-  Session& session_or_throw(SessionId id);                                 // requires api_mu_
-  void set_active(SessionId id, bool on);                                  // requires api_mu_
-  void ensure_backend(const SessionConfig& config);                        // requires api_mu_
+  Session& session_or_throw(SessionId id);  // requires api_mu_
+  void set_active(SessionId id, bool on);   // requires api_mu_
+  // Requires api_mu_.
+  void ensure_backend(const SessionConfig& config, const BackendOptions& options);
   void flush_backend();                                                    // requires api_mu_
   void write_output(Session& s, const std::vector<std::string>& formats);  // requires api_mu_
   void write_tree(Session& s, uint32_t phase, const std::string& format,
