@@ -14,6 +14,7 @@
 #include "bindings/launch_hook.h"
 #include "bindings/python_context.h"
 #include "common/name_table.h"
+#include "common/thread_counters.h"
 #include "context/thread_context.h"
 #include "session/runtime.h"
 
@@ -185,6 +186,20 @@ NB_MODULE(_proton, m) {
   m.def("state", [] {
     NameId s = ThreadContext::current().state();
     return s == kNoName ? std::string() : std::string(NameTable::global().name(s));
+  });
+  // Benchmarks (bench/interleave.py): the calling thread's user-mode instructions and cycles
+  // since its first call, from counters opened on first use; RuntimeError where refused.
+  m.def("_thread_counters", [] {
+    thread_local ThreadCounters counters;
+    thread_local std::string refused;
+    if (!counters.is_open() && refused.empty() && !counters.open(refused)) {
+      if (refused.empty()) refused = "hardware counters unavailable";
+    }
+    ThreadCounters::Values v;
+    if (!counters.read(v)) {
+      throw std::runtime_error(refused.empty() ? "reading the hardware counters failed" : refused);
+    }
+    return nb::make_tuple(v.instructions, v.cycles);
   });
   python::register_python_context(m);
   python::register_launch_hook(m);
