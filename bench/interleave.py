@@ -5,7 +5,7 @@ triton.profiler (another libcupti) and to see start-up and memory; but on a shar
 speed of a whole process drifts by tens of percent, more than the microseconds at stake for
 launch-bound workloads. Here every variant runs the same workload in the same process, one
 slot after another: a cycle visits every variant once (the order rotates from cycle to cycle),
-and a slot starts the variant, times the region `--repeats` times (keeping the fastest), and
+and a slot starts the variant, times the region `--repeats` times (keeping each meter's smallest reading), and
 stops it. Differences are taken within a cycle, so slow drifts cancel; the report gives their
 median and quartiles over cycles.
 
@@ -41,7 +41,7 @@ def parse_args(argv):
     p.add_argument("--workloads", default=DEFAULT_WORKLOADS)
     p.add_argument("--variants", default=DEFAULT_VARIANTS)
     p.add_argument("--cycles", type=int, default=40)
-    p.add_argument("--repeats", type=int, default=3, help="timed regions per slot (fastest kept)")
+    p.add_argument("--repeats", type=int, default=3, help="timed regions per slot (smallest reading kept)")
     p.add_argument("--cpus", default=None,
                    help="pin the process to these CPUs (e.g. 1,2,3,4: the launching thread and "
                         "the profiler's threads)")
@@ -59,20 +59,35 @@ def quartiles(values):
     return q[0], statistics.median(values), q[2]
 
 
-def summarize(slots, names, kernels):
-    """slots[cycle][variant] = seconds of the fastest region. Returns per-variant rows."""
+# What each region is measured in. Time meters report µs per launch; the hardware counters
+# (the launching thread's user-mode instructions and cycles, where the host allows them)
+# report counts per launch. Instructions hardly vary with host load, so they tell work added to
+# the launching thread apart from noise; cycles add what that work costs in stalls.
+METERS = {"wall": ("ms", 1e3, 1e6), "cpu": ("ms", 1e3, 1e6),
+          "instructions": ("/launch", None, 1), "cycles": ("/launch", None, 1)}
+
+
+def summarize(slots, names, kernels, meter="wall"):
+    """slots[cycle][variant] = the region's smallest reading of `meter`. Per-variant rows."""
+    _, region_scale, launch_scale = METERS[meter]
     rows = {}
     for v in names:
-        times = [c[v] for c in slots if v in c]
-        row = {"region_ms": statistics.median(times) * 1e3, "slots": len(times)}
+        values = [c[v] for c in slots if v in c]
+        if not values:
+            continue
+        mid = statistics.median(values)
+        row = {"region": mid * region_scale if region_scale else mid / (kernels or 1),
+               "slots": len(values)}
         for ref in ("none", "floor"):
             if ref == v or ref not in names or v == "none":
                 continue
             pairs = [(c[v], c[ref]) for c in slots if v in c and ref in c]
-            ratio = quartiles([a / b for a, b in pairs])
-            row[f"ratio_vs_{ref}"] = ratio
+            if not pairs:
+                continue
+            row[f"ratio_vs_{ref}"] = quartiles([a / b for a, b in pairs])
             if kernels:
-                row[f"us_vs_{ref}"] = quartiles([(a - b) / kernels * 1e6 for a, b in pairs])
+                row[f"per_launch_vs_{ref}"] = quartiles(
+                    [(a - b) / kernels * launch_scale for a, b in pairs])
         rows[v] = row
     return rows
 
@@ -80,38 +95,54 @@ def summarize(slots, names, kernels):
 def markdown(meta, results):
     lines = [f"## In-process launch overhead — {meta['gpu']}, {meta['date']}", "",
              f"torch {meta['torch']}, triton {meta['triton']}; commit {meta['commit']}; "
-             f"{meta['cycles']} cycles x {meta['repeats']} regions per slot (fastest kept), "
-             f"CPUs {meta['cpu']}; {meta['seconds']:.0f} s in all.",
-             "Ratios and µs are medians over cycles of same-cycle pairs [lower–upper quartile]; "
-             "wall: elapsed time, cpu: the launching thread's CPU time (blind to time spent "
-             "descheduled, which is most of a shared host's noise).",
+             f"{meta['cycles']} cycles x {meta['repeats']} regions per slot (smallest kept), "
+             f"CPUs {meta['cpu']}; {meta['seconds']:.0f} s in all; hardware counters: "
+             f"{meta.get('counters', 'not read')}.",
+             "Ratios and per-launch differences are medians over cycles of same-cycle pairs "
+             "[lower–upper quartile]. wall: elapsed time; cpu: the launching thread's CPU time "
+             "(blind to time spent descheduled); instructions, cycles: retired by the launching "
+             "thread in user mode (instructions barely move with host load: the work a variant "
+             "adds to the launching thread).",
              ""]
-    lines.append("| workload | variant | region ms | vs none | µs/launch vs none | "
-                 "µs/launch vs floor | kernels seen |")
+    lines.append("| workload (meter) | variant | region | vs none | per launch vs none | "
+                 "per launch vs floor | kernels seen |")
     lines.append("|---|---|---|---|---|---|---|")
 
-    def fmt(q, unit):
+    def fmt(q, spec):
         if q is None:
             return ""
         lo, mid, hi = q
-        return f"{mid:{unit}} [{lo:{unit}}–{hi:{unit}}]"
+        return f"{mid:{spec}} [{lo:{spec}}–{hi:{spec}}]"
 
-    for key, label in (("variants", "wall"), ("cpu_variants", "cpu")):
+    for meter, (unit, _, _) in METERS.items():
+        counted = unit == "/launch"
+        spec = "+.0f" if counted else "+.3f"
+        suffix = "" if counted else " µs"
         for w, res in results.items():
-            for v, row in res.get(key, {}).items():
+            for v, row in res.get("meters", {}).get(meter, {}).items():
                 ratio = row.get("ratio_vs_none")
+                region = f"{row['region']:.0f} {unit}" if counted else f"{row['region']:.3f} ms"
+                none, floor = row.get("per_launch_vs_none"), row.get("per_launch_vs_floor")
                 lines.append(
-                    f"| {w} ({label}) | {v} | {row['region_ms']:.3f} | "
+                    f"| {w} ({meter}) | {v} | {region} | "
                     f"{fmt(ratio, '.3f') + 'x' if ratio else ''} | "
-                    f"{fmt(row.get('us_vs_none'), '+.3f')} | "
-                    f"{fmt(row.get('us_vs_floor'), '+.3f')} | {row.get('kernels_seen', '')} |")
+                    f"{fmt(none, spec) + suffix if none else ''} | "
+                    f"{fmt(floor, spec) + suffix if floor else ''} | "
+                    f"{row.get('kernels_seen', '') if meter == 'wall' else ''} |")
     for w, res in results.items():
         t = res.get("toggle")
         if t:
             lo, mid, hi = t["us_active_minus_paused"]
             lines.append(f"\n{w}: proton active minus deactivated (CUPTI still tracing), "
                          f"{t['pairs']} pairs of {t['block']}-launch blocks: "
-                         f"{mid:+.3f} µs/launch [{lo:+.3f}–{hi:+.3f}]")
+                         f"{mid:+.3f} µs/launch [{lo:+.3f}–{hi:+.3f}] wall")
+            for m in ("cpu", "instructions", "cycles"):
+                if f"{m}_active_minus_paused" in t:
+                    lo, mid, hi = t[f"{m}_active_minus_paused"]
+                    unit = ("{:+.3f} µs" if m == "cpu" else "{:+.0f}").format
+                    scale = 1e6 if m == "cpu" else 1
+                    lines.append(f"  {m}: {unit(mid * scale)} [{unit(lo * scale)}–"
+                                 f"{unit(hi * scale)}] per launch")
     for w, res in results.items():
         if res.get("census"):
             lines.append(f"\n{w}, one region under the counting floors: {res['census']}")
@@ -161,23 +192,28 @@ def toggle(w, pairs, sync, block=1000):
 
     if not hasattr(w, "region_n"):
         return None
+    meters = Meters()
     with tempfile.TemporaryDirectory() as tmp:
         proton.start(os.path.join(tmp, "toggle"))
-        diffs = []
+        diffs = {m: [] for m in meters.names}
         for i in range(pairs + 2):  # the first two pairs warm up
-            t = {}
+            used = {}
             for active in ((True, False) if i % 2 else (False, True)):
                 (proton.activate if active else proton.deactivate)()
                 sync()
-                t0 = time.perf_counter()
+                before = meters.read()
                 w.region_n(block)
                 sync()
-                t[active] = time.perf_counter() - t0
+                used[active] = meters.since(before)
             if i >= 2:
-                diffs.append((t[True] - t[False]) / block * 1e6)
+                for m in meters.names:
+                    diffs[m].append((used[True][m] - used[False][m]) / block)
         proton.finalize()
-    lo, mid, hi = quartiles(diffs)
-    return {"pairs": pairs, "block": block, "us_active_minus_paused": [lo, mid, hi]}
+    result = {"pairs": pairs, "block": block,
+              "us_active_minus_paused": [x * 1e6 for x in quartiles(diffs["wall"])]}
+    for m in meters.names[1:]:
+        result[f"{m}_active_minus_paused"] = quartiles(diffs[m])
+    return result
 
 
 def run_workload(workload, names, args, sync):
@@ -198,39 +234,66 @@ def run_workload(workload, names, args, sync):
             continue
         loaded[n] = v
     order = list(loaded)
-    slots, cpu_slots, seen = [], [], {}
+    meters = Meters()
+    slots = {m: [] for m in meters.names}
+    seen = {}
     with tempfile.TemporaryDirectory() as tmp:
         for cycle in range(args.cycles + 1):  # cycle 0 warms every variant up, untimed
             k = cycle % len(order)
-            times, cpu = {}, {}
+            best = {m: {} for m in meters.names}
             for n in order[k:] + order[:k]:
                 v = loaded[n]
                 out_dir = os.path.join(tmp, n)
                 os.makedirs(out_dir, exist_ok=True)
                 v.start(out_dir)
                 w.after_start()
-                best = best_cpu = float("inf")
                 for _ in range(args.repeats):
                     sync()
-                    t0, c0 = time.perf_counter(), time.thread_time()
+                    before = meters.read()
                     w.region()
                     sync()
-                    best = min(best, time.perf_counter() - t0)
-                    best_cpu = min(best_cpu, time.thread_time() - c0)
+                    for m, value in meters.since(before).items():
+                        best[m][n] = min(best[m].get(n, value), value)
                 v.stop()
                 seen[n] = kernels_seen(v, out_dir)  # the floor's counts reset at its next start
-                times[n], cpu[n] = best, best_cpu
             if cycle:
-                slots.append(times)
-                cpu_slots.append(cpu)
-    rows = summarize(slots, order, w.kernels)
-    cpu_rows = summarize(cpu_slots, order, w.kernels)
+                for m in meters.names:
+                    slots[m].append(best[m])
+    results = {m: summarize(slots[m], order, w.kernels, m) for m in meters.names}
     expected = (w.kernels or 0) * args.repeats
-    for n, row in rows.items():
+    for n, row in results["wall"].items():
         if seen.get(n) is not None:
             row["kernels_seen"] = f"{seen[n]} / {expected}" if expected else seen[n]
-    return {"kernels": w.kernels, "census": counts, "toggle": toggled, "variants": rows, "cpu_variants": cpu_rows,
-            "slots": slots, "cpu_slots": cpu_slots}
+    return {"kernels": w.kernels, "census": counts, "toggle": toggled, "meters": results,
+            "slots": slots, "counters": meters.counters_note}
+
+
+class Meters:
+    """Reads every meter at once: wall, the thread's CPU time, and its hardware counters when
+    this build and host have them (proton._proton._thread_counters)."""
+
+    def __init__(self):
+        self.names = ["wall", "cpu"]
+        self.counters = None
+        try:
+            from proton import _proton
+
+            _proton._thread_counters()
+            self.counters = _proton._thread_counters
+            self.names += ["instructions", "cycles"]
+            self.counters_note = "instructions and cycles of the launching thread"
+        except (ImportError, AttributeError, RuntimeError) as e:
+            self.counters_note = f"not read ({e})"
+
+    def read(self):
+        values = {"wall": time.perf_counter(), "cpu": time.thread_time()}
+        if self.counters:
+            values["instructions"], values["cycles"] = self.counters()
+        return values
+
+    def since(self, before):
+        now = self.read()
+        return {m: now[m] - before[m] for m in self.names}
 
 
 def main(argv=None):
@@ -262,6 +325,7 @@ def main(argv=None):
         "repeats": args.repeats,
         "cpu": args.cpus or "any",
         "seconds": time.time() - t0,
+        "counters": next((r["counters"] for r in results.values()), "not read"),
     }
     os.makedirs(args.out, exist_ok=True)
     stem = f"{meta['date']}-{meta['gpu'].lower().replace(' ', '-')}-{args.label}"
