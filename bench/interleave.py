@@ -45,6 +45,10 @@ def parse_args(argv):
     p.add_argument("--cpus", default=None,
                    help="pin the process to these CPUs (e.g. 1,2,3,4: the launching thread and "
                         "the profiler's threads)")
+    p.add_argument("--launches", type=int, default=0,
+                   help="time regions of this many launches instead of the workload's own "
+                        "(tiny workloads only): many short cycles narrow the confidence "
+                        "intervals faster than a few long ones")
     p.add_argument("--label", default="interleave", help="file name suffix")
     p.add_argument("--toggle-pairs", type=int, default=0,
                    help="also time proton active vs deactivated in this many alternating "
@@ -67,6 +71,18 @@ METERS = {"wall": ("ms", 1e3, 1e6), "cpu": ("ms", 1e3, 1e6),
           "instructions": ("/launch", None, 1), "cycles": ("/launch", None, 1)}
 
 
+def median_ci(values, z=1.96):
+    """(low, median, high): a distribution-free 95% confidence interval of the median (order
+    statistics of a binomial count), where quartiles say how single pairs spread. With n pairs
+    it narrows as 1/sqrt(n): many short pairs beat a few long ones."""
+    s = sorted(values)
+    n = len(s)
+    k = int((n - z * n ** 0.5) / 2)
+    if n < 6 or k < 0:
+        return quartiles(values)
+    return s[k], statistics.median(s), s[n - 1 - k]
+
+
 def summarize(slots, names, kernels, meter="wall"):
     """slots[cycle][variant] = the region's smallest reading of `meter`. Per-variant rows."""
     _, region_scale, launch_scale = METERS[meter]
@@ -84,10 +100,13 @@ def summarize(slots, names, kernels, meter="wall"):
             pairs = [(c[v], c[ref]) for c in slots if v in c and ref in c]
             if not pairs:
                 continue
-            row[f"ratio_vs_{ref}"] = quartiles([a / b for a, b in pairs])
+            ratios = [a / b for a, b in pairs]
+            row[f"ratio_vs_{ref}"] = median_ci(ratios)
+            row[f"ratio_vs_{ref}_quartiles"] = quartiles(ratios)
             if kernels:
-                row[f"per_launch_vs_{ref}"] = quartiles(
-                    [(a - b) / kernels * launch_scale for a, b in pairs])
+                diffs = [(a - b) / kernels * launch_scale for a, b in pairs]
+                row[f"per_launch_vs_{ref}"] = median_ci(diffs)
+                row[f"per_launch_vs_{ref}_quartiles"] = quartiles(diffs)
         rows[v] = row
     return rows
 
@@ -95,11 +114,12 @@ def summarize(slots, names, kernels, meter="wall"):
 def markdown(meta, results):
     lines = [f"## In-process launch overhead — {meta['gpu']}, {meta['date']}", "",
              f"torch {meta['torch']}, triton {meta['triton']}; commit {meta['commit']}; "
-             f"{meta['cycles']} cycles x {meta['repeats']} regions per slot (smallest kept), "
+             f"{meta['cycles']} cycles x {meta['repeats']} regions per slot (smallest kept) of "
+             f"{meta.get('launches', 'the workload')} launches, "
              f"CPUs {meta['cpu']}; {meta['seconds']:.0f} s in all; hardware counters: "
              f"{meta.get('counters', 'not read')}.",
              "Ratios and per-launch differences are medians over cycles of same-cycle pairs "
-             "[lower–upper quartile]. wall: elapsed time; cpu: the launching thread's CPU time "
+             "[95% confidence interval of that median; the JSON has quartiles too]. wall: elapsed time; cpu: the launching thread's CPU time "
              "(blind to time spent descheduled); instructions, cycles: retired by the launching "
              "thread in user mode (instructions barely move with host load: the work a variant "
              "adds to the launching thread).",
@@ -135,7 +155,7 @@ def markdown(meta, results):
             lo, mid, hi = t["us_active_minus_paused"]
             lines.append(f"\n{w}: proton active minus deactivated (CUPTI still tracing), "
                          f"{t['pairs']} pairs of {t['block']}-launch blocks: "
-                         f"{mid:+.3f} µs/launch [{lo:+.3f}–{hi:+.3f}] wall")
+                         f"{mid:+.3f} µs/launch [95% CI {lo:+.3f}–{hi:+.3f}] wall")
             for m in ("cpu", "instructions", "cycles"):
                 if f"{m}_active_minus_paused" in t:
                     lo, mid, hi = t[f"{m}_active_minus_paused"]
@@ -210,15 +230,21 @@ def toggle(w, pairs, sync, block=1000):
                     diffs[m].append((used[True][m] - used[False][m]) / block)
         proton.finalize()
     result = {"pairs": pairs, "block": block,
-              "us_active_minus_paused": [x * 1e6 for x in quartiles(diffs["wall"])]}
+              "us_active_minus_paused": [x * 1e6 for x in median_ci(diffs["wall"])],
+              "us_active_minus_paused_quartiles": [x * 1e6 for x in quartiles(diffs["wall"])]}
     for m in meters.names[1:]:
-        result[f"{m}_active_minus_paused"] = quartiles(diffs[m])
+        result[f"{m}_active_minus_paused"] = median_ci(diffs[m])
     return result
 
 
 def run_workload(workload, names, args, sync):
     w = workload()
     w.setup()
+    region, kernels = w.region, w.kernels
+    if args.launches:
+        if not hasattr(w, "region_n"):
+            raise SystemExit(f"--launches: {w.name} has no region of a chosen length")
+        region, kernels = (lambda: w.region_n(args.launches)), args.launches
     counts = census(w, sync)
     print(f"  census: {counts}", flush=True)
     toggled = toggle(w, args.toggle_pairs, sync) if args.toggle_pairs else None
@@ -250,7 +276,7 @@ def run_workload(workload, names, args, sync):
                 for _ in range(args.repeats):
                     sync()
                     before = meters.read()
-                    w.region()
+                    region()
                     sync()
                     for m, value in meters.since(before).items():
                         best[m][n] = min(best[m].get(n, value), value)
@@ -259,12 +285,12 @@ def run_workload(workload, names, args, sync):
             if cycle:
                 for m in meters.names:
                     slots[m].append(best[m])
-    results = {m: summarize(slots[m], order, w.kernels, m) for m in meters.names}
-    expected = (w.kernels or 0) * args.repeats
+    results = {m: summarize(slots[m], order, kernels, m) for m in meters.names}
+    expected = (kernels or 0) * args.repeats
     for n, row in results["wall"].items():
         if seen.get(n) is not None:
             row["kernels_seen"] = f"{seen[n]} / {expected}" if expected else seen[n]
-    return {"kernels": w.kernels, "census": counts, "toggle": toggled, "meters": results,
+    return {"kernels": kernels, "census": counts, "toggle": toggled, "meters": results,
             "slots": slots, "counters": meters.counters_note}
 
 
@@ -323,6 +349,7 @@ def main(argv=None):
         "commit": os.environ.get("PROTON_COMMIT", "unknown"),
         "cycles": args.cycles,
         "repeats": args.repeats,
+        "launches": args.launches or "the workload's",
         "cpu": args.cpus or "any",
         "seconds": time.time() - t0,
         "counters": next((r["counters"] for r in results.values()), "not read"),

@@ -172,6 +172,22 @@ PROTON_KNOB_VARIANTS = [
 ]
 
 
+class ProtonPaused(Proton):
+    """This project started and at once deactivated: CUPTI traces every kernel and proton
+    processes the records, but the launch callbacks are off. Splits proton's cost above the
+    floor into what runs beside the launches (this row minus floor) and what runs in them
+    (proton minus this row). Attributes nothing, so it sees no kernels."""
+
+    name = "proton_paused"
+
+    def start(self, out_dir):
+        super().start(out_dir)
+        self.lib.deactivate()
+
+    def kernels_seen(self, out_dir):
+        return None
+
+
 class TritonProfiler(Proton):
     """Proton as shipped inside Triton (`triton.profiler`)."""
 
@@ -246,7 +262,7 @@ def _import(module):
 ALL = {
     v.name: v
     for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, *FLOOR_VARIANTS, Proton,
-              *PROTON_KNOB_VARIANTS, ProtonTrace, TritonProfiler, TorchProfiler,
+              *PROTON_KNOB_VARIANTS, ProtonPaused, ProtonTrace, TritonProfiler, TorchProfiler,
               *CONTEXT_VARIANTS)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

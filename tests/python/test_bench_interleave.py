@@ -85,3 +85,28 @@ def test_counts_are_summarised_per_launch():
     rows = interleave.summarize(slots, ["none", "floor"], 10, "instructions")
     assert rows["none"]["region"] == pytest.approx(105.0)  # median count / launches
     assert rows["floor"]["per_launch_vs_none"][1] == pytest.approx(45.0)
+
+
+def test_median_interval_narrows_with_more_pairs():
+    import random
+
+    rng = random.Random(1)
+    few = [rng.gauss(0.1, 0.5) for _ in range(30)]
+    many = [rng.gauss(0.1, 0.5) for _ in range(600)]
+    lo_few, _, hi_few = interleave.median_ci(few)
+    lo, mid, hi = interleave.median_ci(many)
+    assert lo <= mid <= hi and hi - lo < (hi_few - lo_few) / 2
+    assert lo < 0.1 < hi  # covers the true median here
+    assert interleave.median_ci([1.0, 2.0]) == interleave.quartiles([1.0, 2.0])
+
+
+def test_launches_option_times_regions_of_that_length(fake_variants):
+    calls = []
+
+    class Chosen(FakeWorkload):
+        def region_n(self, n):
+            calls.append(n)
+
+    args = interleave.parse_args(["--cycles", "2", "--repeats", "1", "--launches", "7"])
+    res = interleave.run_workload(Chosen, ["none", "heavy"], args, lambda: None)
+    assert res["kernels"] == 7 and calls and set(calls) == {7}
