@@ -98,6 +98,9 @@ FLOOR_VARIANTS = [
               "callbacks only, doing nothing.", options={"callbacks": "runtime"}),
     _subclass(CuptiFloorCallbacks, "floor_cb_drv", "The floor plus proton's driver-API launch "
               "callbacks only, doing nothing.", options={"callbacks": "driver"}),
+    _subclass(CuptiFloorCallbacks, "floor_flush", "The floor plus proton's plain flush every "
+              "20 ms from a thread of its own: handing partly filled buffers over, no "
+              "attribution.", options={"flush_ms": 20}),
     _subclass(CuptiFloorCallbacks, "floor_api", "The floor plus, instead of callbacks, CUPTI "
               "activity records of the launch APIs and external-correlation records.",
               options={"api_records": "all", "external": True}),

@@ -211,7 +211,7 @@ NB_MODULE(_proton, m) {
   m.def(
       "_floor_start",
       [](std::string_view callbacks, std::string_view api_records, bool external, bool count,
-         bool graph_level) {
+         bool graph_level, uint32_t flush_ms) {
         auto launch_set = [](std::string_view what, std::string_view arg) {
           if (what == "none") return LaunchSet::kNone;
           if (what == "all") return LaunchSet::kAll;
@@ -225,14 +225,14 @@ NB_MODULE(_proton, m) {
                                     .c_str());
         };
         FloorConfig config{launch_set(callbacks, "callbacks"),
-                           launch_set(api_records, "api_records"), external, count};
+                           launch_set(api_records, "api_records"), external, count, flush_ms};
         BackendOptions options;
         options.graph_level = graph_level;
         std::string why;
         if (!cupti_floor_start(why, options, config)) throw std::runtime_error(why);
       },
       nb::arg("callbacks") = "none", nb::arg("api_records") = "none", nb::arg("external") = false,
-      nb::arg("count") = false, nb::arg("graph_level") = false);
+      nb::arg("count") = false, nb::arg("graph_level") = false, nb::arg("flush_ms") = 0);
   m.def("_floor_stop", &cupti_floor_stop);
   m.def("_floor_counts", [] {
     using C = FloorCounts;

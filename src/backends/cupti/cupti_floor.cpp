@@ -8,6 +8,7 @@
 #include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_records.h"
 #include "backends/cupti/launch_callbacks.h"
+#include "common/ticker.h"
 
 namespace proton {
 
@@ -129,6 +130,7 @@ std::mutex g_mu;                                // guards the fields below
 const cupti::CuptiApi* g_api = nullptr;         // non-null while started
 CUpti_SubscriberHandle g_subscriber = nullptr;  // non-null while callbacks are on
 FloorConfig g_config;                           // of the running floor
+Ticker* g_flusher = new Ticker();               // leaked, like the consumer: used until exit
 
 // Called with g_mu held. CUPTI allows one subscriber per process: the claim on activity
 // tracing taken before this keeps the profiler (the other subscriber) out meanwhile.
@@ -249,12 +251,17 @@ bool cupti_floor_start(std::string& why, const BackendOptions& options, FloorCon
   }
   g_api = api;
   g_config = config;
+  if (config.flush_ms > 0) {
+    g_flusher->start(std::chrono::milliseconds(config.flush_ms),
+                     [api] { api->cuptiActivityFlushAll(0); });
+  }
   return true;
 }
 
 void cupti_floor_stop() {
   std::lock_guard lock(g_mu);
   if (g_api == nullptr) return;
+  g_flusher->stop();
   // Callbacks first, as the backend does: no launch is dispatched to a subscriber going away.
   disable_all(*g_api, g_config);
   g_api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

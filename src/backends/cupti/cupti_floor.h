@@ -10,6 +10,8 @@
 //   api_records  activity records for those launch APIs only (cuptiActivityEnable{Runtime,
 //                Driver}Api): correlation through records instead of callbacks;
 //   external     external-correlation records, under one id pushed on the starting thread.
+//   flush_ms     the backend's periodic plain flush, from a thread of its own: what handing
+//                partly filled buffers over costs the launching thread, with no attribution.
 // FloorConfig::count makes the callbacks count dispatches per domain and check which domain's
 // correlation id the kernel records carry (a diagnostic: counting is not free).
 // The backend's graph-resource and NVTX callbacks are left out: they fire on graph creation and
@@ -40,6 +42,7 @@ struct FloorConfig {
   LaunchSet api_records = LaunchSet::kNone;  // activity records of these APIs
   bool external = false;  // external-correlation records under one id pushed at start
   bool count = false;     // count callbacks and correlation matches (see FloorCounts)
+  uint32_t flush_ms = 0;  // a plain cuptiActivityFlushAll this often, as the backend does (0: no)
   bool operator==(const FloorConfig&) const = default;
 };
 
