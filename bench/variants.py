@@ -170,8 +170,10 @@ PROTON_KNOB_VARIANTS = [
               env={"PROTON_LAUNCH_CALLBACKS": "all"}),
     _subclass(Proton, "proton_bufthread", "Completed buffers attributed on a thread of its own.",
               env={"PROTON_BUFFER_THREAD": "1"}),
-    _subclass(Proton, "proton_noflush", "No 20 ms background flush.",
+    _subclass(Proton, "proton_noflush", "No periodic flush check at all.",
               env={"PROTON_FLUSH_INTERVAL_MS": "0"}),
+    _subclass(Proton, "proton_flush20", "A flush every 20 ms whatever the tags held (the "
+              "default before the flush policy).", env={"PROTON_FLUSH_TAGS": "0"}),
 ]
 
 

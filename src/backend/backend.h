@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/flush_policy.h"
+#include "common/clock.h"
 #include "data/device_info.h"
 
 namespace proton {
@@ -26,9 +28,11 @@ struct BackendOptions {
   size_t buffer_bytes = 1u << 20;  // size of each activity buffer
   size_t max_buffers = 256;        // buffers in flight before records are dropped
   bool graph_level = false;        // mode="graph": one record per graph launch (see graphs.md)
-  // Period of the background flush that hands over partly filled buffers, so launch tags do
-  // not wait for a buffer to fill (0: only when buffers fill and at flush/finalize).
+  // Period of the background check that hands over partly filled buffers when launch tags pile
+  // up (flush_policy.h; 0: only when buffers fill and at flush/finalize).
   uint32_t flush_interval_ms = 20;
+  // Tags held before that check flushes (FlushPolicy::tag_limit; 0: flush at every check).
+  uint64_t flush_tags = FlushPolicy{}.tag_limit;
   // Completed buffers are attributed on CUPTI's thread (or the flushing one). On: handed to a
   // worker thread of ours, so CUPTI's thread returns at once; measured on an H100 it did not
   // lower launch overhead beyond the host's noise and kept 1-2 more buffers in use (+2 MB RSS
@@ -70,11 +74,7 @@ class Backend {
   /// Now, on the clock of KernelRecord::start_ns/end_ns. Traces sample it next to the steady
   /// clock when they start to put GPU and CPU events on one time line. The default is for
   /// backends that already report steady-clock (CLOCK_MONOTONIC) timestamps.
-  virtual uint64_t timestamp_ns() {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
-  }
+  virtual uint64_t timestamp_ns() { return steady_ns(); }
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

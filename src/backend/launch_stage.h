@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/ids.h"
 #include "context/launch_ops.h"
 #include "context/thread_context.h"
@@ -135,9 +136,7 @@ class LaunchStage {
   /// relaxed load when no trace is recorded).
   static uint64_t trace_clock() {
     if (!trace_active.load(std::memory_order_relaxed)) return 0;
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
+    return steady_ns();
   }
 
   /// Stages a CPU scope opening or closing on the calling thread for the active trace

@@ -153,6 +153,12 @@ void RecordProcessor::forget_session(SessionId id) {
     pending.tag.sessions &= ~(SessionMask{1} << id);
 }
 
+size_t RecordProcessor::held_tags() {
+  std::lock_guard lock(mu_);
+  drain_tags();
+  return tags_.size();
+}
+
 RecordProcessor::Stats RecordProcessor::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;

@@ -65,6 +65,9 @@ class RecordProcessor {
   /// a session that later reuses its slot never receives kernels launched before it existed.
   void forget_session(SessionId id);
   Stats stats() const;
+  /// Launch tags still waiting for kernels, staged ones included (drains the threads' queues:
+  /// the backend's periodic check asks this to decide whether to flush).
+  size_t held_tags();
 
   /// Phases: every tag drained from now on is stamped with a new epoch (LaunchStage::
   /// phase_epoch, in LaunchTag::flags). Tags staged before this call are drained first, so a

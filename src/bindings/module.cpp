@@ -253,6 +253,7 @@ NB_MODULE(_proton, m) {
     d["allocated"] = s.buffers_allocated;
     d["free"] = s.buffers_free;
     d["declined"] = s.buffers_declined;
+    d["periodic_flushes"] = s.periodic_flushes;
     d["graph_level_fallbacks"] = s.graph_level_fallbacks;
     return d;
   });

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "backend/launch_stage.h"
+#include "common/clock.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
 #include "io/chrome_trace_writer.h"
@@ -64,6 +65,8 @@ BackendOptions options_from_env() {
   o.flush_interval_ms =
       static_cast<uint32_t>(env_uint("PROTON_FLUSH_INTERVAL_MS", o.flush_interval_ms, 0, 60'000,
                                      "a period in ms from 0 (off) to 60000"));
+  o.flush_tags = env_uint("PROTON_FLUSH_TAGS", o.flush_tags, 0, uint64_t{1} << 32,
+                          "a number of launch tags from 0 (flush at every check) to 4294967296");
   // Diagnostics: PROTON_BUFFER_THREAD=1 attributes on a thread of ours; PROTON_LAUNCH_CALLBACKS
   // = all | driver overrides the automatic choice (backend.h).
   o.buffer_thread = env_choice("PROTON_BUFFER_THREAD", "0", {"0", "1"}) == "1";
@@ -71,18 +74,6 @@ BackendOptions options_from_env() {
   if (callbacks == "all") o.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
   if (callbacks == "driver") o.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
   return o;
-}
-
-uint64_t steady_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-uint64_t wall_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
 }
 
 // PROTON_TRACE_BUDGET_MB: the flight-recorder size of trace sessions (read at start, never in

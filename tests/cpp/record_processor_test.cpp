@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "backend/flush_policy.h"
+
 #include "test_util.h"
 
 namespace proton {
@@ -139,6 +141,34 @@ TEST_F(Processor, AForgottenSessionGetsNoKernelsOfItsOpenTags) {
   ASSERT_EQ(sink_.got.size(), 3u);
   for (const Delivery& d : sink_.got)
     EXPECT_EQ(d.sessions, 0b10u) << d.correlation;
+}
+
+TEST_F(Processor, HeldTagsCountsStagedLaunchesUntilTheirKernelsCome) {
+  LaunchStage::tag(31);
+  LaunchStage::tag(32, 2);
+  EXPECT_EQ(proc_.stats().pending_tags, 0u);  // still staged on this thread
+  EXPECT_EQ(proc_.held_tags(), 2u);           // drained by the question
+  std::vector<KernelRecord> batch = {record(31), record(32)};
+  proc_.process(batch);
+  EXPECT_EQ(proc_.held_tags(), 1u);  // 32 expects one more kernel
+  batch = {record(32)};
+  proc_.process(batch);
+  EXPECT_EQ(proc_.held_tags(), 0u);
+}
+
+TEST(FlushPolicy, FlushesOnlyWhenTagsPileUpOrWaitTooLong) {
+  FlushPolicy p;  // 8192 tags, 200 ms
+  const uint64_t ms = 1'000'000;
+  EXPECT_FALSE(p.due(0, 10'000 * ms, 0));       // nothing held: never
+  EXPECT_FALSE(p.due(100, 50 * ms, 0));         // a few tags, a buffer came recently
+  EXPECT_FALSE(p.due(8191, 199 * ms, 0));       // just under both limits
+  EXPECT_TRUE(p.due(8192, 1 * ms, 0));          // the tag limit
+  EXPECT_TRUE(p.due(1, 1200 * ms, 1000 * ms));  // quiet for 200 ms with a tag held
+  EXPECT_FALSE(p.due(1, 1100 * ms, 1000 * ms));
+  EXPECT_FALSE(p.due(1, 5 * ms, 10 * ms));  // a clock read before the last delivery
+  p.tag_limit = 0;                          // the old behaviour: every check
+  EXPECT_TRUE(p.due(1, 0, 0));
+  EXPECT_FALSE(p.due(0, 0, 0));
 }
 
 TEST_F(Processor, DroppedRecordsAreCountedAndReported) {

@@ -42,12 +42,6 @@ class BenchBackend final : public Backend {
   }
 };
 
-uint64_t steady_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-          .count());
-}
-
 long peak_rss_kb() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

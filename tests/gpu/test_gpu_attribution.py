@@ -159,3 +159,26 @@ def test_runtime_launches_enter_the_driver_callback_under_their_id(xy):
     assert c["kernels"] == 250, c
     assert c["runtime_callbacks"] >= 205 and c["driver_callbacks"] >= 205, c
     assert c["kernels_driver_id"] == c["kernels"], c
+
+
+def test_records_of_a_quiet_program_arrive_without_a_flush(out_name, xy):
+    # The periodic check flushes when tags wait 200 ms with no buffer handed over
+    # (flush_policy.h): a program that launches a few kernels and then waits still gets them
+    # attributed without any flush call, and a loop that keeps CUPTI's buffers filling needs none.
+    import time
+
+    x, y = xy
+    proton.start(out_name)
+    stats = proton._proton._processor_stats
+    flushes = proton._proton._buffer_stats()["periodic_flushes"]
+    records = stats()["records"]  # the processor's counts span sessions
+    for _ in range(100):
+        x + y
+    torch.cuda.synchronize()
+    deadline = time.monotonic() + 10
+    while stats()["records"] - records < 100 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stats()["records"] - records == 100
+    assert stats()["pending_tags"] == 0
+    assert proton._proton._buffer_stats()["periodic_flushes"] > flushes
+    proton.finalize()

@@ -11,6 +11,7 @@
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
+#include "common/clock.h"
 
 namespace proton {
 
@@ -31,6 +32,8 @@ std::string driver_error(const DriverApi& d, const char* call, CUresult r) {
   return std::string(call) +
          " failed: " + (text != nullptr ? std::string(text) : "CUDA error " + std::to_string(r));
 }
+
+std::atomic<uint64_t> g_periodic_flushes{0};  // relaxed counter (diagnostics)
 
 bool env_true(const char* name) {
   const char* v = std::getenv(name);
@@ -123,11 +126,25 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   paused_ = false;
   // CUPTI hands a buffer over when it fills; until then every launch in it keeps its tag in
   // the processor. A plain (non-forcing) flush returns buffers whose records are complete,
-  // full or not, and CUPTI allows it from any thread: 50 per second bound the tags held to
-  // what 20 ms launches (a graph-mode run fills a 1 MB buffer only every ~18k graph launches).
+  // full or not, and CUPTI allows it from any thread, but it costs the launching threads: the
+  // ticker flushes only when the policy says tags pile up (flush_policy.h).
+  flush_policy_.tag_limit = options.flush_tags;
+  quiet_since_ns_.store(steady_ns(), std::memory_order_relaxed);
   flusher_.start(std::chrono::milliseconds(options.flush_interval_ms),
-                 [api = api_] { api->cuptiActivityFlushAll(0); });
+                 [this] { periodic_flush(); });
   return true;
+}
+
+void CuptiBackend::periodic_flush() {
+  // Runs on the ticker between start() and stop() (stop joins it before processor_ goes).
+  uint64_t now = steady_ns();
+  if (!flush_policy_.due(processor_->held_tags(), now,
+                         quiet_since_ns_.load(std::memory_order_relaxed))) {
+    return;
+  }
+  quiet_since_ns_.store(now, std::memory_order_relaxed);
+  g_periodic_flushes.fetch_add(1, std::memory_order_relaxed);
+  api_->cuptiActivityFlushAll(0);
 }
 
 bool CuptiBackend::subscribe(std::string& why) {
@@ -241,6 +258,7 @@ void CuptiBackend::stop() {
 
 void CuptiBackend::consume(uint8_t* buffer, size_t valid_bytes) noexcept {
   if (processor_ == nullptr || batcher_ == nullptr) return;
+  quiet_since_ns_.store(steady_ns(), std::memory_order_relaxed);
   try {
     BufferStats s = batcher_->deliver(buffer, valid_bytes, *processor_);
     if (s.end != CUPTI_ERROR_MAX_LIMIT_REACHED) ++incomplete_buffers_;
@@ -291,6 +309,7 @@ Diagnostics diagnostics() {
   d.buffers_free = s.free;
   d.buffers_declined = s.declined;
   d.graph_level_fallbacks = graph_level_fallbacks();
+  d.periodic_flushes = g_periodic_flushes.load(std::memory_order_relaxed);
   return d;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cupti.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,7 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   bool subscribe(std::string& why);
   void undo_start();
   void sync_current_context();
+  void periodic_flush();  // the ticker's check
 
   // Set by start() and cleared by stop(), both on the session layer's thread; read by
   // consume() only while registered as the buffer consumer (between those two points).
@@ -49,8 +51,13 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   bool running_ = false;
   bool paused_ = false;
   bool driver_only_ = false;  // launch callbacks of the driver domain only (backend.h)
-  // Hands over partly filled buffers every BackendOptions::flush_interval_ms while running.
+  // Checks every BackendOptions::flush_interval_ms while running whether to hand partly
+  // filled buffers over (periodic_flush, flush_policy.h).
   Ticker flusher_;
+  FlushPolicy flush_policy_;
+  // The later of the last buffer consumed and the last periodic flush (steady ns): written by
+  // consume() and the ticker, read by the ticker.
+  std::atomic<uint64_t> quiet_since_ns_{0};
 
   // Owned by consume(), which activity_buffers serialises (its consumer lock).
   std::unique_ptr<KernelBatcher> batcher_;
