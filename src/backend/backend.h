@@ -27,7 +27,10 @@ struct BackendOptions {
   // not 4. 256 of them cover over a second of the fastest launch loops before records drop.
   size_t buffer_bytes = 1u << 20;  // size of each activity buffer
   size_t max_buffers = 256;        // buffers in flight before records are dropped
-  bool graph_level = false;        // mode="graph": one record per graph launch (see graphs.md)
+  // Buffers allocated (and made resident) at start: CUPTI keeps 2-3 in use under a tight launch
+  // loop, and a pool that grows mid-run steps resident memory up by a whole buffer.
+  size_t initial_buffers = 4;
+  bool graph_level = false;  // mode="graph": one record per graph launch (see graphs.md)
   // Period of the background check that hands over partly filled buffers when launch tags pile
   // up (flush_policy.h; 0: only when buffers fill and at flush/finalize).
   uint32_t flush_interval_ms = 20;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -129,6 +130,17 @@ void BufferPool::configure(size_t buffer_bytes, size_t max_buffers) {
   }
   max_ = std::max<size_t>(max_buffers, 1);
   free_.reserve(max_);
+}
+
+void BufferPool::reserve(size_t count) {
+  std::lock_guard lock(mu_);
+  while (allocated_ < std::min(count, max_)) {
+    auto* b = static_cast<uint8_t*>(std::aligned_alloc(kRecordAlign, bytes_));
+    if (b == nullptr) return;  // no memory now: buffers come on demand, as without reserve
+    std::memset(b, 0, bytes_);
+    ++allocated_;
+    free_.push_back(b);  // within the capacity configure() reserved
+  }
 }
 
 uint8_t* BufferPool::acquire(size_t& size) {

@@ -45,6 +45,10 @@ class BufferPool {
   /// Sets the size of future buffers (rounded up to CUPTI's 8-byte record alignment) and the
   /// cap. Free buffers of another size are released now; lent ones when they come back.
   void configure(size_t buffer_bytes, size_t max_buffers);
+  /// Allocates buffers until `count` exist (at most the cap), their pages written so they are
+  /// resident now: a pool sized at start never grows mid-run from a burst of completions, which
+  /// would step resident memory up by a buffer at a random point of the run.
+  void reserve(size_t count);
 
   /// A buffer of `size` bytes, or nullptr (size 0) at the cap.
   uint8_t* acquire(size_t& size);

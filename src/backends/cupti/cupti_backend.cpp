@@ -76,6 +76,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   api_->cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
 
   buffer_pool().configure(options.buffer_bytes, options.max_buffers);
+  buffer_pool().reserve(options.initial_buffers);
   set_buffer_thread(options.buffer_thread);
   set_buffer_consumer(this);
   CUptiResult cr = api_->cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);

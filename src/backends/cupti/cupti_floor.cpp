@@ -232,7 +232,8 @@ bool cupti_floor_start(std::string& why, const BackendOptions& options, FloorCon
   }
   g_consumer->next = api->cuptiActivityGetNextRecord;
   cupti::buffer_pool().configure(options.buffer_bytes, options.max_buffers);
-  cupti::set_buffer_thread(options.buffer_thread);  // as the backend delivers
+  cupti::buffer_pool().reserve(options.initial_buffers);  // as the backend does
+  cupti::set_buffer_thread(options.buffer_thread);        // as the backend delivers
   cupti::set_buffer_consumer(g_consumer);
   CUptiResult r =
       api->cuptiActivityRegisterCallbacks(cupti::on_buffer_requested, cupti::on_buffer_completed);

@@ -26,6 +26,26 @@ TEST(BufferPool, RecyclesCompletedBuffersInsteadOfAllocating) {
   pool.release(b, size);
 }
 
+TEST(BufferPool, ReserveAllocatesUpFrontWithinTheCap) {
+  BufferPool pool;
+  pool.configure(1000, 3);
+  pool.reserve(2);
+  EXPECT_EQ(pool.stats().allocated, 2u);
+  EXPECT_EQ(pool.stats().free, 2u);
+  pool.reserve(2);  // already there: nothing more
+  EXPECT_EQ(pool.stats().allocated, 2u);
+  size_t size = 0;
+  uint8_t* a = pool.acquire(size);  // a reserved buffer, not a new one
+  uint8_t* b = pool.acquire(size);
+  EXPECT_EQ(pool.stats().allocated, 2u);
+  EXPECT_EQ(a[0], 0);
+  EXPECT_EQ(b[999], 0);  // written at reserve: resident, and zeroed
+  pool.reserve(10);      // capped at 3
+  EXPECT_EQ(pool.stats().allocated, 3u);
+  pool.release(a, size);
+  pool.release(b, size);
+}
+
 TEST(BufferPool, SizesAreRoundedToRecordAlignment) {
   BufferPool pool;
   pool.configure(1001, 2);
