@@ -2,26 +2,7 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
 namespace proton {
-
-namespace {
-
-bool cpu_has_prefetchw() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (c & bit_PRFCHW) != 0;
-#else
-  return false;
-#endif
-}
-
-}  // namespace
-
-const bool ThreadStage::kHasPrefetchW = cpu_has_prefetchw();
 
 ThreadStage::ThreadStage() : tail_(new Block()), head_(tail_) {}
 

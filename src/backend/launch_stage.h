@@ -71,14 +71,6 @@ class ThreadStage {
     }
     b->tags[n] = tag;
     b->count.store(n + 1, std::memory_order_release);
-    // The next slot's lines were last read by the draining thread: owning them takes a
-    // cross-core round trip. Asked for now, it happens between launches, not inside the next
-    // one, where the driver's next locked instruction would wait for it.
-    if (n + 1 < kBlockTags) {
-      const char* next = reinterpret_cast<const char*>(&b->tags[n + 1]);
-      prefetch_for_write(next);
-      prefetch_for_write(next + sizeof(LaunchTag) - 1);
-    }
   }
 
   /// Consumer side (one thread at a time): calls fn for every tag not yet drained.
@@ -110,18 +102,8 @@ class ThreadStage {
     LaunchTag tags[kBlockTags];
   };
 
-  static void prefetch_for_write(const char* p) {
-#if defined(__x86_64__)
-    if (kHasPrefetchW) {
-      asm volatile("prefetchw %0" : : "m"(*p));
-      return;
-    }
-#endif
-    __builtin_prefetch(p, 1, 3);  // x86 without PREFETCHW: a read prefetch, still the line
-  }
-  static const bool kHasPrefetchW;  // CPUID says PREFETCHW exists (x86-64)
-  Block* next_block();              // producer: link a fresh block after the full tail
-  void recycle(Block* b);           // consumer: return a drained block to the free stack
+  Block* next_block();     // producer: link a fresh block after the full tail
+  void recycle(Block* b);  // consumer: return a drained block to the free stack
 
   Block* tail_;                        // producer only
   Block* head_;                        // consumer only
