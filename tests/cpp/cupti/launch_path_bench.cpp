@@ -8,11 +8,17 @@
 // callbacks) and for a runtime launch with its nested driver call (both domains subscribed).
 // CUPTI's own dispatch of the callbacks is not in it: bench/interleave.py measures that on a
 // GPU (floor_cb minus floor). Build it optimised: see docs/bench.md.
+//
+// A tight loop keeps every line our callback touches in L1, which a real launch does not: the
+// framework runs microseconds of its own code between launches. "cold_l1_ns" / "cold_l2_ns"
+// time one driver launch after walking 64 KiB / 4 MiB of other memory, minus the same walk
+// and clock reads with no launch: the cost of the cache lines the launch path touches.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "backend/launch_stage.h"
 #include "backends/cupti/launch_callbacks.h"
@@ -40,6 +46,34 @@ double time_launches(uint64_t n, Fn&& launch) {
     launch(static_cast<uint32_t>(i));
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count() /
          static_cast<double>(n);
+}
+
+// Reads `bytes` of a buffer of other data, a line at a time, so what the launch path touched
+// is no longer in the nearer caches.
+uint64_t evict(const std::vector<uint64_t>& other, size_t bytes) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < bytes / sizeof(uint64_t) && i < other.size(); i += 8)
+    sum += other[i];
+  return sum;
+}
+
+// ns of one `launch` after an eviction of `bytes`, net of the eviction and clock reads alone.
+template <typename Fn>
+double time_cold(uint64_t n, size_t bytes, Fn&& launch) {
+  static std::vector<uint64_t> other(size_t{4} << 20 >> 3, 1);
+  volatile uint64_t sink = 0;
+  auto run = [&](bool with_launch) {
+    double total = 0;
+    for (uint64_t i = 1; i <= n; ++i) {
+      sink = sink + evict(other, bytes);
+      auto t0 = Clock::now();
+      if (with_launch) launch(static_cast<uint32_t>(i));
+      total += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    }
+    return total / static_cast<double>(n);
+  };
+  double with = run(true);
+  return with - run(false);
 }
 
 }  // namespace
@@ -76,6 +110,8 @@ int main(int argc, char** argv) {
   time_launches(n / 10, driver);  // warm up: tag blocks allocated, then recycled
   double driver_ns = time_launches(n, driver);
   double runtime_ns = time_launches(n, runtime);
+  double cold_l1_ns = time_cold(n / 50, 64 << 10, driver);
+  double cold_l2_ns = time_cold(n / 500, 4 << 20, driver);
 
   done = true;
   drainer.join();
@@ -83,8 +119,8 @@ int main(int argc, char** argv) {
   LaunchStage::active_sessions = 0;
   std::printf(
       "{\"launches\": %llu, \"driver_only_ns\": %.1f, \"runtime_plus_driver_ns\": %.1f, "
-      "\"tags_drained\": %llu}\n",
-      static_cast<unsigned long long>(n), driver_ns, runtime_ns,
+      "\"cold_l1_ns\": %.1f, \"cold_l2_ns\": %.1f, \"tags_drained\": %llu}\n",
+      static_cast<unsigned long long>(n), driver_ns, runtime_ns, cold_l1_ns, cold_l2_ns,
       static_cast<unsigned long long>(drained.load()));
   return 0;
 }
