@@ -5,9 +5,10 @@ triton.profiler (another libcupti) and to see start-up and memory; but on a shar
 speed of a whole process drifts by tens of percent, more than the microseconds at stake for
 launch-bound workloads. Here every variant runs the same workload in the same process, one
 slot after another: a cycle visits every variant once (the order rotates from cycle to cycle),
-and a slot starts the variant, times the region `--repeats` times (keeping each meter's smallest reading), and
-stops it. Differences are taken within a cycle, so slow drifts cancel; the report gives their
-median and quartiles over cycles.
+and a slot starts the variant, times the region `--repeats` times (keeping each meter's
+smallest reading), and stops it. Differences are taken within a cycle, so slow drifts cancel;
+the report gives their median over cycles with its 95% confidence interval (and, in the JSON,
+their quartiles).
 
 Variants: none, the CUPTI floors (bench/variants.py) and proton; not triton.profiler, whose
 own libcupti must not meet ours in one process. "none" runs after CUPTI was loaded: what a
@@ -41,7 +42,8 @@ def parse_args(argv):
     p.add_argument("--workloads", default=DEFAULT_WORKLOADS)
     p.add_argument("--variants", default=DEFAULT_VARIANTS)
     p.add_argument("--cycles", type=int, default=40)
-    p.add_argument("--repeats", type=int, default=3, help="timed regions per slot (smallest reading kept)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed regions per slot (smallest reading kept)")
     p.add_argument("--cpus", default=None,
                    help="pin the process to these CPUs (e.g. 1,2,3,4: the launching thread and "
                         "the profiler's threads)")
@@ -119,8 +121,9 @@ def markdown(meta, results):
              f"CPUs {meta['cpu']}; {meta['seconds']:.0f} s in all; hardware counters: "
              f"{meta.get('counters', 'not read')}.",
              "Ratios and per-launch differences are medians over cycles of same-cycle pairs "
-             "[95% confidence interval of that median; the JSON has quartiles too]. wall: elapsed time; cpu: the launching thread's CPU time "
-             "(blind to time spent descheduled); instructions, cycles: retired by the launching "
+             "[95% confidence interval of that median; the JSON has quartiles too]. wall: "
+             "elapsed time; cpu: the launching thread's CPU time (blind to time spent "
+             "descheduled); instructions, cycles: retired by the launching "
              "thread in user mode (instructions barely move with host load: the work a variant "
              "adds to the launching thread).",
              ""]

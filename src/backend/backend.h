@@ -22,9 +22,10 @@ namespace proton {
 class RecordProcessor;
 
 struct BackendOptions {
-  // 1 MB buffers (~4,800 kernel records): with the periodic flush below they are handed over
-  // long before they fill, and a pool that grows by one buffer grows resident memory by 1 MB,
-  // not 4. 256 of them cover over a second of the fastest launch loops before records drop.
+  // 1 MB buffers (~4,800 kernel records): CUPTI hands one over when it fills (or when the
+  // periodic check below flushes), and a pool that grows by one buffer grows resident memory
+  // by 1 MB, not 4. 256 of them cover over a second of the fastest launch loops before records
+  // drop.
   size_t buffer_bytes = 1u << 20;  // size of each activity buffer
   size_t max_buffers = 256;        // buffers in flight before records are dropped
   // Buffers allocated (and made resident) at start: CUPTI keeps 2-3 in use under a tight launch

@@ -2,7 +2,6 @@
 
 #include <bit>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
