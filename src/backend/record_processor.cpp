@@ -17,15 +17,15 @@ void RecordProcessor::drain_tags() {
       sink_.scope_event(tag);
       return;
     }
-    auto [it, inserted] = tags_.try_emplace(tag.correlation, Pending{tag, tag.fanout});
+    auto [item, inserted] = tags_.try_emplace(tag.correlation, Pending{tag, tag.fanout});
     if (!inserted) {  // a correlation id reused before its kernels came: the old tag is done
-      if (it->second.remaining != 0) close_one(tag_epoch(it->second.tag));
-      it->second = Pending{tag, tag.fanout};
+      if (item->value.remaining != 0) close_one(tag_epoch(item->value.tag));
+      item->value = Pending{tag, tag.fanout};
     }
     if (tag.fanout == 0) {
       uint64_t evicted = graphs_.track_unknown(tag.correlation);
-      auto old = evicted != 0 ? tags_.find(evicted) : tags_.end();
-      if (old != tags_.end() && old->second.remaining == 0 && old->second.graph == 0) {
+      auto* old = evicted != 0 ? tags_.find(evicted) : nullptr;
+      if (old != nullptr && old->value.remaining == 0 && old->value.graph == 0) {
         tags_.erase(old);  // no graph record ever claimed it: a graph without kernels
       }
       return;
@@ -41,10 +41,10 @@ void RecordProcessor::drain_tags() {
 }
 
 void RecordProcessor::retire(uint64_t correlation) {
-  auto it = tags_.find(correlation);
-  if (it == tags_.end()) return;
-  if (it->second.remaining != 0) close_one(tag_epoch(it->second.tag));
-  tags_.erase(it);
+  auto* item = tags_.find(correlation);
+  if (item == nullptr) return;
+  if (item->value.remaining != 0) close_one(tag_epoch(item->value.tag));
+  tags_.erase(item);
 }
 
 void RecordProcessor::close_one(uint32_t epoch) {
@@ -68,22 +68,23 @@ uint32_t RecordProcessor::oldest_open_epoch() const {
 }
 
 bool RecordProcessor::attribute(const KernelRecord& r) {
-  auto it = tags_.find(r.correlation);
-  if (it == tags_.end()) return false;
+  auto* item = tags_.find(r.correlation);
+  if (item == nullptr) return false;
+  Pending& pending = item->value;  // the sink and graphs_ below never touch tags_
   uint64_t stale = 0;
   if (r.graph_id == 0 && r.graph_node_id == 0) {
-    sink_.deliver(it->second.tag.sessions, it->second.tag, r);
+    sink_.deliver(pending.tag.sessions, pending.tag, r);
   } else {
-    LaunchTag replay = graphs_.replay_tag(it->second.tag, r);
+    LaunchTag replay = graphs_.replay_tag(pending.tag, r);
     sink_.deliver(replay.sessions, replay, r);
     if (r.graph_id != 0) {
-      it->second.graph = static_cast<uint32_t>(r.graph_id);
-      stale = graphs_.launch_seen(it->second.graph, r.correlation);
+      pending.graph = static_cast<uint32_t>(r.graph_id);
+      stale = graphs_.launch_seen(pending.graph, r.correlation);
     }
   }
-  if (it->second.remaining != 0 && --it->second.remaining == 0) {
-    close_one(tag_epoch(it->second.tag));
-    tags_.erase(it);
+  if (pending.remaining != 0 && --pending.remaining == 0) {
+    close_one(tag_epoch(pending.tag));
+    tags_.erase(item);
   }
   if (stale != 0) retire(stale);
   return true;
@@ -107,11 +108,11 @@ void RecordProcessor::process(std::span<const KernelRecord> records) {
   std::lock_guard lock(mu_);
   drain_tags();
   // Records that missed their tag in the previous batch get one more chance, then go to root.
-  std::vector<KernelRecord> retry;
-  retry.swap(waiting_);
-  for (const KernelRecord& r : retry) {
+  retry_.swap(waiting_);  // both keep their capacity: no allocation per batch
+  for (const KernelRecord& r : retry_) {
     if (!attribute(r)) unattributed(r);
   }
+  retry_.clear();
   for (const KernelRecord& r : records) {
     ++stats_.records;
     if (!attribute(r)) waiting_.push_back(r);
@@ -140,7 +141,7 @@ void RecordProcessor::settle(bool forget_open_tags) {
   }
   graphs_.settle();
   if (forget_open_tags) {
-    tags_.clear();
+    tags_.reset();  // the backend stopped: give back what a burst of launches grew
     open_epochs_.clear();
     graphs_.forget_launches();
   }
@@ -149,8 +150,8 @@ void RecordProcessor::settle(bool forget_open_tags) {
 void RecordProcessor::forget_session(SessionId id) {
   std::lock_guard lock(mu_);
   drain_tags();
-  for (auto& [correlation, pending] : tags_)
-    pending.tag.sessions &= ~(SessionMask{1} << id);
+  tags_.for_each(
+      [&](uint64_t, Pending& pending) { pending.tag.sessions &= ~(SessionMask{1} << id); });
 }
 
 size_t RecordProcessor::held_tags() {

@@ -21,12 +21,12 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/graph_attribution.h"
 #include "backend/kernel_record.h"
 #include "backend/launch_stage.h"
+#include "common/id_map.h"
 
 namespace proton {
 
@@ -100,8 +100,11 @@ class RecordProcessor {
 
   RecordSink& sink_;
   mutable std::mutex mu_;  // guards everything below; never held while calling user code
-  std::unordered_map<uint64_t, Pending> tags_;  // correlation -> launch tag
-  std::vector<KernelRecord> waiting_;           // records seen before their tag
+  // correlation -> launch tag. Grows to the launches in flight (a few thousand per CUPTI buffer)
+  // and then allocates nothing per launch; settle(true) shrinks it back.
+  IdMap<Pending> tags_{1024};
+  std::vector<KernelRecord> waiting_;  // records seen before their tag
+  std::vector<KernelRecord> retry_;    // scratch: last batch's waiting records, retried
   // Tags still expecting kernels, per epoch, oldest first (epochs only grow). Unknown fan-out
   // tags are not counted: nothing says when they are done.
   std::vector<std::pair<uint32_t, uint64_t>> open_epochs_;
