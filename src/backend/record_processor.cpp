@@ -106,6 +106,7 @@ void RecordProcessor::unattributed(const KernelRecord& r) {
 
 void RecordProcessor::process(std::span<const KernelRecord> records) {
   std::lock_guard lock(mu_);
+  SinkBatch batch(sink_);
   drain_tags();
   // Records that missed their tag in the previous batch get one more chance, then go to root.
   retry_.swap(waiting_);  // both keep their capacity: no allocation per batch
@@ -122,12 +123,14 @@ void RecordProcessor::process(std::span<const KernelRecord> records) {
 void RecordProcessor::report_dropped(uint64_t count) {
   if (count == 0) return;
   std::lock_guard lock(mu_);
+  SinkBatch batch(sink_);
   stats_.dropped += count;
   sink_.dropped(count);
 }
 
 void RecordProcessor::settle(bool forget_open_tags) {
   std::lock_guard lock(mu_);
+  SinkBatch batch(sink_);
   drain_tags();
   for (const KernelRecord& r : waiting_) {
     if (!attribute(r)) unattributed(r);
@@ -149,6 +152,7 @@ void RecordProcessor::settle(bool forget_open_tags) {
 
 void RecordProcessor::forget_session(SessionId id) {
   std::lock_guard lock(mu_);
+  SinkBatch batch(sink_);
   drain_tags();
   tags_.for_each(
       [&](uint64_t, Pending& pending) { pending.tag.sessions &= ~(SessionMask{1} << id); });
@@ -156,6 +160,7 @@ void RecordProcessor::forget_session(SessionId id) {
 
 size_t RecordProcessor::held_tags() {
   std::lock_guard lock(mu_);
+  SinkBatch batch(sink_);
   drain_tags();
   return tags_.size();
 }

@@ -31,9 +31,15 @@
 namespace proton {
 
 /// Where attributed records go (implemented by the session layer; tests use fakes).
+///
+/// The processor makes every call below between begin_batch() and end_batch(), from one
+/// thread at a time and under its own lock, so a sink can take the lock that guards its
+/// session list once per batch of records instead of once per record.
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
+  virtual void begin_batch() {}
+  virtual void end_batch() {}
   virtual void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) = 0;
   /// Records the backend lost (buffer overflow), reported to every active session.
   virtual void dropped(uint64_t count) = 0;
@@ -72,10 +78,12 @@ class RecordProcessor {
   /// Phases: every tag drained from now on is stamped with a new epoch (LaunchStage::
   /// phase_epoch, in LaunchTag::flags). Tags staged before this call are drained first, so a
   /// thread's launches before advance_epoch() keep the old epoch. `on_advanced(new_epoch)` runs
-  /// under the processor lock, before any record of the new epoch is delivered.
+  /// under the processor lock (and inside a sink batch), before any record of the new epoch is
+  /// delivered.
   template <typename Fn>
   uint32_t advance_epoch(Fn&& on_advanced) {
     std::lock_guard lock(mu_);
+    SinkBatch batch(sink_);
     drain_tags();
     uint32_t next = LaunchStage::phase_epoch.load(std::memory_order_relaxed) + 1;
     LaunchStage::phase_epoch.store(next, std::memory_order_relaxed);
@@ -87,6 +95,17 @@ class RecordProcessor {
   uint32_t oldest_open_epoch() const;
 
  private:
+  // Brackets the sink calls of one locked section (taken after mu_, released before it).
+  class SinkBatch {
+   public:
+    explicit SinkBatch(RecordSink& sink) : sink_(sink) { sink_.begin_batch(); }
+    ~SinkBatch() { sink_.end_batch(); }
+    SinkBatch(const SinkBatch&) = delete;
+    SinkBatch& operator=(const SinkBatch&) = delete;
+
+   private:
+    RecordSink& sink_;
+  };
   struct Pending {
     LaunchTag tag;
     uint32_t remaining;  // 0 = unknown fan-out: see graph_attribution.h

@@ -462,15 +462,23 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   }
 }
 
+void Runtime::begin_batch() {
+  sessions_mu_.lock_shared();
+}
+
+void Runtime::end_batch() {
+  sessions_mu_.unlock_shared();
+}
+
 void Runtime::deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) {
-  std::shared_lock lock(sessions_mu_);
+  // sessions_mu_ is held shared: the processor brackets its batch with begin/end_batch().
   for (; sessions != 0; sessions &= sessions - 1) {
     if (Session* s = sessions_[std::countr_zero(sessions)].get()) s->add_kernel(tag, r);
   }
 }
 
 void Runtime::scope_event(const LaunchTag& tag) {
-  std::shared_lock lock(sessions_mu_);
+  // sessions_mu_ is held shared (a processor batch).
   for (SessionMask m = tag.sessions; m != 0; m &= m - 1) {
     if (Session* s = sessions_[std::countr_zero(m)].get()) s->add_scope_event(tag);
   }
@@ -478,7 +486,7 @@ void Runtime::scope_event(const LaunchTag& tag) {
 
 void Runtime::dropped(uint64_t count) {
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
-  std::shared_lock lock(sessions_mu_);
+  // sessions_mu_ is held shared (a processor batch).
   for (; active != 0; active &= active - 1) {
     Session* s = sessions_[std::countr_zero(active)].get();
     if (s == nullptr) continue;

@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime_fixture.h"
 #include "test_util.h"
@@ -133,6 +138,50 @@ TEST_F(Sessions, HatchetJsonFlushesFirst) {
   launch("k", 5);
   json j = json::parse(rt_.hatchet_json(s));
   EXPECT_EQ((*child(j[0], "k"))["metrics"]["time (ns)"], 5);
+}
+
+// The record thread holds the session list for a whole batch (Runtime::begin_batch) while
+// user threads start and finalize other sessions: no batch may see a session half gone, and
+// the session that stays must get every kernel. Run under TSan and ASan by CI.
+TEST_F(Sessions, RecordThreadDeliversWhileSessionsComeAndGo) {
+  SessionId keep = rt_.start(config("keep"));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> delivered{0};
+  std::thread record_thread([&] {
+    NameId name = id("k");
+    std::vector<KernelRecord> batch;
+    for (uint64_t correlation = 50'000'000; !stop.load();) {
+      batch.clear();
+      for (int i = 0; i < 64; ++i) {
+        LaunchStage::tag(++correlation);
+        KernelRecord r;
+        r.correlation = correlation;
+        r.start_ns = 1000;
+        r.end_ns = 1001;
+        r.name = name;
+        batch.push_back(r);
+      }
+      rt_.processor().process(batch);
+      delivered += batch.size();
+      // Buffers come some time apart, as CUPTI's do; a writer (start/finalize) waits for the
+      // batch in progress, and glibc's rwlock lets new readers in while a writer waits.
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  while (delivered.load() == 0)
+    std::this_thread::yield();
+  for (int i = 0; i < 30; ++i) {
+    SessionId s = rt_.start(config("churn" + std::to_string(i)));
+    launch("main", 1);
+    rt_.finalize(s, "");
+  }
+  stop = true;
+  record_thread.join();
+  rt_.finalize(keep, "");
+  json tree = read("keep");
+  const json* k = child(tree[0], "k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ((*k)["metrics"]["count"], delivered.load());
 }
 
 }  // namespace
