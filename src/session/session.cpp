@@ -75,7 +75,8 @@ Session::Session(SessionId id, SessionConfig config, uint32_t epoch)
     : id_(id),
       config_(std::move(config)),
       data_(parse_data(config_.data)),
-      flushing_(parse_periodic_flushing(config_.mode)) {
+      flushing_(parse_periodic_flushing(config_.mode)),
+      python_context_(config_.context == "python") {
   if (flushing_.enabled && !data_.tree) {
     throw std::invalid_argument(
         "mode 'periodic_flushing' writes call trees; it needs data='tree' "
@@ -184,9 +185,8 @@ void Session::add_scope_event(const LaunchTag& tag) {
 }
 
 void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
-  ContextId ctx = config_.context == "python" && tag.python_context != kRootContext
-                      ? tag.python_context
-                      : tag.context;
+  ContextId ctx =
+      python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
   std::lock_guard lock(mu);
   if (CallTree* tree = tree_for(tag)) {
     // Launch metadata (hook="triton") renames the kernel's node and adds its metrics, once per

@@ -113,6 +113,7 @@ class Session {
   SessionConfig config_;
   DataKinds data_;
   PeriodicFlushing flushing_;
+  bool python_context_;  // context == "python", not compared per kernel (memcmp was ~9%)
   std::vector<uint32_t> phase_starts_;                   // phase -> first epoch
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;
