@@ -167,6 +167,10 @@ def markdown(meta, results):
                     lines.append(f"  {m}: {unit(mid * scale)} [{unit(lo * scale)}–"
                                  f"{unit(hi * scale)}] per launch")
     for w, res in results.items():
+        for v, note in (res.get("notes") or {}).items():
+            lines.append(f"\n{w}, {v}: " + ", ".join(
+                f"{k} {x:.1f}" if isinstance(x, float) else f"{k} {x}" for k, x in note.items()))
+    for w, res in results.items():
         if res.get("census"):
             lines.append(f"\n{w}, one region under the counting floors: {res['census']}")
     return "\n".join(lines) + "\n"
@@ -293,8 +297,11 @@ def run_workload(workload, names, args, sync):
     for n, row in results["wall"].items():
         if seen.get(n) is not None:
             row["kernels_seen"] = f"{seen[n]} / {expected}" if expected else seen[n]
+    notes = {n: v.notes() for n, v in loaded.items() if v.notes()}
+    if notes:
+        print(f"  notes: {notes}", flush=True)
     return {"kernels": kernels, "census": counts, "toggle": toggled, "meters": results,
-            "slots": slots, "counters": meters.counters_note}
+            "slots": slots, "counters": meters.counters_note, "notes": notes}
 
 
 class Meters:

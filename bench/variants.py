@@ -34,6 +34,10 @@ class Variant:
     def kernels_seen(self, out_dir):
         return None
 
+    def notes(self):
+        """Anything the variant measured of itself over the run (a dict), or None."""
+        return None
+
 
 class NoProfiler(Variant):
     name = "none"
@@ -174,7 +178,40 @@ PROTON_KNOB_VARIANTS = [
               env={"PROTON_FLUSH_INTERVAL_MS": "0"}),
     _subclass(Proton, "proton_flush20", "A flush every 20 ms whatever the tags held (the "
               "default before the flush policy).", env={"PROTON_FLUSH_TAGS": "0"}),
+    _subclass(Proton, "proton_emptycb", "The launch callbacks enabled but returning at once: "
+              "proton minus this row is our callback body, this row minus floor_cb the rest.",
+              env={"PROTON_DIAG_CALLBACK": "empty"}),
 ]
+
+
+class ProtonTimed(Proton):
+    """This project with its callback body timed by the TSC inside real launches
+    (PROTON_DIAG_CALLBACK=timed): `notes()` gives the mean ns per API enter and exit."""
+
+    name = "proton_timed"
+    env = {"PROTON_DIAG_CALLBACK": "timed"}
+
+    def load(self):
+        super().load()
+        from proton import _proton
+
+        if not hasattr(_proton, "_callback_timing"):
+            raise Unavailable("this build has no _callback_timing")
+        self.timing = _proton._callback_timing
+        self.samples = []
+
+    def stop(self):
+        super().stop()
+        t = self.timing()
+        if t["enter_calls"]:
+            self.samples.append(t)
+
+    def notes(self):
+        if not self.samples:
+            return None
+        mid = len(self.samples) // 2
+        return {k: sorted(s[k] for s in self.samples)[mid]
+                for k in ("enter_ns", "exit_ns", "probe_ns", "enter_calls", "exit_calls")}
 
 
 class ProtonPaused(Proton):
@@ -267,7 +304,7 @@ def _import(module):
 ALL = {
     v.name: v
     for v in (NoProfiler, CuptiFloor, CuptiFloorCallbacks, *FLOOR_VARIANTS, Proton,
-              *PROTON_KNOB_VARIANTS, ProtonPaused, ProtonTrace, TritonProfiler, TorchProfiler,
+              *PROTON_KNOB_VARIANTS, ProtonTimed, ProtonPaused, ProtonTrace, TritonProfiler, TorchProfiler,
               *CONTEXT_VARIANTS)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton

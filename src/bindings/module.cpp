@@ -257,6 +257,17 @@ NB_MODULE(_proton, m) {
     d["graph_level_fallbacks"] = s.graph_level_fallbacks;
     return d;
   });
+  m.def("_callback_timing", [] {  // PROTON_DIAG_CALLBACK's probe (callback_probe.h)
+    cupti::CallbackTiming t = cupti::callback_timing();
+    nb::dict d;
+    d["mode"] = t.mode;
+    d["enter_calls"] = t.enter_calls;
+    d["exit_calls"] = t.exit_calls;
+    d["enter_ns"] = t.enter_ns;
+    d["exit_ns"] = t.exit_ns;
+    d["probe_ns"] = t.probe_ns;
+    return d;
+  });
 #endif
   m.def("set_library_search_paths", &set_library_search_paths);
 }

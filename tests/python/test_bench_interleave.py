@@ -110,3 +110,19 @@ def test_launches_option_times_regions_of_that_length(fake_variants):
     args = interleave.parse_args(["--cycles", "2", "--repeats", "1", "--launches", "7"])
     res = interleave.run_workload(Chosen, ["none", "heavy"], args, lambda: None)
     assert res["kernels"] == 7 and calls and set(calls) == {7}
+
+
+def test_what_a_variant_notes_of_itself_reaches_the_table(fake_variants, monkeypatch):
+    class Noting(Heavy):
+        name = "noting"
+
+        def notes(self):
+            return {"enter_ns": 123.4, "enter_calls": 7}
+
+    monkeypatch.setitem(variants.ALL, "noting", Noting)
+    args = interleave.parse_args(["--cycles", "2", "--repeats", "1"])
+    res = interleave.run_workload(FakeWorkload, ["none", "noting"], args, lambda: None)
+    assert res["notes"] == {"noting": {"enter_ns": 123.4, "enter_calls": 7}}
+    meta = {"gpu": "Fake GPU", "date": "2026-11-21", "torch": "-", "triton": "-",
+            "commit": "abc", "cycles": 2, "repeats": 1, "cpu": "any", "seconds": 1}
+    assert "fake, noting: enter_ns 123.4, enter_calls 7" in interleave.markdown(meta, {"fake": res})

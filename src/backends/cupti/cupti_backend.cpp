@@ -6,6 +6,7 @@
 
 #include "backend/graph_exec_table.h"
 #include "backend/record_processor.h"
+#include "backends/cupti/callback_probe.h"
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/diagnostics.h"
 #include "backends/cupti/graph_callbacks.h"
@@ -152,15 +153,16 @@ bool CuptiBackend::subscribe(std::string& why) {
   // cuptiSubscribe_v2 (CUDA 12.6+) also tells us who holds CUPTI when we cannot have it.
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
   CUptiResult r;
+  CUpti_CallbackFunc callback = choose_callback();  // on_cupti_callback unless diagnosing
   if (api_->cuptiSubscribe_v2 != nullptr) {
     CUpti_SubscriberParams params{};
     params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
     params.subscriberName = "proton";
     params.oldSubscriberName = holder;
     params.oldSubscriberSize = sizeof(holder);
-    r = api_->cuptiSubscribe_v2(&subscriber_, on_cupti_callback, nullptr, &params);
+    r = api_->cuptiSubscribe_v2(&subscriber_, callback, nullptr, &params);
   } else {
-    r = api_->cuptiSubscribe(&subscriber_, on_cupti_callback, nullptr);
+    r = api_->cuptiSubscribe(&subscriber_, callback, nullptr);
   }
   if (r == CUPTI_SUCCESS) return true;
   subscriber_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace proton::cupti {
 
@@ -16,6 +17,17 @@ struct Diagnostics {
   uint64_t periodic_flushes = 0;       // flushes the periodic check decided on (flush_policy.h)
 };
 
+/// The subscriber callback as PROTON_DIAG_CALLBACK chose it (callback_probe.h).
+struct CallbackTiming {
+  std::string mode;          // "", "timed" or "empty"
+  uint64_t enter_calls = 0;  // launch-API callbacks at API enter (timed mode only)
+  uint64_t exit_calls = 0;
+  double enter_ns = 0;  // mean time in the callback per call, TSC reads included
+  double exit_ns = 0;
+  double probe_ns = 0;  // what two back-to-back TSC reads cost
+};
+
 Diagnostics diagnostics();
+CallbackTiming callback_timing();
 
 }  // namespace proton::cupti
