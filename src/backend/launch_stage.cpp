@@ -19,7 +19,7 @@ ThreadStage::~ThreadStage() {
   }
 }
 
-ThreadStage::Block* ThreadStage::next_block() {
+void ThreadStage::next_block() {
   Block* b = free_.load(std::memory_order_acquire);
   while (b != nullptr &&
          !free_.compare_exchange_weak(b, b->next.load(std::memory_order_relaxed),
@@ -33,7 +33,7 @@ ThreadStage::Block* ThreadStage::next_block() {
   }
   tail_->next.store(b, std::memory_order_release);
   tail_ = b;
-  return b;
+  tail_count_ = 0;
 }
 
 void ThreadStage::recycle(Block* b) {
@@ -64,8 +64,6 @@ thread_local StageOwner tls_owner;
 
 }  // namespace
 
-constinit thread_local ThreadStage* LaunchStage::tls_stage = nullptr;
-
 ContextId LaunchStage::python_context() noexcept {
   PythonContextFn fn = python_context_provider.load(std::memory_order_acquire);
   return fn != nullptr ? fn() : kRootContext;
@@ -74,13 +72,13 @@ ContextId LaunchStage::python_context() noexcept {
 ThreadStage* LaunchStage::register_thread() {
   static std::atomic<uint32_t> next_index{1};
   auto* s = new ThreadStage();
-  s->index = next_index.fetch_add(1, std::memory_order_relaxed);
+  s->set_index(next_index.fetch_add(1, std::memory_order_relaxed));
   {
     std::lock_guard lock(g_stages_mu);
     stages().push_back(s);
   }
   tls_owner.stage = s;
-  tls_stage = s;
+  hot::thread.stage = s;
   return s;
 }
 
@@ -88,11 +86,11 @@ void LaunchStage::scope_event(ContextId scope, bool enter) {
   SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
                        trace_sessions.load(std::memory_order_relaxed);
   if (traced == 0) return;
-  ThreadStage* s = tls_stage;
+  ThreadStage* s = hot::thread.stage;
   if (s == nullptr) [[unlikely]]
     s = register_thread();
   s->push(LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
-                    enter ? kTagScopeEnter : kTagScopeExit, 0, s->index});
+                    enter ? kTagScopeEnter : kTagScopeExit, 0, s->index()});
 }
 
 void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/hot.h"
 #include "common/ids.h"
 #include "context/launch_ops.h"
 #include "context/thread_context.h"
@@ -62,14 +63,10 @@ class ThreadStage {
 
   /// Producer side (owning thread only).
   void push(const LaunchTag& tag) {
-    Block* b = tail_;
-    uint32_t n = b->count.load(std::memory_order_relaxed);
-    if (n == kBlockTags) [[unlikely]] {
-      b = next_block();
-      n = 0;
-    }
-    b->tags[n] = tag;
-    b->count.store(n + 1, std::memory_order_release);
+    if (tail_count_ == kBlockTags) [[unlikely]]
+      next_block();
+    tail_->tags[tail_count_] = tag;
+    tail_->count.store(++tail_count_, std::memory_order_release);
   }
 
   /// Consumer side (one thread at a time): calls fn for every tag not yet drained.
@@ -89,10 +86,12 @@ class ThreadStage {
     }
   }
 
+  /// Small per-process index of the owning thread (1, 2, ... in registration order).
+  uint32_t index() const { return index_; }
+  void set_index(uint32_t index) { index_ = index; }
+
   /// Set when the owning thread exits; the consumer frees the stage after a final drain.
   std::atomic<bool> orphaned{false};
-  /// Small per-process index of the owning thread (1, 2, ... in registration order).
-  uint32_t index = 0;
 
  private:
   struct Block {
@@ -101,12 +100,16 @@ class ThreadStage {
     LaunchTag tags[kBlockTags];
   };
 
-  Block* next_block();     // producer: link a fresh block after the full tail
+  void next_block();       // producer: link a fresh block after the full tail
   void recycle(Block* b);  // consumer: return a drained block to the free stack
 
-  Block* tail_;                        // producer only
-  Block* head_;                        // consumer only
-  uint32_t consumed_ = 0;              // consumer only
+  // The producer's line: all a push reads (the block's own count is only stored to).
+  alignas(64) Block* tail_;
+  uint32_t tail_count_ = 0;  // tags in tail_, as published in tail_->count
+  uint32_t index_ = 0;
+  // The consumer's, apart so that draining never steals the producer's line.
+  alignas(64) Block* head_;
+  uint32_t consumed_ = 0;
   std::atomic<Block*> free_{nullptr};  // Treiber stack: consumer pushes, producer pops (no ABA:
                                        // a single popper)
 };
@@ -116,15 +119,20 @@ class LaunchStage {
  public:
   /// Hot path: tags the launch `correlation` with the calling thread's context.
   static void tag(uint64_t correlation, uint32_t fanout = 1) {
-    ThreadStage* s = tls_stage;
+    tag(hot::thread, correlation, fanout);
+  }
+  /// The same, for a caller that holds the calling thread's hot::thread already (one TLS
+  /// lookup per launch instead of one per field).
+  static void tag(hot::Thread& self, uint64_t correlation, uint32_t fanout) {
+    ThreadStage* s = self.stage;
     if (s == nullptr) [[unlikely]]
       s = register_thread();
     SessionMask active = active_sessions.load(std::memory_order_relaxed);
     ContextId python = kRootContext;
     if ((active & python_sessions.load(std::memory_order_relaxed)) != 0) [[unlikely]]
       python = python_context();
-    s->push(LaunchTag{correlation, active, trace_clock(), ThreadContext::launch_context(), python,
-                      fanout, 0, LaunchOps::take_pending(), s->index});
+    s->push(LaunchTag{correlation, active, trace_clock(), ThreadContext::launch_context(self),
+                      python, fanout, 0, LaunchOps::take_pending(self), s->index()});
   }
 
   /// The calling thread's Python call path through the installed provider (kRootContext when
@@ -145,27 +153,27 @@ class LaunchStage {
   /// Drains all threads' tags (consumer; called by the RecordProcessor under its lock).
   static void drain(const std::function<void(const LaunchTag&)>& fn);
 
+  // The flags below live in hot::globals, beside the rest of what a launch reads.
   /// Sessions that launches are currently attributed to (bit i = session i).
-  static inline std::atomic<SessionMask> active_sessions{0};
+  static constexpr std::atomic<SessionMask>& active_sessions = hot::globals.active_sessions;
   /// Sessions with context="python" (bit i = session i): launches walk Python frames only while
   /// one of them is active. Written by the session layer under its API lock.
-  static inline std::atomic<SessionMask> python_sessions{0};
+  static constexpr std::atomic<SessionMask>& python_sessions = hot::globals.python_sessions;
   /// Returns the calling thread's Python call path, or kRootContext when it has none. The core
   /// knows nothing of Python: the Python module installs this at import. Must not throw.
   using PythonContextFn = ContextId (*)() noexcept;
   static inline std::atomic<PythonContextFn> python_context_provider{nullptr};
   /// True while an active session records a trace: launches then carry cpu_ns. Written by the
   /// session layer under its API lock; read relaxed on the hot path.
-  static inline std::atomic<bool> trace_active{false};
+  static constexpr std::atomic<bool>& trace_active = hot::globals.trace_active;
   /// Sessions that record a trace (bit i = session i); same writer as trace_active.
-  static inline std::atomic<SessionMask> trace_sessions{0};
+  static constexpr std::atomic<SessionMask>& trace_sessions = hot::globals.trace_sessions;
   /// The phase epoch the record processor stamps on tags it drains now (see
   /// RecordProcessor::advance_epoch, the only writer, under its lock).
   static inline std::atomic<uint32_t> phase_epoch{0};
 
  private:
   static ThreadStage* register_thread();
-  static constinit thread_local ThreadStage* tls_stage;
 };
 
 }  // namespace proton

@@ -5,10 +5,6 @@
 
 namespace proton {
 
-namespace detail {
-constinit thread_local uint32_t tls_pending_op = 0;
-}
-
 namespace {
 
 template <typename T>

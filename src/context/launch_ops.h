@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/chunked_array.h"
+#include "common/hot.h"
 #include "common/ids.h"
 #include "data/metric.h"
 
@@ -27,11 +28,6 @@ struct LaunchOp {
   NameId name = kNoName;  // kernel node name; kNoName keeps the kernel's own name
   std::vector<std::pair<NameId, MetricValue>> metrics;
 };
-
-namespace detail {
-/// The op the next launch of this thread carries (0 = none). Trivial TLS: no init guard.
-extern constinit thread_local uint32_t tls_pending_op;
-}  // namespace detail
 
 class LaunchOps {
  public:
@@ -45,9 +41,11 @@ class LaunchOps {
   size_t size() const { return ops_.size(); }
 
   /// Marks `op` for the calling thread's next launch (0 clears it).
-  static void set_pending(uint32_t op) { detail::tls_pending_op = op; }
+  static void set_pending(uint32_t op) { hot::thread.pending_op = op; }
   /// Hot path: the pending op of this thread, cleared so that it tags one launch only.
-  static uint32_t take_pending() { return std::exchange(detail::tls_pending_op, 0u); }
+  static uint32_t take_pending() { return std::exchange(hot::thread.pending_op, 0u); }
+  /// The same, given the calling thread's hot::thread.
+  static uint32_t take_pending(hot::Thread& self) { return std::exchange(self.pending_op, 0u); }
 
  private:
   LaunchOps();

@@ -8,8 +8,6 @@
 namespace proton {
 
 namespace detail {
-constinit thread_local HotContext tls_hot{false, kRootContext};
-std::atomic<ContextId> main_effective{kRootContext};
 std::atomic<ContextId> main_scopes{kRootContext};
 }  // namespace detail
 
@@ -32,7 +30,7 @@ void ThreadContext::set_main_thread() {
 }
 
 ContextId ThreadContext::metric_context() {
-  if (!detail::tls_hot.attached) return detail::main_scopes.load(std::memory_order_relaxed);
+  if (!hot::thread.attached) return detail::main_scopes.load(std::memory_order_relaxed);
   return current().scope_context();
 }
 
@@ -88,8 +86,8 @@ void ThreadContext::set_state(NameId state) {
 }
 
 uint32_t ThreadContext::depth() const {
-  ContextId ctx = is_main_ || detail::tls_hot.attached ? detail::tls_hot.effective
-                                                       : detail::main_effective.load();
+  ContextId ctx =
+      is_main_ || hot::thread.attached ? hot::thread.effective : hot::globals.main_effective.load();
   return ContextTree::global().node(ctx).depth;
 }
 
@@ -103,12 +101,11 @@ void ThreadContext::reset() {
 void ThreadContext::recompute() {
   ContextId scopes = scope_context();
   ContextId effective = state_ == kNoName ? scopes : ContextTree::global().child(scopes, state_);
-  detail::HotContext& hot = detail::tls_hot;
-  hot.effective = effective;
-  hot.attached = is_main_ || !stack_.empty() || state_ != kNoName;
+  hot::thread.effective = effective;
+  hot::thread.attached = is_main_ || !stack_.empty() || state_ != kNoName;
   if (is_main_) {
     detail::main_scopes.store(scopes, std::memory_order_release);
-    detail::main_effective.store(effective, std::memory_order_release);
+    hot::globals.main_effective.store(effective, std::memory_order_release);
   }
 }
 

@@ -14,19 +14,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/hot.h"
 #include "common/ids.h"
 
 namespace proton {
 
 namespace detail {
-/// Hot per-thread fields; trivially constructible so TLS access needs no init guard.
-struct HotContext {
-  bool attached;        // this thread has scopes or a state of its own
-  ContextId effective;  // path incl. state, valid when attached
-};
-extern constinit thread_local HotContext tls_hot;
-/// The main thread's current path with and without its state (published on every change).
-extern std::atomic<ContextId> main_effective;
+/// The main thread's current path without its state (published on every change; the path with
+/// its state is hot::globals.main_effective).
 extern std::atomic<ContextId> main_scopes;
 }  // namespace detail
 
@@ -42,8 +37,13 @@ class ThreadContext {
   static ContextId launch_context() {
     // Fields read from the object itself, not through a reference: GCC 12's UBSan at -O2
     // checks a reference bound to an extern thread_local against null and misreports it.
-    return detail::tls_hot.attached ? detail::tls_hot.effective
-                                    : detail::main_effective.load(std::memory_order_relaxed);
+    return hot::thread.attached ? hot::thread.effective
+                                : hot::globals.main_effective.load(std::memory_order_relaxed);
+  }
+  /// The same, given the calling thread's hot::thread.
+  static ContextId launch_context(const hot::Thread& self) {
+    return self.attached ? self.effective
+                         : hot::globals.main_effective.load(std::memory_order_relaxed);
   }
 
   /// Where scope metrics of this thread go: its scope path, without the state.

@@ -9,7 +9,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "backends/cupti/nvtx_callbacks.h"
+#include "backends/cupti/launch_callbacks.h"
 #include "common/clock.h"
 
 namespace proton::cupti {

@@ -5,6 +5,8 @@
 
 #include "backend/launch_stage.h"
 #include "backends/cupti/graph_callbacks.h"
+#include "backends/cupti/nvtx_callbacks.h"
+#include "common/hot.h"
 
 namespace proton::cupti {
 
@@ -46,19 +48,44 @@ constexpr std::array kCallbacks = {
     LaunchCallback{kDriver, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, true},
 };
 
-// Nesting is tracked per thread as (epoch, depth): depth counts launch APIs entered and not yet
-// exited. A pause can disable callbacks between a thread's enter and exit, leaving its depth
-// stuck; reset_launch_nesting() bumps the epoch, which invalidates every thread's count at
-// once without touching other threads' storage.
-std::atomic<uint32_t> g_epoch{1};   // written by resume (not a callback), read relaxed
+// Nesting is tracked per thread (hot::Thread::nest_*) as (epoch, depth): depth counts launch
+// APIs entered and not yet exited. A pause can disable callbacks between a thread's enter and
+// exit, leaving its depth stuck; reset_launch_nesting() bumps hot::globals.callback_epoch,
+// which invalidates every thread's count at once without touching other threads' storage.
 std::atomic<uint64_t> g_errors{0};  // relaxed counter
-struct Nesting {
-  uint32_t epoch = 0;
-  uint32_t depth = 0;
-  uint64_t correlation = 0;  // the outermost launch in progress (0: none)
-  uint32_t op = 0;           // its launch-metadata op
-};
-constinit thread_local Nesting tls_nesting;  // owning thread only
+
+// One launch API enter or exit. Inlined into both entry points: the subscriber callback must
+// not pay a call per launch (each call is a line of code to fetch back into a cold cache).
+[[gnu::always_inline]] inline void launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                              const CUpti_CallbackData* cb) {
+  hot::Thread& t = hot::this_thread();
+  uint32_t epoch = hot::globals.callback_epoch.load(std::memory_order_relaxed);
+  if (t.nest_epoch != epoch) [[unlikely]] {
+    t.nest_epoch = epoch;
+    t.nest_depth = 0;
+    t.nest_correlation = 0;
+  }
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (t.nest_depth > 0 && --t.nest_depth == 0) t.nest_correlation = 0;
+    return;
+  }
+  if (t.nest_depth++ != 0) return;  // nested inside a launch already tagged on this thread
+  uint32_t fanout = launch_fanout(domain, cbid);
+  if (fanout == 0) [[unlikely]] {
+    fanout = graph_launch_fanout(domain, cbid, cb->functionParams);
+    if (fanout == kNoKernels) return;  // a graph without kernels: nothing will claim a tag
+  }
+  // Remembered for graph resource callbacks issued inside this launch (stream capture). The
+  // op is read before tag() takes it.
+  t.nest_correlation = cb->correlationId;
+  t.nest_op = t.pending_op;
+  try {
+    LaunchStage::tag(t, cb->correlationId, fanout);
+  } catch (...) {
+    // Only the first tag of a thread allocates; never let it unwind through CUPTI.
+    g_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 }  // namespace
 
@@ -93,46 +120,35 @@ void CUPTIAPI on_launch_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId
     on_graph_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
     return;
   }
-  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  Nesting& n = tls_nesting;
-  uint32_t epoch = g_epoch.load(std::memory_order_relaxed);
-  if (n.epoch != epoch) n = Nesting{epoch, 0};
-  if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (n.depth > 0 && --n.depth == 0) n.correlation = 0;
-    return;
-  }
-  if (n.depth++ != 0) return;  // nested inside a launch already tagged on this thread
-  uint32_t fanout = launch_fanout(domain, cbid);
-  if (fanout == 0) {
-    fanout = graph_launch_fanout(domain, cbid, cb->functionParams);
-    if (fanout == kNoKernels) return;  // a graph without kernels: nothing will claim a tag
-  }
-  // Remembered for graph resource callbacks issued inside this launch (stream capture). The
-  // op is read before tag() takes it.
-  n.correlation = cb->correlationId;
-  n.op = detail::tls_pending_op;
-  try {
-    LaunchStage::tag(cb->correlationId, fanout);
-  } catch (...) {
-    // Only the first tag of a thread allocates; never let it unwind through CUPTI.
-    g_errors.fetch_add(1, std::memory_order_relaxed);
+  launch_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+}
+
+void CUPTIAPI on_cupti_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) [[likely]] {
+    launch_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    on_graph_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
+  } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    on_nvtx(cbid, data);
   }
 }
 
 bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept {
   // While paused, launch callbacks are off and an exit may have been missed: nothing is known.
-  const Nesting& n = tls_nesting;
-  if (n.epoch != g_epoch.load(std::memory_order_relaxed) || n.depth == 0 || n.correlation == 0 ||
+  const hot::Thread& t = hot::thread;
+  if (t.nest_epoch != hot::globals.callback_epoch.load(std::memory_order_relaxed) ||
+      t.nest_depth == 0 || t.nest_correlation == 0 ||
       LaunchStage::active_sessions.load(std::memory_order_relaxed) == 0) {
     return false;
   }
-  correlation = n.correlation;
-  op = n.op;
+  correlation = t.nest_correlation;
+  op = t.nest_op;
   return true;
 }
 
 void reset_launch_nesting() {
-  g_epoch.fetch_add(1, std::memory_order_relaxed);
+  hot::globals.callback_epoch.fetch_add(1, std::memory_order_relaxed);
 }
 
 int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,

@@ -37,7 +37,12 @@ std::span<const LaunchCallback> launch_callbacks();
 /// Fan-out a launch through (domain, cbid) is tagged with: 1, or 0 for graph launches.
 uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
-/// The subscriber callback (passed to cuptiSubscribe). Never throws, never locks.
+/// The subscriber callback (passed to cuptiSubscribe): launch APIs, graph resources (see
+/// graph_callbacks.h) and NVTX ranges (nvtx_callbacks.h). Never throws, never locks.
+void CUPTIAPI on_cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const void* data);
+
+/// on_cupti_callback for launch APIs and graph resources only (tests).
 void CUPTIAPI on_launch_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void* data);
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include "backends/cupti/launch_callbacks.h"
 #include "common/name_table.h"
 #include "common/utf8.h"
 #include "context/thread_context.h"
@@ -105,15 +104,6 @@ int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, b
     }
   }
   return done;
-}
-
-void CUPTIAPI on_cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                const void* data) {
-  if (domain == CUPTI_CB_DOMAIN_NVTX) [[unlikely]] {
-    on_nvtx(cbid, data);
-    return;
-  }
-  on_launch_api(userdata, domain, cbid, data);
 }
 
 void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept {

@@ -37,10 +37,6 @@ void inject_nvtx(const std::string& cupti_path);
 int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
                        std::string& error);
 
-/// The subscriber callback: NVTX calls here, everything else to on_launch_api.
-void CUPTIAPI on_cupti_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                const void* data);
-
 /// One NVTX callback (domain CUPTI_CB_DOMAIN_NVTX, data a CUpti_NvtxData). Never throws.
 void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/launch_stage.h"
+#include "backends/cupti/launch_callbacks.h"
 #include "test_util.h"
 
 namespace proton::cupti {
