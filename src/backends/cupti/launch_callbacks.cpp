@@ -59,15 +59,17 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
 [[gnu::always_inline]] inline void launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                               const CUpti_CallbackData* cb) {
   hot::Thread& t = hot::this_thread();
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    // No epoch check here (it would cost the globals' line): an exit can only lower a stale
+    // depth, and the next enter or launch_in_progress() sees the stale epoch and discards it.
+    if (t.nest_depth > 0 && --t.nest_depth == 0) t.nest_correlation = 0;
+    return;
+  }
   uint32_t epoch = hot::globals.callback_epoch.load(std::memory_order_relaxed);
   if (t.nest_epoch != epoch) [[unlikely]] {
     t.nest_epoch = epoch;
     t.nest_depth = 0;
     t.nest_correlation = 0;
-  }
-  if (cb->callbackSite == CUPTI_API_EXIT) {
-    if (t.nest_depth > 0 && --t.nest_depth == 0) t.nest_correlation = 0;
-    return;
   }
   if (t.nest_depth++ != 0) return;  // nested inside a launch already tagged on this thread
   uint32_t fanout = launch_fanout(domain, cbid);
