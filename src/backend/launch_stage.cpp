@@ -78,7 +78,7 @@ ThreadStage* LaunchStage::register_thread() {
     stages().push_back(s);
   }
   tls_owner.stage = s;
-  hot::thread.stage = s;
+  hot::this_thread().stage = s;
   return s;
 }
 
@@ -86,7 +86,7 @@ void LaunchStage::scope_event(ContextId scope, bool enter) {
   SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
                        trace_sessions.load(std::memory_order_relaxed);
   if (traced == 0) return;
-  ThreadStage* s = hot::thread.stage;
+  ThreadStage* s = hot::this_thread().stage;
   if (s == nullptr) [[unlikely]]
     s = register_thread();
   s->push(LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,

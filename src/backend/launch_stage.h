@@ -119,10 +119,9 @@ class LaunchStage {
  public:
   /// Hot path: tags the launch `correlation` with the calling thread's context.
   static void tag(uint64_t correlation, uint32_t fanout = 1) {
-    tag(hot::thread, correlation, fanout);
+    tag(hot::this_thread(), correlation, fanout);
   }
-  /// The same, for a caller that holds the calling thread's hot::thread already (one TLS
-  /// lookup per launch instead of one per field).
+  /// The same, for a caller that holds the calling thread's hot::Thread already.
   static void tag(hot::Thread& self, uint64_t correlation, uint32_t fanout) {
     ThreadStage* s = self.stage;
     if (s == nullptr) [[unlikely]]

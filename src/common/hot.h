@@ -1,19 +1,29 @@
-// The state a kernel launch reads, gathered into one cache line of thread-local storage and one
-// of globals.
+// The state a kernel launch reads, gathered into one cache line per thread and one of globals,
+// and a way to find the thread's line that costs no more than the line itself.
 //
 // Timed inside real launches on an H100 (PROTON_DIAG_CALLBACK=timed), the launch callback took
-// ~60 ns at API enter and ~30 ns at exit, where a tight loop runs the same code in ~14 ns for
-// both: between two launches the framework runs microseconds of its own code, our lines fall
-// out of L1, and each one the callback touches comes back at L2 latency, one after another.
-// So the launch path is costed in cache lines. Its fields used to sit in six thread_locals and
-// five globals of four translation units, each thread_local found by a call to __tls_get_addr
-// (the extension is a dlopen'd module) and each global in a line of its own.
+// 60-75 ns at API enter and 30-50 ns at exit, where a tight loop runs the same code in ~14 ns
+// for both: between two launches the framework runs microseconds of its own code, our lines
+// fall out of L1, and each line the callback touches comes back from L2 or L3, one after
+// another. So the launch path is costed in cache lines. Its fields used to sit in six
+// thread_locals and five globals of four translation units; each thread_local was found by a
+// call to __tls_get_addr (the extension is a dlopen'd module, so its TLS is dynamic), a chain
+// of five more lines: the PLT stub, the GOT, ld.so's code, the thread's DTV, the TLS generation.
 //
-// Every field still belongs to one component, which alone writes it (named beside it); this
-// header only decides where it lives. Plain types and constinit: no TLS init guard.
+// Here a thread's hot state is a slot of a process-wide table, indexed by a hash of the
+// thread pointer (%fs:0 on x86-64, TPIDR_EL0 on AArch64: one register read; the line it points
+// at is the thread's TCB, which every function with a stack protector reads anyway). A thread
+// claims its slot on first use and gives it back when it exits; a thread whose slot is taken
+// (a hash collision), or a platform without a thread-pointer read, uses a thread_local instead,
+// found the slow way. So every thread has exactly one Thread, and the common case reaches it
+// in one line.
+//
+// Every field belongs to one component, which alone writes it (named beside it), and only the
+// owning thread reads it; this header only decides where it lives.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "common/ids.h"
@@ -25,19 +35,25 @@ class ThreadStage;
 namespace hot {
 
 struct alignas(64) Thread {
-  // ThreadContext: this thread's context for its launches.
-  ContextId effective;  // path incl. state, valid when attached
-  bool attached;        // this thread has scopes or a state of its own
-  // LaunchOps: the launch-metadata op the next launch carries (0 = none).
-  uint32_t pending_op;
+  // The thread pointer of the thread that owns this table slot (0 = free). Claimed and given
+  // back by compare-and-swap; the fields below are touched only by the owner.
+  std::atomic<uintptr_t> owner{0};
   // LaunchStage: where this thread stages its launch tags (null until its first launch).
-  ThreadStage* stage;
-  // CUPTI launch callbacks: launch APIs entered and not exited, valid while epoch matches
-  // Globals::callback_epoch; the outermost launch in progress and its op.
-  uint32_t nest_epoch;
-  uint32_t nest_depth;
-  uint64_t nest_correlation;
-  uint32_t nest_op;
+  ThreadStage* stage = nullptr;
+  // CUPTI launch callbacks: the outermost launch in progress and its op; launch APIs entered
+  // and not exited, valid while nest_epoch matches Globals::callback_epoch.
+  uint64_t nest_correlation = 0;
+  uint32_t nest_op = 0;
+  uint32_t nest_epoch = 0;
+  uint32_t nest_depth = 0;
+  // ThreadContext: this thread's context for its launches.
+  ContextId effective = kRootContext;  // path incl. state, valid when attached
+  // LaunchOps: the launch-metadata op the next launch carries (0 = none).
+  uint32_t pending_op = 0;
+  bool attached = false;  // ThreadContext: this thread has scopes or a state of its own
+
+  /// Back to a fresh thread's values (the owner is left as it is).
+  void reset();
 };
 static_assert(sizeof(Thread) == 64);
 
@@ -54,21 +70,44 @@ struct alignas(64) Globals {
 };
 static_assert(sizeof(Globals) == 64);
 
-// Hidden: defined in this module, so reached without the GOT, and the thread_local with the
-// module's one TLS lookup (local-dynamic) rather than a lookup of its own.
-[[gnu::visibility("hidden")]] extern constinit thread_local Thread thread;
-[[gnu::visibility("hidden")]] extern constinit Globals globals;
+inline constexpr size_t kThreadSlots = 1024;  // 64 KiB
 
-/// The calling thread's Thread, looked up once. GCC treats a thread_local's address as cheap to
-/// recompute and redoes the __tls_get_addr call after every call it cannot see through; an
-/// address that went through an empty asm is opaque to it, so it stays in a register.
-inline Thread& this_thread() {
-  Thread* self = &thread;
-#if defined(__GNUC__)
-  asm("" : "+r"(self));
+// Hidden: defined in this module, so reached RIP-relative, without the GOT.
+[[gnu::visibility("hidden")]] extern constinit Globals globals;
+[[gnu::visibility("hidden")]] extern constinit Thread thread_slots[kThreadSlots];
+
+/// The calling thread's pointer (the address its TLS is found from), or 0 where not readable.
+inline uintptr_t thread_pointer() {
+  uintptr_t tp = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  asm("mov %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__) && defined(__GNUC__)
+  asm("mrs %0, tpidr_el0" : "=r"(tp));
 #endif
-  return *self;
+  return tp;
 }
+
+/// The table slot a thread pointer hashes to (thread pointers are far apart and aligned:
+/// Fibonacci hashing keeps the high, well-mixed bits).
+inline size_t slot_of(uintptr_t tp) {
+  return static_cast<size_t>((static_cast<uint64_t>(tp) * 0x9E3779B97F4A7C15ull) >> 54);
+}
+static_assert(kThreadSlots == size_t{1} << 10);
+
+/// Claims the calling thread's slot, or falls back to its thread_local (see above).
+Thread& this_thread_slow() noexcept;
+
+/// The calling thread's Thread.
+inline Thread& this_thread() noexcept {
+  uintptr_t tp = thread_pointer();
+  Thread& slot = thread_slots[slot_of(tp)];
+  if (slot.owner.load(std::memory_order_relaxed) == tp && tp != 0) [[likely]]
+    return slot;
+  return this_thread_slow();
+}
+
+/// Slots claimed now (tests and diagnostics).
+size_t claimed_thread_slots() noexcept;
 
 }  // namespace hot
 }  // namespace proton

@@ -41,10 +41,10 @@ class LaunchOps {
   size_t size() const { return ops_.size(); }
 
   /// Marks `op` for the calling thread's next launch (0 clears it).
-  static void set_pending(uint32_t op) { hot::thread.pending_op = op; }
+  static void set_pending(uint32_t op) { hot::this_thread().pending_op = op; }
   /// Hot path: the pending op of this thread, cleared so that it tags one launch only.
-  static uint32_t take_pending() { return std::exchange(hot::thread.pending_op, 0u); }
-  /// The same, given the calling thread's hot::thread.
+  static uint32_t take_pending() { return take_pending(hot::this_thread()); }
+  /// The same, given the calling thread's hot::Thread.
   static uint32_t take_pending(hot::Thread& self) { return std::exchange(self.pending_op, 0u); }
 
  private:

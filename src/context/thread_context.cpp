@@ -30,7 +30,7 @@ void ThreadContext::set_main_thread() {
 }
 
 ContextId ThreadContext::metric_context() {
-  if (!hot::thread.attached) return detail::main_scopes.load(std::memory_order_relaxed);
+  if (!hot::this_thread().attached) return detail::main_scopes.load(std::memory_order_relaxed);
   return current().scope_context();
 }
 
@@ -86,8 +86,8 @@ void ThreadContext::set_state(NameId state) {
 }
 
 uint32_t ThreadContext::depth() const {
-  ContextId ctx =
-      is_main_ || hot::thread.attached ? hot::thread.effective : hot::globals.main_effective.load();
+  ContextId ctx = is_main_ || hot::this_thread().attached ? hot::this_thread().effective
+                                                          : hot::globals.main_effective.load();
   return ContextTree::global().node(ctx).depth;
 }
 
@@ -101,8 +101,9 @@ void ThreadContext::reset() {
 void ThreadContext::recompute() {
   ContextId scopes = scope_context();
   ContextId effective = state_ == kNoName ? scopes : ContextTree::global().child(scopes, state_);
-  hot::thread.effective = effective;
-  hot::thread.attached = is_main_ || !stack_.empty() || state_ != kNoName;
+  hot::Thread& self = hot::this_thread();
+  self.effective = effective;
+  self.attached = is_main_ || !stack_.empty() || state_ != kNoName;
   if (is_main_) {
     detail::main_scopes.store(scopes, std::memory_order_release);
     hot::globals.main_effective.store(effective, std::memory_order_release);

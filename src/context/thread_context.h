@@ -34,13 +34,8 @@ class ThreadContext {
   static void set_main_thread();
 
   /// Hot path: the context a kernel launched now by this thread belongs to.
-  static ContextId launch_context() {
-    // Fields read from the object itself, not through a reference: GCC 12's UBSan at -O2
-    // checks a reference bound to an extern thread_local against null and misreports it.
-    return hot::thread.attached ? hot::thread.effective
-                                : hot::globals.main_effective.load(std::memory_order_relaxed);
-  }
-  /// The same, given the calling thread's hot::thread.
+  static ContextId launch_context() { return launch_context(hot::this_thread()); }
+  /// The same, given the calling thread's hot::Thread.
   static ContextId launch_context(const hot::Thread& self) {
     return self.attached ? self.effective
                          : hot::globals.main_effective.load(std::memory_order_relaxed);

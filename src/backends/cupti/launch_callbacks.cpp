@@ -138,7 +138,7 @@ void CUPTIAPI on_cupti_callback(void*, CUpti_CallbackDomain domain, CUpti_Callba
 
 bool launch_in_progress(uint64_t& correlation, uint32_t& op) noexcept {
   // While paused, launch callbacks are off and an exit may have been missed: nothing is known.
-  const hot::Thread& t = hot::thread;
+  const hot::Thread& t = hot::this_thread();
   if (t.nest_epoch != hot::globals.callback_epoch.load(std::memory_order_relaxed) ||
       t.nest_depth == 0 || t.nest_correlation == 0 ||
       LaunchStage::active_sessions.load(std::memory_order_relaxed) == 0) {
