@@ -119,9 +119,12 @@ class RecordProcessor {
 
   RecordSink& sink_;
   mutable std::mutex mu_;  // guards everything below; never held while calling user code
-  // correlation -> launch tag. Grows to the launches in flight (a few thousand per CUPTI buffer)
-  // and then allocates nothing per launch; settle(true) shrinks it back.
-  IdMap<Pending> tags_{1024};
+  // correlation -> launch tag: the launches in flight, which the flush policy keeps to about
+  // its threshold plus what a fast host launches between two checks (8192 + ~10k on an H200
+  // replaying graphs). Sized for that up front: the pages are resident only once used (see
+  // id_map.h), and a map that grew after warm-up showed as a 2 MB step in the flat-memory GPU
+  // test. settle(true) gives the memory back.
+  IdMap<Pending> tags_{32768};
   std::vector<KernelRecord> waiting_;  // records seen before their tag
   std::vector<KernelRecord> retry_;    // scratch: last batch's waiting records, retried
   // Tags still expecting kernels, per epoch, oldest first (epochs only grow). Unknown fan-out

@@ -7,6 +7,11 @@
 // items after it back (no tombstones, so churn never degrades probes or forces a rehash), and
 // the array doubles when 3/4 full and only shrinks on reset().
 //
+// The array comes from calloc: large ones are fresh zeroed pages from mmap, resident only
+// once an item lands in them, and given back to the system when the map outgrows or resets
+// them. So a generous initial capacity costs address space, not memory, and growing past it
+// costs the new array minus the old one (a heap array outgrown would stay resident).
+//
 // Keys are hashed by Fibonacci multiplication, which spreads consecutive ids (how correlation
 // ids come) evenly. Key 0 marks an empty slot, so an item with key 0 lives beside the array.
 //
@@ -17,7 +22,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -26,16 +33,12 @@ namespace proton {
 template <typename V>
 class IdMap {
  public:
-  class Item {
-   public:
+  // An aggregate of plain members, so calloc'd zero bytes are valid empty items.
+  struct Item {
     uint64_t key() const { return key_; }
 
-   private:
-    friend class IdMap;
-    uint64_t key_ = 0;  // 0 = empty slot (except for zero_)
-
-   public:
-    V value{};
+    uint64_t key_;  // 0 = empty slot (except for zero_); the map's to write
+    V value;
   };
 
   /// `initial_capacity` slots (rounded up to a power of two, at least 8), allocated now.
@@ -43,8 +46,10 @@ class IdMap {
       : initial_capacity_(std::bit_ceil(initial_capacity < 8 ? size_t{8} : initial_capacity)) {
     // Checked here, not in the class body: a V nested in the map's owner is not default-
     // constructible yet where the member is declared (its member initialisers come later).
-    static_assert(std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>,
-                  "IdMap holds plain records: items are moved by copying and never destroyed");
+    static_assert(std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V> &&
+                      std::is_aggregate_v<V>,
+                  "IdMap holds plain records: items are moved by copying and never destroyed, "
+                  "and an all-zero item is an empty one");
     allocate(initial_capacity_);
   }
   IdMap(const IdMap&) = delete;
@@ -147,15 +152,22 @@ class IdMap {
     return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
   }
 
+  struct Free {
+    void operator()(Item* p) const { std::free(p); }
+  };
+  using Slots = std::unique_ptr<Item[], Free>;
+
   void allocate(size_t slots) {
-    slots_ = std::make_unique<Item[]>(slots);  // value-initialised: every key_ is 0
+    // calloc creates the (implicit-lifetime) items, all zero: every key_ is 0.
+    slots_ = Slots(static_cast<Item*>(std::calloc(slots, sizeof(Item))));
+    if (slots_ == nullptr) throw std::bad_alloc();
     mask_ = slots - 1;
     shift_ = 64 - std::countr_zero(slots);
     used_ = 0;
   }
 
   void grow() {
-    std::unique_ptr<Item[]> old = std::move(slots_);
+    Slots old = std::move(slots_);
     size_t old_slots = capacity();
     allocate(old_slots * 2);
     for (size_t i = 0; i < old_slots; ++i) {
@@ -169,12 +181,12 @@ class IdMap {
   }
 
   size_t initial_capacity_;
-  std::unique_ptr<Item[]> slots_;
+  Slots slots_;
   size_t mask_ = 0;
   int shift_ = 64;   // home(key) keeps the top log2(capacity) bits of the product
   size_t used_ = 0;  // items in slots_ (zero_ not counted)
   bool has_zero_ = false;
-  Item zero_;  // the item of key 0, when has_zero_
+  Item zero_{};  // the item of key 0, when has_zero_
 };
 
 }  // namespace proton
