@@ -4,40 +4,39 @@
 
 namespace proton {
 
-ThreadStage::ThreadStage() : tail_(new Block()), head_(tail_) {}
+ThreadStage::ThreadStage() : first_(new TagBlock(this)), head_(first_) {}
 
 ThreadStage::~ThreadStage() {
-  for (Block* b = head_; b != nullptr;) {
-    Block* next = b->next.load(std::memory_order_relaxed);
+  for (TagBlock* b = head_; b != nullptr;) {
+    TagBlock* next = b->next.load(std::memory_order_relaxed);
     delete b;
     b = next;
   }
-  for (Block* b = free_.load(std::memory_order_relaxed); b != nullptr;) {
-    Block* next = b->next.load(std::memory_order_relaxed);
+  for (TagBlock* b = free_.load(std::memory_order_relaxed); b != nullptr;) {
+    TagBlock* next = b->next.load(std::memory_order_relaxed);
     delete b;
     b = next;
   }
 }
 
-void ThreadStage::next_block() {
-  Block* b = free_.load(std::memory_order_acquire);
+TagBlock* ThreadStage::next_block(TagBlock* full) {
+  TagBlock* b = free_.load(std::memory_order_acquire);
   while (b != nullptr &&
          !free_.compare_exchange_weak(b, b->next.load(std::memory_order_relaxed),
                                       std::memory_order_acquire, std::memory_order_acquire)) {
   }
   if (b == nullptr) {
-    b = new Block();  // warm-up only: drained blocks come back through free_
+    b = new TagBlock(this);  // warm-up only: drained blocks come back through free_
   } else {
     b->count.store(0, std::memory_order_relaxed);
     b->next.store(nullptr, std::memory_order_relaxed);
   }
-  tail_->next.store(b, std::memory_order_release);
-  tail_ = b;
-  tail_count_ = 0;
+  full->next.store(b, std::memory_order_release);
+  return b;
 }
 
-void ThreadStage::recycle(Block* b) {
-  Block* top = free_.load(std::memory_order_relaxed);
+void ThreadStage::recycle(TagBlock* b) {
+  TagBlock* top = free_.load(std::memory_order_relaxed);
   do {
     b->next.store(top, std::memory_order_relaxed);
   } while (
@@ -69,28 +68,27 @@ ContextId LaunchStage::python_context() noexcept {
   return fn != nullptr ? fn() : kRootContext;
 }
 
-ThreadStage* LaunchStage::register_thread() {
+void LaunchStage::register_thread(hot::Thread& self) {
   static std::atomic<uint32_t> next_index{1};
   auto* s = new ThreadStage();
-  s->set_index(next_index.fetch_add(1, std::memory_order_relaxed));
   {
     std::lock_guard lock(g_stages_mu);
     stages().push_back(s);
   }
   tls_owner.stage = s;
-  hot::this_thread().stage = s;
-  return s;
+  self.tags = s->start(next_index.fetch_add(1, std::memory_order_relaxed));
 }
 
 void LaunchStage::scope_event(ContextId scope, bool enter) {
   SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
                        trace_sessions.load(std::memory_order_relaxed);
   if (traced == 0) return;
-  ThreadStage* s = hot::this_thread().stage;
-  if (s == nullptr) [[unlikely]]
-    s = register_thread();
-  s->push(LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
-                    enter ? kTagScopeEnter : kTagScopeExit, 0, s->index()});
+  hot::Thread& self = hot::this_thread();
+  if (self.tags.block == nullptr) [[unlikely]]
+    register_thread(self);
+  ThreadStage::push(self.tags,
+                    LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
+                              enter ? kTagScopeEnter : kTagScopeExit, 0, self.tags.thread});
 }
 
 void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {

@@ -52,21 +52,40 @@ inline uint32_t tag_epoch(const LaunchTag& t) {
   return (t.flags >> kTagEpochShift) & kTagEpochMask;
 }
 
+class ThreadStage;
+
+/// A block of a thread's tag queue. Its header is the producer's to publish, the consumer's to
+/// read; `stage` lets the producer find the free list on the rare push that fills a block.
+struct TagBlock {
+  static constexpr uint32_t kTags = 1024;
+  explicit TagBlock(ThreadStage* owner) : stage(owner) {}
+  std::atomic<uint32_t> count{0};
+  std::atomic<TagBlock*> next{nullptr};
+  ThreadStage* const stage;
+  LaunchTag tags[kTags];
+};
+
 class ThreadStage {
  public:
-  static constexpr uint32_t kBlockTags = 1024;
+  static constexpr uint32_t kBlockTags = TagBlock::kTags;
 
   ThreadStage();
   ~ThreadStage();
   ThreadStage(const ThreadStage&) = delete;
   ThreadStage& operator=(const ThreadStage&) = delete;
 
-  /// Producer side (owning thread only).
-  void push(const LaunchTag& tag) {
-    if (tail_count_ == kBlockTags) [[unlikely]]
-      next_block();
-    tail_->tags[tail_count_] = tag;
-    tail_->count.store(++tail_count_, std::memory_order_release);
+  /// The cursor the owning thread starts from (once, before its first push).
+  TagCursor start(uint32_t thread_index) const { return TagCursor{first_, 0, thread_index}; }
+
+  /// Producer side (owning thread only), through the cursor it keeps: touches the cursor and
+  /// the tag's slot, and the stage itself only when a block fills.
+  static void push(TagCursor& c, const LaunchTag& tag) {
+    if (c.count == kBlockTags) [[unlikely]] {
+      c.block = c.block->stage->next_block(c.block);
+      c.count = 0;
+    }
+    c.block->tags[c.count] = tag;
+    c.block->count.store(++c.count, std::memory_order_release);
   }
 
   /// Consumer side (one thread at a time): calls fn for every tag not yet drained.
@@ -78,7 +97,7 @@ class ThreadStage {
         fn(head_->tags[i]);
       consumed_ = n;
       if (n < kBlockTags) return;
-      Block* next = head_->next.load(std::memory_order_acquire);
+      TagBlock* next = head_->next.load(std::memory_order_acquire);
       if (next == nullptr) return;  // producer has not linked the next block yet
       recycle(head_);
       head_ = next;
@@ -86,32 +105,18 @@ class ThreadStage {
     }
   }
 
-  /// Small per-process index of the owning thread (1, 2, ... in registration order).
-  uint32_t index() const { return index_; }
-  void set_index(uint32_t index) { index_ = index; }
-
   /// Set when the owning thread exits; the consumer frees the stage after a final drain.
   std::atomic<bool> orphaned{false};
 
  private:
-  struct Block {
-    std::atomic<uint32_t> count{0};
-    std::atomic<Block*> next{nullptr};
-    LaunchTag tags[kBlockTags];
-  };
+  TagBlock* next_block(TagBlock* full);  // producer: link a fresh block after the full one
+  void recycle(TagBlock* b);             // consumer: return a drained block to the free stack
 
-  void next_block();       // producer: link a fresh block after the full tail
-  void recycle(Block* b);  // consumer: return a drained block to the free stack
-
-  // The producer's line: all a push reads (the block's own count is only stored to).
-  alignas(64) Block* tail_;
-  uint32_t tail_count_ = 0;  // tags in tail_, as published in tail_->count
-  uint32_t index_ = 0;
-  // The consumer's, apart so that draining never steals the producer's line.
-  alignas(64) Block* head_;
-  uint32_t consumed_ = 0;
-  std::atomic<Block*> free_{nullptr};  // Treiber stack: consumer pushes, producer pops (no ABA:
-                                       // a single popper)
+  TagBlock* const first_;                 // the producer's first block (start())
+  TagBlock* head_;                        // consumer only
+  uint32_t consumed_ = 0;                 // consumer only
+  std::atomic<TagBlock*> free_{nullptr};  // Treiber stack: consumer pushes, producer pops (no
+                                          // ABA: a single popper)
 };
 
 /// The process-wide set of thread stages and the session mask launches are tagged with.
@@ -123,15 +128,15 @@ class LaunchStage {
   }
   /// The same, for a caller that holds the calling thread's hot::Thread already.
   static void tag(hot::Thread& self, uint64_t correlation, uint32_t fanout) {
-    ThreadStage* s = self.stage;
-    if (s == nullptr) [[unlikely]]
-      s = register_thread();
+    if (self.tags.block == nullptr) [[unlikely]]
+      register_thread(self);
     SessionMask active = active_sessions.load(std::memory_order_relaxed);
     ContextId python = kRootContext;
     if ((active & python_sessions.load(std::memory_order_relaxed)) != 0) [[unlikely]]
       python = python_context();
-    s->push(LaunchTag{correlation, active, trace_clock(), ThreadContext::launch_context(self),
-                      python, fanout, 0, LaunchOps::take_pending(self), s->index()});
+    ThreadStage::push(self.tags, LaunchTag{correlation, active, trace_clock(),
+                                           ThreadContext::launch_context(self), python, fanout, 0,
+                                           LaunchOps::take_pending(self), self.tags.thread});
   }
 
   /// The calling thread's Python call path through the installed provider (kRootContext when
@@ -172,7 +177,7 @@ class LaunchStage {
   static inline std::atomic<uint32_t> phase_epoch{0};
 
  private:
-  static ThreadStage* register_thread();
+  static void register_thread(hot::Thread& self);
 };
 
 }  // namespace proton

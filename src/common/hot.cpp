@@ -8,7 +8,7 @@ constinit Globals globals;
 constinit Thread thread_slots[kThreadSlots];
 
 void Thread::reset() {
-  stage = nullptr;
+  tags = TagCursor{};
   nest_correlation = 0;
   nest_op = 0;
   nest_epoch = 0;

@@ -30,7 +30,16 @@
 
 namespace proton {
 
-class ThreadStage;
+struct TagBlock;
+
+/// Where a thread appends its next launch tag (see ThreadStage): kept by the thread itself, in
+/// its hot::Thread, so a launch reaches the block without a line of the stage in between.
+struct TagCursor {
+  TagBlock* block = nullptr;  // null until the thread's first tag
+  uint32_t count = 0;         // tags in block, as published in its count
+  uint32_t thread = 0;        // small index of the thread (LaunchTag::thread)
+};
+static_assert(sizeof(TagCursor) == 16);
 
 namespace hot {
 
@@ -38,8 +47,8 @@ struct alignas(64) Thread {
   // The thread pointer of the thread that owns this table slot (0 = free). Claimed and given
   // back by compare-and-swap; the fields below are touched only by the owner.
   std::atomic<uintptr_t> owner{0};
-  // LaunchStage: where this thread stages its launch tags (null until its first launch).
-  ThreadStage* stage = nullptr;
+  // LaunchStage: where this thread stages its launch tags.
+  TagCursor tags;
   // CUPTI launch callbacks: the outermost launch in progress and its op; launch APIs entered
   // and not exited, valid while nest_epoch matches Globals::callback_epoch.
   uint64_t nest_correlation = 0;

@@ -53,6 +53,7 @@ TEST(HotThread, ExitGivesTheSlotBackAndANewThreadStartsFresh) {
     t.pending_op = 7;
     t.attached = true;
     t.nest_depth = 3;
+    t.tags.count = 9;
     first = &t;
   }).join();
   EXPECT_EQ(claimed_thread_slots(), before);
@@ -63,7 +64,8 @@ TEST(HotThread, ExitGivesTheSlotBackAndANewThreadStartsFresh) {
     EXPECT_EQ(t.pending_op, 0u);
     EXPECT_FALSE(t.attached);
     EXPECT_EQ(t.nest_depth, 0u);
-    EXPECT_EQ(t.stage, nullptr);
+    EXPECT_EQ(t.tags.block, nullptr);
+    EXPECT_EQ(t.tags.count, 0u);
   }).join();
   EXPECT_NE(first, nullptr);
 }

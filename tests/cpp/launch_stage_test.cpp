@@ -19,10 +19,11 @@ std::vector<LaunchTag> drain_all() {
 
 TEST(ThreadStage, DrainsAcrossBlocksInOrder) {
   ThreadStage stage;
+  TagCursor cursor = stage.start(1);
   constexpr uint64_t n = ThreadStage::kBlockTags * 3 + 17;
   std::vector<uint64_t> got;
   for (uint64_t i = 0; i < n; ++i) {
-    stage.push(LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
+    ThreadStage::push(cursor, LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
     if (i % 1000 == 999) stage.drain([&](const LaunchTag& t) { got.push_back(t.correlation); });
   }
   stage.drain([&](const LaunchTag& t) { got.push_back(t.correlation); });
@@ -36,8 +37,9 @@ TEST(ThreadStage, ConcurrentProducerAndConsumerLoseNothing) {
   constexpr uint64_t n = 200000;
   std::atomic<bool> done{false};
   std::thread producer([&] {
+    TagCursor cursor = stage.start(1);
     for (uint64_t i = 0; i < n; ++i)
-      stage.push(LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
+      ThreadStage::push(cursor, LaunchTag{i, 0, 0, 0, 0, 1, 0, 0, 0});
     done = true;
   });
   uint64_t expected = 0;
