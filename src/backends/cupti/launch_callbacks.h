@@ -12,7 +12,9 @@
 // With both domains on, only the outermost call on the thread is tagged: tagging the inner
 // one too would leave a tag no kernel ever claims.
 //
-// Per call: one thread-local read, one relaxed atomic load, LaunchStage::tag(). Nothing else.
+// Per call: the thread's hot::Thread (one line, found through the thread pointer), the
+// hot::Globals line, LaunchStage::tag() storing into the thread's queue. Nothing else: in a
+// real launch every line touched comes back from L2 or L3 (common/hot.h).
 #pragma once
 
 #include <cupti.h>
