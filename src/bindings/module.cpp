@@ -32,13 +32,20 @@ NameId intern(std::string_view s) {
   return NameTable::global().intern(s);
 }
 
-// A dict of counters from a struct: {{"key", &Struct::member}, ...}.
+// Adds fields of a struct to a dict: {{"key", &Struct::member}, ...}, all of one type.
+template <typename S, typename T>
+void put_fields(nb::dict& d, const S& s,
+                std::initializer_list<std::pair<const char*, T S::*>> fields) {
+  for (const auto& [key, member] : fields)
+    d[key] = s.*member;
+}
+
+// A dict of counters from a struct.
 template <typename S>
 nb::dict counters_dict(const S& s,
                        std::initializer_list<std::pair<const char*, uint64_t S::*>> fields) {
   nb::dict d;
-  for (const auto& [key, member] : fields)
-    d[key] = s.*member;
+  put_fields(d, s, fields);
   return d;
 }
 
@@ -247,25 +254,25 @@ NB_MODULE(_proton, m) {
   });
   m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
-    cupti::Diagnostics s = cupti::diagnostics();
-    nb::dict d;
-    d["buffer_bytes"] = s.buffer_bytes;
-    d["allocated"] = s.buffers_allocated;
-    d["free"] = s.buffers_free;
-    d["declined"] = s.buffers_declined;
-    d["periodic_flushes"] = s.periodic_flushes;
-    d["graph_level_fallbacks"] = s.graph_level_fallbacks;
-    return d;
+    using D = cupti::Diagnostics;
+    return counters_dict(cupti::diagnostics(),
+                         {{"buffer_bytes", &D::buffer_bytes},
+                          {"allocated", &D::buffers_allocated},
+                          {"free", &D::buffers_free},
+                          {"declined", &D::buffers_declined},
+                          {"periodic_flushes", &D::periodic_flushes},
+                          {"graph_level_fallbacks", &D::graph_level_fallbacks}});
   });
   m.def("_callback_timing", [] {  // PROTON_DIAG_CALLBACK's probe (callback_probe.h)
-    cupti::CallbackTiming t = cupti::callback_timing();
-    nb::dict d;
+    using Timing = cupti::CallbackTiming;
+    Timing t = cupti::callback_timing();
+    nb::dict d = counters_dict(
+        t, {{"enter_calls", &Timing::enter_calls}, {"exit_calls", &Timing::exit_calls}});
     d["mode"] = t.mode;
-    d["enter_calls"] = t.enter_calls;
-    d["exit_calls"] = t.exit_calls;
-    d["enter_ns"] = t.enter_ns;
-    d["exit_ns"] = t.exit_ns;
-    d["probe_ns"] = t.probe_ns;
+    put_fields<Timing, double>(d, t,
+                               {{"enter_ns", &Timing::enter_ns},
+                                {"exit_ns", &Timing::exit_ns},
+                                {"probe_ns", &Timing::probe_ns}});
     return d;
   });
 #endif

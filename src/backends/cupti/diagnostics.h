@@ -9,9 +9,9 @@
 namespace proton::cupti {
 
 struct Diagnostics {
-  size_t buffer_bytes = 0;       // size of each activity buffer
-  size_t buffers_allocated = 0;  // buffers alive (free or lent to CUPTI)
-  size_t buffers_free = 0;
+  uint64_t buffer_bytes = 0;       // size of each activity buffer
+  uint64_t buffers_allocated = 0;  // buffers alive (free or lent to CUPTI)
+  uint64_t buffers_free = 0;
   uint64_t buffers_declined = 0;       // requests refused at the pool's cap
   uint64_t graph_level_fallbacks = 0;  // mode="graph" runs that fell back to per-kernel records
   uint64_t periodic_flushes = 0;       // flushes the periodic check decided on (flush_policy.h)
