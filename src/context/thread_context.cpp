@@ -86,8 +86,8 @@ void ThreadContext::set_state(NameId state) {
 }
 
 uint32_t ThreadContext::depth() const {
-  ContextId ctx = is_main_ || hot::this_thread().attached ? hot::this_thread().effective
-                                                          : hot::globals.main_effective.load();
+  const hot::Thread& self = hot::this_thread();
+  ContextId ctx = is_main_ || self.attached ? self.effective : hot::globals.main_effective.load();
   return ContextTree::global().node(ctx).depth;
 }
 
