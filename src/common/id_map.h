@@ -128,12 +128,10 @@ class IdMap {
     used_ = 0;
     has_zero_ = false;
   }
-  /// Empties the map and gives back memory beyond the initial capacity.
+  /// Empties the map and gives back its memory (a fresh array of the initial capacity).
   void reset() {
-    if (capacity() == initial_capacity_) {
-      clear();
-      return;
-    }
+    // A fresh array even at the initial capacity: clearing would write, and so keep resident,
+    // every page of it; a calloc'd one costs nothing until used.
     has_zero_ = false;
     allocate(initial_capacity_);
   }
