@@ -20,24 +20,20 @@ void Thread::reset() {
 
 namespace {
 
-enum class Place : uint8_t { kUnknown, kSlot, kFallback };
-
 // Gives the slot back when the thread exits. Thread-local destructors that run after this one
-// (and call this_thread()) get the fallback: the slot may already belong to a new thread.
+// (and call this_thread()) miss the slot and, having tried once already, get the fallback: the
+// slot may already belong to a new thread.
 struct SlotRelease {
   Thread* slot = nullptr;
   ~SlotRelease();
 };
 
-constinit thread_local Place tls_place = Place::kUnknown;
+constinit thread_local bool tls_tried = false;  // the thread has tried to claim its slot
 constinit thread_local Thread tls_fallback;
 thread_local SlotRelease tls_release;
 
 SlotRelease::~SlotRelease() {
-  if (slot == nullptr) return;
-  // The fallback takes over what the thread's last destructors may still write.
-  tls_place = Place::kFallback;
-  slot->owner.store(0, std::memory_order_release);
+  if (slot != nullptr) slot->owner.store(0, std::memory_order_release);
 }
 
 // In a forked child only the forking thread lives on: the slots of the others must not be
@@ -53,10 +49,10 @@ void forget_other_threads() {
 }  // namespace
 
 Thread& this_thread_slow() noexcept {
-  if (tls_place == Place::kUnknown) {
+  if (!tls_tried) {
     [[maybe_unused]] static const bool at_fork =
         pthread_atfork(nullptr, nullptr, forget_other_threads) == 0;
-    tls_place = Place::kFallback;
+    tls_tried = true;
     uintptr_t tp = thread_pointer();
     if (tp != 0) {
       Thread& slot = thread_slots[slot_of(tp)];
@@ -64,7 +60,6 @@ Thread& this_thread_slow() noexcept {
       if (slot.owner.compare_exchange_strong(expected, tp, std::memory_order_acquire)) {
         slot.reset();
         tls_release.slot = &slot;
-        tls_place = Place::kSlot;
         return slot;
       }
     }
