@@ -55,6 +55,11 @@ void CUPTIAPI empty_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 CUpti_CallbackFunc choose_callback() {
   const char* v = std::getenv("PROTON_DIAG_CALLBACK");
   g_mode = v == nullptr ? "" : v;
+  if (g_mode == "empty") return empty_callback;
+  if (g_mode != "timed") {
+    g_mode.clear();
+    return on_cupti_callback;  // the default path: nothing to reset or calibrate
+  }
   for (Counter* c : {&g_enter, &g_exit}) {
     c->calls.store(0, std::memory_order_relaxed);
     c->ticks.store(0, std::memory_order_relaxed);
@@ -68,15 +73,13 @@ CUpti_CallbackFunc choose_callback() {
   g_probe_ticks.store(best, std::memory_order_relaxed);
   g_start_ticks = ticks();
   g_start_ns = steady_ns();
-  if (g_mode == "timed") return timed_callback;
-  if (g_mode == "empty") return empty_callback;
-  g_mode.clear();
-  return on_cupti_callback;
+  return timed_callback;
 }
 
 CallbackTiming callback_timing() {
   CallbackTiming t;
   t.mode = g_mode;
+  if (t.mode != "timed") return t;  // counters of an earlier timed run are not this run's
   uint64_t dt = ticks() - g_start_ticks, dns = steady_ns() - g_start_ns;
   double ns_per_tick = dt != 0 ? static_cast<double>(dns) / static_cast<double>(dt) : 0.0;
   auto mean = [&](const Counter& c, uint64_t& calls) {

@@ -15,9 +15,10 @@
 
 namespace proton::cupti {
 
-/// The callback to subscribe with, from PROTON_DIAG_CALLBACK; resets the timing counters.
+/// The callback to subscribe with, from PROTON_DIAG_CALLBACK; "timed" resets the counters.
 CUpti_CallbackFunc choose_callback();
 
-// callback_timing() (diagnostics.h) reads the counters since the last choose_callback().
+// callback_timing() (diagnostics.h) reads the counters since the last choose_callback(), all
+// zero unless that chose "timed".
 
 }  // namespace proton::cupti
