@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "common/name_table.h"
 #include "context/launch_ops.h"
 #include "context/thread_context.h"

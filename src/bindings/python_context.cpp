@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "bindings/python_frames.h"
 #include "common/name_table.h"
 #include "context/context_tree.h"

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "common/clock.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.h"
-#include "backend/record_processor.h"
+#include "backends/backend.h"
+#include "attribution/record_processor.h"
 #include "session/session.h"
 
 namespace proton {

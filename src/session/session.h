@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/kernel_record.h"
-#include "backend/launch_stage.h"
+#include "attribution/kernel_record.h"
+#include "attribution/launch_stage.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
 

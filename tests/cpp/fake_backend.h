@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "backend/backend.h"
-#include "backend/record_processor.h"
+#include "backends/backend.h"
+#include "attribution/record_processor.h"
 
 namespace proton::testing {
 

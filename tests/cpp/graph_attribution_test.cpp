@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/graph_registry.h"
-#include "backend/record_processor.h"
+#include "attribution/graph_registry.h"
+#include "attribution/record_processor.h"
 #include "context/launch_ops.h"
 #include "session/session.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 // The lock-free executable-graph table the launch callback reads.
-#include "backend/graph_exec_table.h"
+#include "attribution/graph_exec_table.h"
 
 #include <gtest/gtest.h>
 

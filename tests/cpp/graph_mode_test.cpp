@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "backend/graph_registry.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_registry.h"
+#include "attribution/launch_stage.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 

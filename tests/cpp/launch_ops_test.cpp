@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "backend/record_processor.h"
+#include "attribution/record_processor.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "backend/flush_policy.h"
+#include "attribution/flush_policy.h"
 
 #include "test_util.h"
 

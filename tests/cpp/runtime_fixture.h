@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "fake_backend.h"
 #include "session/runtime.h"
 #include "test_util.h"

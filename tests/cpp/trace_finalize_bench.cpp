@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
 #include "session/runtime.h"

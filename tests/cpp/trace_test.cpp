@@ -12,8 +12,8 @@
 #include <set>
 #include <thread>
 
-#include "backend/graph_registry.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_registry.h"
+#include "attribution/launch_stage.h"
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "runtime_fixture.h"

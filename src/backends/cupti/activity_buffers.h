@@ -24,7 +24,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/backend.h"
+#include "backends/backend.h"
 
 namespace proton::cupti {
 

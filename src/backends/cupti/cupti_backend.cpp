@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "backend/graph_exec_table.h"
-#include "backend/record_processor.h"
+#include "attribution/graph_exec_table.h"
+#include "attribution/record_processor.h"
 #include "backends/cupti/callback_probe.h"
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/diagnostics.h"

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/backend.h"
+#include "backends/backend.h"
 #include "backends/cupti/activity_buffers.h"
 #include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_records.h"

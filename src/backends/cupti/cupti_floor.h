@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "backend/backend.h"
+#include "backends/backend.h"
 
 namespace proton {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <span>
 
-#include "backend/record_processor.h"
+#include "attribution/record_processor.h"
 #include "backends/cupti/graph_records.h"
 #include "common/name_table.h"
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/kernel_record.h"
+#include "attribution/kernel_record.h"
 #include "common/ids.h"
 
 namespace proton {

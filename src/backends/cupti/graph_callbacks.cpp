@@ -4,9 +4,9 @@
 #include <atomic>
 #include <cstdio>
 
-#include "backend/graph_exec_table.h"
-#include "backend/graph_registry.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_exec_table.h"
+#include "attribution/graph_registry.h"
+#include "attribution/launch_stage.h"
 #include "backends/cupti/launch_callbacks.h"
 
 namespace proton::cupti {

@@ -8,7 +8,7 @@
 
 #include <cupti.h>
 
-#include "backend/kernel_record.h"
+#include "attribution/kernel_record.h"
 
 namespace proton::cupti {
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <atomic>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
 #include "common/hot.h"

@@ -22,7 +22,7 @@
 #include <span>
 #include <string>
 
-#include "backend/backend.h"
+#include "backends/backend.h"
 #include "backends/cupti/cupti_api.h"
 
 namespace proton::cupti {

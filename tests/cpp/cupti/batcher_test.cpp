@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "backend/record_processor.h"
+#include "attribution/record_processor.h"
 #include "backends/cupti/cupti_records.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "common/name_table.h"

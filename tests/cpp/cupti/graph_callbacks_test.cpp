@@ -7,9 +7,9 @@
 
 #include <vector>
 
-#include "backend/graph_exec_table.h"
-#include "backend/graph_registry.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_exec_table.h"
+#include "attribution/graph_registry.h"
+#include "attribution/launch_stage.h"
 #include "backends/cupti/graph_records.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "context/launch_ops.h"

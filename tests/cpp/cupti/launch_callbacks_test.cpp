@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "test_util.h"
 
 namespace proton::cupti {

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"

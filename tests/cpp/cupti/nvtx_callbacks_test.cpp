@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/launch_stage.h"
+#include "attribution/launch_stage.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "test_util.h"
 

@@ -23,9 +23,9 @@
 #include <span>
 #include <vector>
 
-#include "backend/graph_attribution.h"
-#include "backend/kernel_record.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_attribution.h"
+#include "attribution/kernel_record.h"
+#include "attribution/launch_stage.h"
 #include "common/id_map.h"
 
 namespace proton {

@@ -1,4 +1,4 @@
-#include "backend/graph_exec_table.h"
+#include "attribution/graph_exec_table.h"
 
 #include <bit>
 

@@ -1,4 +1,4 @@
-#include "backend/record_processor.h"
+#include "attribution/record_processor.h"
 
 #include <algorithm>
 

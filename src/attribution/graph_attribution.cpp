@@ -1,4 +1,4 @@
-#include "backend/graph_attribution.h"
+#include "attribution/graph_attribution.h"
 
 #include <atomic>
 #include <cstdio>

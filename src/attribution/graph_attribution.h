@@ -24,9 +24,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/graph_registry.h"
-#include "backend/kernel_record.h"
-#include "backend/launch_stage.h"
+#include "attribution/graph_registry.h"
+#include "attribution/kernel_record.h"
+#include "attribution/launch_stage.h"
 
 namespace proton {
 

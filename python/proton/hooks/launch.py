@@ -18,7 +18,7 @@ kernel name (``re.match``, as triton.profiler)::
 import re
 from typing import Optional
 
-from . import _proton
+from .. import _proton
 
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
 

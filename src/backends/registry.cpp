@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.h"
+#include "backends/backend.h"
 
 namespace proton {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/flush_policy.h"
+#include "attribution/flush_policy.h"
 #include "common/clock.h"
 #include "data/device_info.h"
 

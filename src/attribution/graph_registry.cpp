@@ -1,4 +1,4 @@
-#include "backend/graph_registry.h"
+#include "attribution/graph_registry.h"
 
 #include <algorithm>
 

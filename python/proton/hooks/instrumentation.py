@@ -1,0 +1,7 @@
+"""Intra-kernel instrumentation hook (``backend="instrumentation"``): not built yet."""
+
+from .hook import Hook
+
+
+class InstrumentationHook(Hook):
+    """Placeholder until the instrumentation backend exists."""
