@@ -33,6 +33,8 @@ CONFIGS = {
     "proton": ("proton", {}, False),
     "proton_before_start": ("proton", {}, True),
     "proton_graph": ("proton", {"mode": "graph"}, False),
+    # mode="graph" on a graph from before start: the default mode's path (docs/graphs.md).
+    "proton_graph_before_start": ("proton", {"mode": "graph"}, True),
     "triton": ("triton.profiler", {}, False),
 }
 SAMPLE_EVERY = 10_000
@@ -110,7 +112,7 @@ def main():
         print(json.dumps(child(json.loads(args.child))), flush=True)
         return 0
 
-    print(f"{'config':<22}{'us/replay':>10}{'RSS warm':>10}{'RSS end':>10}{'growth':>9}"
+    print(f"{'config':<27}{'us/replay':>10}{'RSS warm':>10}{'RSS end':>10}{'growth':>9}"
           f"{'kernels':>12}")
     results = []
     for name in args.configs.split(","):
@@ -120,14 +122,14 @@ def main():
                                capture_output=True, text=True)
         if r.returncode != 0:
             why = (r.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"{name:<22} failed: {why}")
+            print(f"{name:<27} failed: {why}")
             results.append({"name": name, "error": r.stderr[-4000:]})
             continue
         res = json.loads(r.stdout.strip().splitlines()[-1])
         res["notices"] = [line for line in r.stderr.splitlines() if line.startswith("proton:")]
         results.append(res)
         warm, end = res["rss_mb"][0], res["rss_mb"][-1]
-        print(f"{name:<22}{res['us_per_replay']:>10.2f}{warm:>10.1f}{end:>10.1f}"
+        print(f"{name:<27}{res['us_per_replay']:>10.2f}{warm:>10.1f}{end:>10.1f}"
               f"{end - warm:>+9.2f}{res['kernels'] if res['kernels'] is not None else '':>12}")
         sys.stdout.flush()
     if args.json:

@@ -308,3 +308,51 @@ ALL = {
               *CONTEXT_VARIANTS)
 }
 ALL[ProtonGraph.name] = ProtonGraph  # after the others: an extra mode of proton
+
+
+# Graphs instantiated before start in mode="graph" (docs/graphs.md): the run must cost what the
+# default mode costs. These rows tell apart what CUPTI and what we add if it does not.
+class ProtonGraphEager(ProtonGraph):
+    """mode="graph" with GRAPH_TRACE enabled at start, as before the lazy trace
+    (PROTON_GRAPH_TRACE_EAGER=1): a graph from before start makes the first replay disable it
+    again. Compare with `proton_graph` (never enabled there) and `proton`."""
+
+    name = "proton_graph_eager"
+
+    def start(self, out_dir):
+        with _environment({"PROTON_GRAPH_TRACE_EAGER": "1"}):
+            super().start(out_dir)
+
+
+class CuptiFloorGraphToggled(CuptiFloor):
+    """The floor with GRAPH_TRACE enabled at start and disabled again before the first launch
+    (through the libcupti this process loaded): what the eager fallback leaves CUPTI with, with
+    nothing of ours. Above `floor`: the cost is CUPTI's own, left by enabling the trace once."""
+
+    name = "floor_graph_off"
+
+    def start(self, out_dir):
+        import ctypes
+
+        self.lib._floor_start(graph_level=True)
+        lib = _loaded_library("libcupti")
+        if lib is None:
+            raise Unavailable("libcupti is not mapped in this process")
+        kind_graph_trace = 51  # CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+        rc = ctypes.CDLL(lib).cuptiActivityDisable(ctypes.c_int(kind_graph_trace))
+        if rc != 0:
+            raise RuntimeError(f"cuptiActivityDisable(GRAPH_TRACE) returned {rc}")
+
+
+def _loaded_library(stem):
+    """Path of the shared library whose name starts with `stem` mapped in this process."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith(stem + "."):
+                return path
+    return None
+
+
+ALL[ProtonGraphEager.name] = ProtonGraphEager
+ALL[CuptiFloorGraphToggled.name] = CuptiFloorGraphToggled

@@ -261,7 +261,8 @@ NB_MODULE(_proton, m) {
                           {"free", &D::buffers_free},
                           {"declined", &D::buffers_declined},
                           {"periodic_flushes", &D::periodic_flushes},
-                          {"graph_level_fallbacks", &D::graph_level_fallbacks}});
+                          {"graph_level_fallbacks", &D::graph_level_fallbacks},
+                          {"graph_trace_enables", &D::graph_trace_enables}});
   });
   m.def("_callback_timing", [] {  // PROTON_DIAG_CALLBACK's probe (callback_probe.h)
     using Timing = cupti::CallbackTiming;

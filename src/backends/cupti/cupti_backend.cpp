@@ -90,7 +90,12 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   // sessions are paused keeps its capture sites. Without them, graph kernels still land on
   // their launch site, so a failure here is not fatal.
   set_graph_id_api({api_->cuptiGetGraphId, api_->cuptiGetGraphNodeId, api_->cuptiGetGraphExecId});
-  set_graph_level(options.graph_level, api_->cuptiActivityDisable);
+  // mode="graph" enables GRAPH_TRACE at the first graph made after start, not here: a graph
+  // from before start launched first then never meets the trace (graph_callbacks.h).
+  // PROTON_GRAPH_TRACE_EAGER=1 enables it at start as before (for comparisons on a GPU).
+  bool eager_graph_trace = options.graph_level && env_true("PROTON_GRAPH_TRACE_EAGER");
+  set_graph_level(options.graph_level, api_->cuptiActivityDisable,
+                  eager_graph_trace ? nullptr : api_->cuptiActivityEnable);
   std::string graph_error;
   set_graph_callbacks(*api_, subscriber_, true, graph_error);
   reset_launch_nesting();
@@ -109,7 +114,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     undo_start();
     return false;
   }
-  if (options.graph_level) {
+  if (eager_graph_trace) {
     cr = api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     if (cr != CUPTI_SUCCESS) {
       why = cupti_error(*api_, "cuptiActivityEnable(GRAPH_TRACE) for mode='graph'", cr);
@@ -312,6 +317,7 @@ Diagnostics diagnostics() {
   d.buffers_free = s.free;
   d.buffers_declined = s.declined;
   d.graph_level_fallbacks = graph_level_fallbacks();
+  d.graph_trace_enables = graph_trace_enables();
   d.periodic_flushes = g_periodic_flushes.load(std::memory_order_relaxed);
   return d;
 }

@@ -14,6 +14,7 @@ struct Diagnostics {
   uint64_t buffers_free = 0;
   uint64_t buffers_declined = 0;       // requests refused at the pool's cap
   uint64_t graph_level_fallbacks = 0;  // mode="graph" runs that fell back to per-kernel records
+  uint64_t graph_trace_enables = 0;    // mode="graph": GRAPH_TRACE enabled at a graph's creation
   uint64_t periodic_flushes = 0;       // flushes the periodic check decided on (flush_policy.h)
 };
 

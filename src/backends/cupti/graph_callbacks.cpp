@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <mutex>
 
 #include "attribution/graph_exec_table.h"
 #include "attribution/graph_registry.h"
@@ -19,28 +20,104 @@ constexpr std::array kGraphCallbacks = {
     CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,          CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
 };
 
+// The APIs that create graphs or executable graphs. Graph-level mode enables GRAPH_TRACE at
+// the enter callback of the first of them after start (graph_callbacks.h): every graph made
+// while profiling then exists only with the trace on, as when it was enabled at start.
+struct GraphApi {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+};
+constexpr std::array kGraphCreationApis = {
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphCreate},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphClone},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams},
+    GraphApi{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz},
+    // The runtime's too: where only driver launch callbacks run, a runtime call still enters
+    // its driver twin, but nothing is lost by hearing it first.
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphClone_v10000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000},
+    GraphApi{CUPTI_CB_DOMAIN_RUNTIME_API,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000},
+};
+
 // Written by set_graph_id_api before the callbacks are enabled; read in callbacks.
 std::atomic<decltype(&::cuptiGetGraphId)> g_graph_id{nullptr};
 std::atomic<decltype(&::cuptiGetGraphNodeId)> g_node_id{nullptr};
 std::atomic<decltype(&::cuptiGetGraphExecId)> g_exec_id{nullptr};
-std::atomic<bool> g_graph_level{false};  // written at backend start/stop, read relaxed
-std::atomic<DisableActivityFn> g_disable_graph_trace{nullptr};  // set with g_graph_level
+// Graph-level state (graph_callbacks.h). Read relaxed on every graph launch and record; its
+// transitions are rare (at most two per backend start) and serialised by g_transition_mu.
+std::atomic<GraphLevel> g_state{GraphLevel::kOff};
+std::mutex g_transition_mu;
+std::atomic<ActivityKindFn> g_disable_graph_trace{nullptr};  // set with g_state
+std::atomic<ActivityKindFn> g_enable_graph_trace{nullptr};
 std::atomic<uint64_t> g_graph_level_fallbacks{0};
+std::atomic<uint64_t> g_graph_trace_enables{0};
 std::atomic<uint64_t> g_errors{0};
 
-// Graph-level mode met an executable graph from before the trace was enabled (see
-// set_graph_level). Runs on the launching thread inside the launch's enter callback; only the
-// thread that clears the flag disables the trace and prints.
-void leave_graph_level() noexcept {
-  if (!g_graph_level.exchange(false, std::memory_order_relaxed)) return;
-  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
-  DisableActivityFn disable = g_disable_graph_trace.load(std::memory_order_relaxed);
-  if (disable != nullptr) disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+void print_fallback_notice() {
   std::fprintf(stderr,
                "proton: mode='graph' met a CUDA graph instantiated before profiling started, "
                "which CUPTI's graph-level trace cannot launch safely; this run goes on with "
                "per-kernel records (start profiling before instantiating graphs to keep "
                "graph-level records)\n");
+}
+
+// A graph launch in graph-level mode names a graph from before start (see set_graph_level).
+// Runs on the launching thread inside the launch's enter callback, before the driver goes on.
+void leave_graph_level() noexcept {
+  std::lock_guard lock(g_transition_mu);
+  GraphLevel state = g_state.load(std::memory_order_relaxed);
+  if (state != GraphLevel::kPending && state != GraphLevel::kOn) return;  // another thread left
+  // Records of later launches must fan out per node before this launch reaches the driver.
+  g_state.store(GraphLevel::kLeft, std::memory_order_relaxed);
+  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  ActivityKindFn disable = g_disable_graph_trace.load(std::memory_order_relaxed);
+  // Pending: GRAPH_TRACE was never enabled, nothing to undo (the default mode, exactly).
+  if (state == GraphLevel::kOn && disable != nullptr) disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  print_fallback_notice();
+}
+
+// The first graph-creating API after start, at its enter callback: enable GRAPH_TRACE before
+// the driver creates the graph. A refusal gives up graph-level mode (per-kernel records).
+void graph_creation_entered() noexcept {
+  if (g_state.load(std::memory_order_relaxed) != GraphLevel::kPending) return;
+  std::lock_guard lock(g_transition_mu);
+  if (g_state.load(std::memory_order_relaxed) != GraphLevel::kPending) return;
+  ActivityKindFn enable = g_enable_graph_trace.load(std::memory_order_relaxed);
+  CUptiResult r = enable != nullptr ? enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) : CUPTI_SUCCESS;
+  if (r == CUPTI_SUCCESS) {
+    g_graph_trace_enables.fetch_add(1, std::memory_order_relaxed);
+    g_state.store(GraphLevel::kOn, std::memory_order_relaxed);
+    return;
+  }
+  g_state.store(GraphLevel::kLeft, std::memory_order_relaxed);
+  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr,
+               "proton: mode='graph': CUPTI refused the graph-level trace (error %d); this run "
+               "goes on with per-kernel records\n",
+               static_cast<int>(r));
 }
 
 // The executable-graph table stores the fan-out as is, 0 for "unknown", and this for "no
@@ -175,48 +252,98 @@ int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, 
       error = cupti_error(api, "cuptiEnableCallback(graph resource)", r);
     }
   }
+  // Graph-creating APIs: only graph-level mode waiting for its first graph listens to them
+  // (the default mode never does). Turning them off is harmless where they were never on.
+  if (enable && g_state.load(std::memory_order_relaxed) != GraphLevel::kPending) return done;
+  for (const GraphApi& a : kGraphCreationApis) {
+    CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, a.domain, a.cbid);
+    if (r == CUPTI_SUCCESS) {
+      ++done;
+    } else if (enable && error.empty() && r != CUPTI_ERROR_INVALID_PARAMETER) {
+      // INVALID_PARAMETER: an id this libcupti predates (cuStreamBeginCaptureToGraph, 12.3).
+      error = cupti_error(api, "cuptiEnableCallback(graph creation)", r);
+    }
+  }
   return done;
+}
+
+bool is_graph_creation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexcept {
+  for (const GraphApi& a : kGraphCreationApis) {
+    if (a.cbid == cbid && a.domain == domain) return true;
+  }
+  return false;
 }
 
 uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* params) noexcept {
-  if (params == nullptr) return g_graph_level.load(std::memory_order_relaxed) ? 1 : 0;
   const void* exec = nullptr;
+  bool graph_launch = true;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) {
-      exec = static_cast<const cudaGraphLaunch_v10000_params*>(params)->graphExec;
+      if (params != nullptr)
+        exec = static_cast<const cudaGraphLaunch_v10000_params*>(params)->graphExec;
     } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000) {
-      exec = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params)->graphExec;
+      if (params != nullptr)
+        exec = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params)->graphExec;
+    } else {
+      graph_launch = false;
     }
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) {
-      exec = static_cast<const cuGraphLaunch_params*>(params)->hGraph;
+      if (params != nullptr) exec = static_cast<const cuGraphLaunch_params*>(params)->hGraph;
     } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
-      exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
+      if (params != nullptr)
+        exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
+    } else {
+      graph_launch = false;
     }
   }
+  // Not a graph launch: a graph-creating API (not a launch: no tag), or a multi-device
+  // cooperative launch (one kernel per device, count unknown).
+  if (!graph_launch && is_graph_creation(domain, cbid)) {
+    graph_creation_entered();
+    return kNoKernels;
+  }
+  GraphLevel state = g_state.load(std::memory_order_relaxed);
   uint32_t stored = exec == nullptr
                         ? GraphExecTable::kUnknown
                         : GraphExecTable::global().find(reinterpret_cast<uintptr_t>(exec));
-  if (g_graph_level.load(std::memory_order_relaxed)) {
+  if (state == GraphLevel::kOn) {
     if (stored != GraphExecTable::kUnknown || exec == nullptr) return 1;  // one graph record
     leave_graph_level();  // before the driver launches a graph CUPTI's trace would crash on
+  } else if (state == GraphLevel::kPending && exec != nullptr) {
+    // No graph was made since start, yet one is launched: it is from before start (or its
+    // creation went unheard). GRAPH_TRACE is still off: stay the default mode for good.
+    leave_graph_level();
   }
   if (stored == GraphExecTable::kUnknown) return 0;  // instantiated before profiling started
   return stored == kZeroKernels ? kNoKernels : stored;
 }
 
-void set_graph_level(bool on, DisableActivityFn disable_trace) {
+void set_graph_level(bool on, ActivityKindFn disable_trace, ActivityKindFn enable_trace) {
+  std::lock_guard lock(g_transition_mu);
   g_disable_graph_trace.store(on ? disable_trace : nullptr, std::memory_order_relaxed);
-  g_graph_level.store(on, std::memory_order_relaxed);
+  g_enable_graph_trace.store(on ? enable_trace : nullptr, std::memory_order_relaxed);
+  GraphLevel state = !on                       ? GraphLevel::kOff
+                     : enable_trace != nullptr ? GraphLevel::kPending
+                                               : GraphLevel::kOn;
+  g_state.store(state, std::memory_order_relaxed);
 }
 
 uint64_t graph_level_fallbacks() {
   return g_graph_level_fallbacks.load(std::memory_order_relaxed);
 }
 
+uint64_t graph_trace_enables() {
+  return g_graph_trace_enables.load(std::memory_order_relaxed);
+}
+
 bool graph_level() noexcept {
-  return g_graph_level.load(std::memory_order_relaxed);
+  return g_state.load(std::memory_order_relaxed) == GraphLevel::kOn;
+}
+
+GraphLevel graph_level_state() noexcept {
+  return g_state.load(std::memory_order_relaxed);
 }
 
 uint64_t graph_callback_errors() {

@@ -42,7 +42,8 @@ void set_graph_id_api(const GraphIdApi& api);
 /// Handles CUPTI_CB_DOMAIN_RESOURCE graph events (called from the subscriber callback).
 void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) noexcept;
 
-/// Enables or disables the graph resource callbacks; returns how many took effect.
+/// Enables or disables the graph resource callbacks (and, while graph-level mode is pending,
+/// the graph-creating API callbacks); returns how many took effect.
 int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
                         std::string& error);
 
@@ -57,16 +58,40 @@ uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 ///
 /// CUPTI's graph-level trace crashes inside cuGraphLaunch on an executable graph instantiated
 /// before the trace was enabled (seen with CUDA 13 / driver 580 on H100 and H200, with no
-/// profiler code involved: a bare CUPTI client enabling GRAPH_TRACE does the same). So when a
-/// graph launch in graph-level mode names an executable graph the exec table does not know,
-/// the launch callback leaves graph-level mode before the driver goes on: it calls
-/// `disable_trace` (cuptiActivityDisable(GRAPH_TRACE)) once, prints a one-line notice, and
-/// from then on graph launches fan out to per-node kernel records as in the default mode.
-using DisableActivityFn = CUptiResult(CUPTIAPI*)(CUpti_ActivityKind);
-void set_graph_level(bool on, DisableActivityFn disable_trace = nullptr);
+/// profiler code involved: a bare CUPTI client enabling GRAPH_TRACE does the same). Graphs
+/// from before proton.start() cannot be told apart in advance, so the trace is enabled lazily
+/// (docs/graphs.md, "Graph-level mode"):
+///   - kPending: mode="graph" chosen, GRAPH_TRACE not enabled yet. The first graph-creating
+///     API after start (stream capture, cuGraphCreate, instantiation; is_graph_creation())
+///     enables it at its enter callback, before the driver creates anything: kOn.
+///   - A graph launch while kPending names a graph this session did not create (instantiated
+///     before start): graph-level mode is given up before GRAPH_TRACE was ever enabled, so the
+///     run is exactly the default mode from CUPTI's side as well as ours: kLeft.
+///   - A graph launch while kOn that names an executable graph the exec table does not know:
+///     GRAPH_TRACE is disabled before the driver goes on (the only case that enables and then
+///     disables the trace): kLeft.
+/// Leaving prints a one-line notice; from then on graph launches fan out to per-node kernel
+/// records as in the default mode.
+/// `enable_trace` null: the caller already enabled GRAPH_TRACE (eager: kOn at once).
+using ActivityKindFn = CUptiResult(CUPTIAPI*)(CUpti_ActivityKind);
+using DisableActivityFn = ActivityKindFn;
+enum class GraphLevel : uint8_t { kOff, kPending, kOn, kLeft };
+void set_graph_level(bool on, ActivityKindFn disable_trace = nullptr,
+                     ActivityKindFn enable_trace = nullptr);
+/// GRAPH_TRACE is on and its records stand for graph launches (kOn).
 bool graph_level() noexcept;
+GraphLevel graph_level_state() noexcept;
 /// Graph launches that made graph-level mode fall back (0 or 1 per backend start).
 uint64_t graph_level_fallbacks();
+/// Times GRAPH_TRACE was enabled lazily (0 or 1 per backend start; 0 when the first graph
+/// launch named a graph from before start).
+uint64_t graph_trace_enables();
+
+/// Runtime/driver API callbacks that create graphs or executable graphs (stream capture,
+/// cuGraphCreate, cuGraphClone, instantiation): enabled by set_graph_callbacks only while
+/// graph-level mode is pending, and routed here by the launch callback (launch_fanout() gives
+/// them 0, graph_launch_fanout() answers kNoKernels: they are not launches).
+bool is_graph_creation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexcept;
 
 /// Graph callbacks that failed (allocation): counted, not propagated through CUPTI.
 uint64_t graph_callback_errors();

@@ -54,6 +54,63 @@ constexpr std::array kCallbacks = {
 // which invalidates every thread's count at once without touching other threads' storage.
 std::atomic<uint64_t> g_errors{0};  // relaxed counter
 
+// launch_fanout(), inlined into the callback: a switch the compiler turns into a few range and
+// bit tests, never a call.
+[[gnu::always_inline]] inline uint32_t fanout_of(CUpti_CallbackDomain domain,
+                                                 CUpti_CallbackId cbid) {
+  // The launches torch and Triton make, first: two compares, whatever the cases below.
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) [[likely]] {
+    if (domain == kDriver) return 1;
+  }
+  if (domain == kRuntime) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
+        return 0;
+      // Graph-creating APIs, subscribed only by mode="graph" (graph_callbacks.h): not launches.
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphClone_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000:
+        return 0;
+      default:
+        return 1;
+    }
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
+      return 0;
+    // Graph-creating APIs, subscribed only by mode="graph" (graph_callbacks.h): not launches.
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphCreate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphClone:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+      return 0;
+    default:
+      return 1;
+  }
+}
+
 // One launch API enter or exit. Inlined into both entry points: the subscriber callback must
 // not pay a call per launch (each call is a line of code to fetch back into a cold cache).
 [[gnu::always_inline]] inline void launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -72,7 +129,7 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     t.nest_correlation = 0;
   }
   if (t.nest_depth++ != 0) return;  // nested inside a launch already tagged on this thread
-  uint32_t fanout = launch_fanout(domain, cbid);
+  uint32_t fanout = fanout_of(domain, cbid);
   if (fanout == 0) [[unlikely]] {
     fanout = graph_launch_fanout(domain, cbid, cb->functionParams);
     if (fanout == kNoKernels) return;  // a graph without kernels: nothing will claim a tag
@@ -96,24 +153,7 @@ std::span<const LaunchCallback> launch_callbacks() {
 }
 
 uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  if (domain == kRuntime) {
-    switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000:
-        return 0;
-      default:
-        return 1;
-    }
-  }
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice:
-      return 0;
-    default:
-      return 1;
-  }
+  return fanout_of(domain, cbid);
 }
 
 void CUPTIAPI on_launch_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

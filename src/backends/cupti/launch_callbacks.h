@@ -36,7 +36,8 @@ struct LaunchCallback {
 /// Every callback the backend enables.
 std::span<const LaunchCallback> launch_callbacks();
 
-/// Fan-out a launch through (domain, cbid) is tagged with: 1, or 0 for graph launches.
+/// Fan-out a launch through (domain, cbid) is tagged with: 1, or 0 for graph launches (and
+/// for the graph-creating APIs mode="graph" listens to, which graph_launch_fanout() answers).
 uint32_t launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
 /// The subscriber callback (passed to cuptiSubscribe): launch APIs, graph resources (see

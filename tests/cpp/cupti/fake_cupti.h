@@ -20,6 +20,8 @@ inline size_t record_size(const CUpti_Activity& r) {
       return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_MEMCPY:
       return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+      return sizeof(CUpti_ActivityGraphTrace2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER:
       return sizeof(CUpti_ActivityAPI);

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "attribution/graph_exec_table.h"
@@ -215,6 +218,194 @@ TEST_F(GraphCallbacks, GraphLevelModeFallsBackOnAGraphFromBeforeStart) {
   EXPECT_EQ(launch_fanout_of(0x610, 83), 1u);  // its one kernel node
   EXPECT_EQ(g_disabled.size(), 1u);
   EXPECT_EQ(graph_level_fallbacks(), before + 1);
+}
+
+std::vector<CUpti_ActivityKind> g_enabled;  // kinds passed to fake_enable
+CUptiResult CUPTIAPI fake_enable(CUpti_ActivityKind kind) {
+  g_enabled.push_back(kind);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI refuse_enable(CUpti_ActivityKind kind) {
+  g_enabled.push_back(kind);
+  return CUPTI_ERROR_NOT_COMPATIBLE;
+}
+
+// The enter and exit of a graph-creating API (stream capture, instantiation) on this thread.
+void graph_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, uint32_t correlation) {
+  api(domain, cbid, CUPTI_API_ENTER, correlation);
+  api(domain, cbid, CUPTI_API_EXIT, correlation);
+}
+
+// mode="graph" as the backend starts it: GRAPH_TRACE waits for the first graph made.
+class LazyGraphTrace : public GraphCallbacks {
+ protected:
+  void SetUp() override {
+    GraphCallbacks::SetUp();
+    g_enabled.clear();
+    g_disabled.clear();
+    fallbacks_ = graph_level_fallbacks();
+    enables_ = graph_trace_enables();
+    set_graph_level(true, fake_disable, fake_enable);
+  }
+  // An executable graph made while profiling, with one kernel node.
+  void instantiated(uintptr_t graph, uintptr_t exec_handle) {
+    resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(graph * 0x100, graph));
+    CUpti_GraphData exec{};
+    exec.graph = handle<CUgraph>(graph);
+    exec.graphExec = handle<CUgraphExec>(exec_handle);
+    resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, exec);
+  }
+  uint64_t fallbacks_ = 0;
+  uint64_t enables_ = 0;
+};
+
+TEST_F(LazyGraphTrace, AGraphFromBeforeStartLaunchedFirstNeverMeetsTheTrace) {
+  EXPECT_EQ(graph_level_state(), GraphLevel::kPending);
+  EXPECT_FALSE(graph_level());  // no graph records yet: kernel records are all kept
+  // The exact default path: per-node fan-out (unknown), nothing enabled or disabled.
+  EXPECT_EQ(launch_fanout_of(0x999, 90), 0u);
+  EXPECT_EQ(graph_level_state(), GraphLevel::kLeft);
+  EXPECT_TRUE(g_enabled.empty());
+  EXPECT_TRUE(g_disabled.empty());
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_ + 1);
+  EXPECT_EQ(graph_trace_enables(), enables_);
+  // Graphs made later keep per-node records: the trace stays off for the rest of the run.
+  graph_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, 91);
+  instantiated(0x7, 0x710);
+  EXPECT_EQ(launch_fanout_of(0x710, 92), 1u);  // its one kernel node, per node
+  EXPECT_TRUE(g_enabled.empty());
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_ + 1);
+}
+
+TEST_F(LazyGraphTrace, TheFirstGraphMadeEnablesTheTraceBeforeTheDriverRuns) {
+  // Stream capture's enter callback: GRAPH_TRACE goes on before any node exists.
+  graph_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, 100);
+  ASSERT_EQ(g_enabled.size(), 1u);
+  EXPECT_EQ(g_enabled[0], CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  EXPECT_TRUE(graph_level());
+  EXPECT_EQ(graph_trace_enables(), enables_ + 1);
+  EXPECT_TRUE(drain().empty());  // not a launch: no tag
+  // Later creations change nothing.
+  graph_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, 101);
+  EXPECT_EQ(g_enabled.size(), 1u);
+  instantiated(0x8, 0x810);
+  EXPECT_EQ(launch_fanout_of(0x810, 102), 1u);  // one graph-level record
+  EXPECT_TRUE(graph_level());
+  // A graph from before start after that: today's fallback, the trace disabled once.
+  EXPECT_EQ(launch_fanout_of(0x999, 103), 0u);
+  EXPECT_EQ(graph_level_state(), GraphLevel::kLeft);
+  ASSERT_EQ(g_disabled.size(), 1u);
+  EXPECT_EQ(g_disabled[0], CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_ + 1);
+}
+
+TEST_F(LazyGraphTrace, EveryGraphCreatingApiIsHeardAndNoneIsALaunch) {
+  struct Api {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+  };
+  const Api apis[] = {
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphCreate},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphClone},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000},
+      {CUPTI_CB_DOMAIN_RUNTIME_API,
+       CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000},
+  };
+  uint32_t correlation = 110;
+  for (const Api& a : apis) {
+    SCOPED_TRACE(a.cbid);
+    EXPECT_TRUE(is_graph_creation(a.domain, a.cbid));
+    EXPECT_EQ(launch_fanout(a.domain, a.cbid), 0u);  // routed to graph_launch_fanout
+    set_graph_level(true, fake_disable, fake_enable);
+    g_enabled.clear();
+    graph_api(a.domain, a.cbid, correlation++);
+    EXPECT_EQ(g_enabled.size(), 1u);
+    EXPECT_TRUE(graph_level());
+    EXPECT_TRUE(drain().empty());
+  }
+  // Kernel and graph launches are not graph creation.
+  EXPECT_FALSE(
+      is_graph_creation(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  EXPECT_FALSE(
+      is_graph_creation(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
+  // Same number, other domain: cudaGraphCreate's id is not a driver graph API.
+  EXPECT_FALSE(is_graph_creation(CUPTI_CB_DOMAIN_DRIVER_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000));
+}
+
+TEST_F(LazyGraphTrace, ARefusedTraceLeavesGraphLevelModeWithOneNotice) {
+  set_graph_level(true, fake_disable, refuse_enable);
+  graph_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphCreate, 120);
+  EXPECT_EQ(g_enabled.size(), 1u);
+  EXPECT_EQ(graph_level_state(), GraphLevel::kLeft);
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_ + 1);
+  EXPECT_EQ(graph_trace_enables(), enables_);
+  instantiated(0x9, 0x910);
+  EXPECT_EQ(launch_fanout_of(0x910, 121), 1u);  // per node
+  EXPECT_TRUE(g_disabled.empty());
+}
+
+TEST_F(LazyGraphTrace, TheDefaultModeNeverTouchesTheTrace) {
+  set_graph_level(false, fake_disable, fake_enable);
+  EXPECT_EQ(graph_level_state(), GraphLevel::kOff);
+  // (The backend does not even subscribe these in the default mode; heard anyway, no effect.)
+  graph_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiate, 130);
+  EXPECT_EQ(launch_fanout_of(0x999, 131), 0u);
+  EXPECT_TRUE(g_enabled.empty());
+  EXPECT_TRUE(g_disabled.empty());
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_);
+}
+
+std::set<std::pair<int, uint32_t>> g_subscribed;  // (domain, cbid) enabled through the fake
+CUptiResult CUPTIAPI fake_enable_callback(uint32_t enable, CUpti_SubscriberHandle,
+                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (enable) {
+    g_subscribed.insert({domain, cbid});
+  } else {
+    g_subscribed.erase({domain, cbid});
+  }
+  return CUPTI_SUCCESS;
+}
+
+TEST_F(GraphCallbacks, OnlyPendingGraphLevelModeSubscribesTheGraphCreatingApis) {
+  CuptiApi api;
+  api.cuptiEnableCallback = fake_enable_callback;
+  std::string error;
+  const std::pair<int, uint32_t> instantiate{CUPTI_CB_DOMAIN_DRIVER_API,
+                                             CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags};
+  const std::pair<int, uint32_t> node_created{CUPTI_CB_DOMAIN_RESOURCE,
+                                              CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED};
+  for (auto [on, lazy] : {std::pair{false, false}, std::pair{true, false}}) {
+    // Default mode, and mode="graph" with the trace enabled at start: resources only.
+    g_subscribed.clear();
+    set_graph_level(on, nullptr, lazy ? fake_enable : nullptr);
+    set_graph_callbacks(api, nullptr, true, error);
+    EXPECT_EQ(g_subscribed.size(), 6u);
+    EXPECT_TRUE(g_subscribed.count(node_created));
+    EXPECT_FALSE(g_subscribed.count(instantiate));
+  }
+  g_subscribed.clear();
+  set_graph_level(true, fake_disable, fake_enable);
+  EXPECT_GT(set_graph_callbacks(api, nullptr, true, error), 6);
+  EXPECT_TRUE(g_subscribed.count(instantiate));
+  EXPECT_TRUE(g_subscribed.count(
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000}));
+  for (auto [domain, cbid] : g_subscribed) {
+    if (domain != CUPTI_CB_DOMAIN_RESOURCE) {
+      EXPECT_TRUE(is_graph_creation(static_cast<CUpti_CallbackDomain>(domain), cbid)) << cbid;
+    }
+  }
+  // Stop: everything off, whatever the state then.
+  set_graph_level(false);
+  set_graph_callbacks(api, nullptr, false, error);
+  EXPECT_TRUE(g_subscribed.empty());
+  EXPECT_TRUE(error.empty()) << error;
 }
 
 TEST_F(GraphCallbacks, ConditionalNodeMakesTheFanoutUnknown) {
