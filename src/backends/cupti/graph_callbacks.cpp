@@ -86,21 +86,25 @@ void print_fallback_notice() {
 
 // A graph launch in graph-level mode names a graph from before start (see set_graph_level).
 // Runs on the launching thread inside the launch's enter callback, before the driver goes on.
+// The new state is published only once the trace is off: until then, other threads launching
+// an old graph see kOn, come here and wait on the lock instead of launching it under the trace.
 void leave_graph_level() noexcept {
   std::lock_guard lock(g_transition_mu);
   GraphLevel state = g_state.load(std::memory_order_relaxed);
   if (state != GraphLevel::kPending && state != GraphLevel::kOn) return;  // another thread left
-  // Records of later launches must fan out per node before this launch reaches the driver.
-  g_state.store(GraphLevel::kLeft, std::memory_order_relaxed);
-  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
   ActivityKindFn disable = g_disable_graph_trace.load(std::memory_order_relaxed);
   // Pending: GRAPH_TRACE was never enabled, nothing to undo (the default mode, exactly).
   if (state == GraphLevel::kOn && disable != nullptr) disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  g_state.store(GraphLevel::kLeft, std::memory_order_relaxed);
+  g_graph_level_fallbacks.fetch_add(1, std::memory_order_relaxed);
   print_fallback_notice();
 }
 
 // The first graph-creating API after start, at its enter callback: enable GRAPH_TRACE before
 // the driver creates the graph. A refusal gives up graph-level mode (per-kernel records).
+// kOn is published after the enable: another thread's creation or old-graph launch meanwhile
+// still sees kPending and waits on the lock. (Two threads can wait here only at the one
+// transition; the old code took no lock but had the same CUPTI call inside the callback.)
 void graph_creation_entered() noexcept {
   if (g_state.load(std::memory_order_relaxed) != GraphLevel::kPending) return;
   std::lock_guard lock(g_transition_mu);

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -337,6 +341,47 @@ TEST_F(LazyGraphTrace, EveryGraphCreatingApiIsHeardAndNoneIsALaunch) {
   // Same number, other domain: cudaGraphCreate's id is not a driver graph API.
   EXPECT_FALSE(is_graph_creation(CUPTI_CB_DOMAIN_DRIVER_API,
                                  CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000));
+}
+
+// Calls into CUPTI in the order they happened, from any thread.
+std::mutex g_log_mu;
+std::vector<std::string> g_log;
+std::atomic<bool> g_enable_started{false};
+void log_call(const char* what) {
+  std::lock_guard lock(g_log_mu);
+  g_log.emplace_back(what);
+}
+CUptiResult CUPTIAPI slow_enable(CUpti_ActivityKind) {
+  g_enable_started = true;
+  log_call("enable begins");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  log_call("enable ends");
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI logged_disable(CUpti_ActivityKind) {
+  log_call("disable");
+  return CUPTI_SUCCESS;
+}
+
+TEST_F(LazyGraphTrace, AnOldGraphLaunchedWhileTheTraceIsEnabledWaitsThenDisablesIt) {
+  g_log.clear();
+  g_enable_started = false;
+  set_graph_level(true, logged_disable, slow_enable);
+  std::thread creator([] {
+    graph_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags, 140);
+  });
+  while (!g_enable_started)
+    std::this_thread::yield();
+  // The old graph's launch must not reach the driver with the trace half on: it waits for the
+  // enable, then turns the trace off before returning.
+  EXPECT_EQ(launch_fanout_of(0x999, 141), 0u);
+  log_call("launch returns");
+  creator.join();
+  EXPECT_EQ(g_log, (std::vector<std::string>{"enable begins", "enable ends", "disable",
+                                             "launch returns"}));
+  EXPECT_EQ(graph_level_state(), GraphLevel::kLeft);
+  EXPECT_EQ(graph_level_fallbacks(), fallbacks_ + 1);
+  EXPECT_EQ(graph_trace_enables(), enables_ + 1);
 }
 
 TEST_F(LazyGraphTrace, ARefusedTraceLeavesGraphLevelModeWithOneNotice) {
