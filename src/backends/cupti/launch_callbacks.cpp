@@ -58,11 +58,6 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
 // bit tests, never a call.
 [[gnu::always_inline]] inline uint32_t fanout_of(CUpti_CallbackDomain domain,
                                                  CUpti_CallbackId cbid) {
-  // The launches torch and Triton make, first: two compares, whatever the cases below.
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-      cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) [[likely]] {
-    if (domain == kDriver) return 1;
-  }
   if (domain == kRuntime) {
     switch (cbid) {
       case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
@@ -85,6 +80,12 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
       default:
         return 1;
     }
+  }
+  // The driver launches torch and Triton make, first: whatever the cases below, the same two
+  // compares as before the graph-creating APIs joined them.
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) [[likely]] {
+    return 1;
   }
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
