@@ -1,7 +1,10 @@
 // Not a test: our CPU cost per kernel record of a CUDA graph instantiated before proton.start,
 // in the default mode and in mode="graph" (which must never cost more; docs/graphs.md).
 //
-//   graph_fallback_bench [launches=20000] [nodes=100] [rounds=3]
+//   graph_fallback_bench [launches=20000] [nodes=100] [rounds=3] [only=MODE]
+//
+// `only` runs one mode (for instruction counts under valgrind --tool=callgrind, which a
+// shared host's noise cannot blur).
 //
 // Each graph launch goes through the real launch callback (cuGraphLaunch enter and exit, the
 // exec unknown to the table), then its `nodes` kernel records, laid out as CUPTI lays them out,
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
   uint32_t launches = argc > 1 ? static_cast<uint32_t>(std::strtoul(argv[1], nullptr, 10)) : 20000;
   uint32_t nodes = argc > 2 ? static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10)) : 100;
   int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  std::string only = argc > 4 ? argv[4] : "";
   set_graph_id_api({});
   ThreadContext::set_main_thread();
   ThreadContext::current().enter_scope(NameTable::global().intern("decode"));
@@ -143,12 +147,14 @@ int main(int argc, char** argv) {
   const char* modes[] = {"default", "graph_lazy", "graph_eager", "graph_known"};
   // Warm-up (name table, maps), then `rounds` rounds in rotated order; each mode's minimum is
   // kept (a shared host's noise only ever adds).
-  for (const char* m : modes)
-    run(m, launches / 10 + 40, nodes, correlation);
+  for (const char* m : modes) {
+    if (only.empty() || only == m) run(m, launches / 10 + 40, nodes, correlation);
+  }
   Result best[4];
   for (int round = 0; round < rounds; ++round) {
     for (int i = 0; i < 4; ++i) {
       int m = (i + round) % 4;
+      if (!only.empty() && only != modes[m]) continue;
       Result r = run(modes[m], launches, nodes, correlation);
       if (best[m].records == 0 || r.ns_per_record < best[m].ns_per_record) {
         best[m].ns_per_record = r.ns_per_record;
