@@ -335,23 +335,26 @@ class CuptiFloorGraphToggled(CuptiFloor):
         import ctypes
 
         self.lib._floor_start(graph_level=True)
-        lib = _loaded_library("libcupti")
-        if lib is None:
-            raise Unavailable("libcupti is not mapped in this process")
+        # The floor reuses a libcupti that torch mapped already (library_search.h), so one is
+        # mapped; calling into a second, idle copy could attach it to the driver as well.
+        libs = _loaded_libraries("libcupti")
+        if len(libs) != 1:
+            raise Unavailable(f"needs exactly one libcupti mapped, found {libs}")
         kind_graph_trace = 51  # CUPTI_ACTIVITY_KIND_GRAPH_TRACE
-        rc = ctypes.CDLL(lib).cuptiActivityDisable(ctypes.c_int(kind_graph_trace))
+        rc = ctypes.CDLL(libs[0]).cuptiActivityDisable(ctypes.c_int(kind_graph_trace))
         if rc != 0:
-            raise RuntimeError(f"cuptiActivityDisable(GRAPH_TRACE) returned {rc}")
+            raise RuntimeError(f"cuptiActivityDisable(GRAPH_TRACE) in {libs[0]} returned {rc}")
 
 
-def _loaded_library(stem):
-    """Path of the shared library whose name starts with `stem` mapped in this process."""
+def _loaded_libraries(stem):
+    """Paths of the shared libraries whose name starts with `stem` mapped in this process."""
+    found = []
     with open("/proc/self/maps") as f:
         for line in f:
             path = line.split()[-1]
-            if os.path.basename(path).startswith(stem + "."):
-                return path
-    return None
+            if os.path.basename(path).startswith(stem + ".") and path not in found:
+                found.append(path)
+    return found
 
 
 ALL[ProtonGraphEager.name] = ProtonGraphEager
