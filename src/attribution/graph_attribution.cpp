@@ -15,6 +15,8 @@ namespace {
 std::atomic<bool> g_noticed{false};
 
 void notice_unknown_graph(uint64_t graph) {
+  // Called for every record of such a graph: a plain load first, the locked exchange once.
+  if (g_noticed.load(std::memory_order_relaxed)) return;
   if (g_noticed.exchange(true, std::memory_order_relaxed)) return;
   std::fprintf(stderr,
                "proton: CUDA graph %llu was captured before profiling started; its kernels are "
@@ -70,7 +72,13 @@ LaunchTag GraphAttribution::replay_tag(const LaunchTag& launch, const KernelReco
 }
 
 uint64_t GraphAttribution::launch_seen(uint32_t graph, uint64_t correlation) {
-  auto& [older, newer] = recent_[graph];
+  // Records come in runs of one graph's kernels: the last graph's entry saves the hash lookup
+  // (unordered_map entries keep their address across rehashing).
+  if (recent_last_ == nullptr || graph != recent_last_graph_) {
+    recent_last_ = &recent_[graph];
+    recent_last_graph_ = graph;
+  }
+  auto& [older, newer] = *recent_last_;
   if (correlation <= newer || correlation == older) return 0;  // a launch already known
   uint64_t stale = older;
   older = newer;
@@ -93,6 +101,7 @@ void GraphAttribution::settle() {
 
 void GraphAttribution::forget_launches() {
   recent_.clear();
+  recent_last_ = nullptr;
   unknown_.clear();
 }
 

@@ -80,6 +80,8 @@ class GraphAttribution {
   std::vector<NameId> scratch_;
   // Per graph: the newest two launches that delivered records, older first (0: none).
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> recent_;
+  std::pair<uint64_t, uint64_t>* recent_last_ = nullptr;  // recent_[recent_last_graph_]
+  uint32_t recent_last_graph_ = 0;
   std::deque<uint64_t> unknown_;  // unknown-fan-out launches, oldest first
   uint64_t unknown_site_records_ = 0;
 };
