@@ -93,14 +93,15 @@ def test_p1_triton_viewer_reads_our_file(out):
         with proton.scope("inner", {"peak (exc)": 3}):
             pass
     proton.finalize()
-    with open(out.path) as f:
-        gf, inclusive, exclusive, _ = viewer.get_raw_metrics(f)
+    gf, inclusive, _, _ = viewer.read(out.path)  # same call in Triton 3.6 and 3.9
     # Triton's viewer sums every metric over the subtree, its own exclusive ones too: the
     # name it finds is the one Triton writes.
     assert "peak" in inclusive
-    gf.update_inclusive_columns()
     df = gf.dataframe.set_index("name")
     assert df.loc["outer", "peak"] == 5 and df.loc["inner", "peak"] == 3
+    assert df.loc["outer", "peak (inc)"] == 8
+    derived = viewer.derive_metrics(gf, ["peak"], inclusive, [], {})
+    assert derived == ["peak (inc)"]
 
 
 # --- point 2: empty scopes stay in the tree ------------------------------------------------------
