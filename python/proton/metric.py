@@ -30,6 +30,9 @@ from . import _proton
 from .state import COMPUTE_METADATA_SCOPE_NAME
 
 _SLAB = 4096
+# Tensors on these devices are read as numbers; others are accumulated on their device. (The
+# CPU tests empty it to run the accumulator logic on CPU tensors.)
+_HOST_DEVICES = ("cpu",)
 _lock = threading.Lock()
 # (device, is_float) -> [slab tensors]
 _slabs: dict = {}
@@ -54,7 +57,7 @@ def _capacity_values() -> int:
 
 def _new_slab(torch, device, is_float):
     dtype = torch.float64 if is_float else torch.int64
-    if torch.cuda.is_current_stream_capturing():
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
         # Zeroing inside the capture would be replayed, wiping the sums on every replay.
         side = torch.cuda.Stream(device=device)
         with torch.cuda.stream(side):
@@ -131,9 +134,9 @@ def convert(name: str, value):
             raise ValueError(
                 f"metric '{name}': a tensor metric must hold exactly one value (a 0-d tensor), "
                 f"got shape {tuple(value.shape)}")
-        if value.device.type == "cpu" or value.device.type == "meta":
-            if value.device.type == "meta":
-                raise ValueError(f"metric '{name}': a meta tensor has no value")
+        if value.device.type == "meta":
+            raise ValueError(f"metric '{name}': a meta tensor has no value")
+        if value.device.type in _HOST_DEVICES:
             return value.item()
         if value.dtype == torch.bool:
             value = value.to(torch.int64)
@@ -164,7 +167,8 @@ def fold() -> None:
         slots = list(_slots.items())
         host = {}
         for kind, slabs in _slabs.items():
-            torch.cuda.synchronize(kind[0])
+            if kind[0].type == "cuda":
+                torch.cuda.synchronize(kind[0])
             host[kind] = [slab.cpu().tolist() for slab in slabs]
     for key, (slab_index, offset) in slots:
         sessions, ctx, name, device, is_float = key
@@ -177,7 +181,12 @@ def fold() -> None:
         _folded[key] = now
         value = float(value) if is_float else int(value)
         for session in sessions:
-            _proton._add_metrics_to(session, ctx, {name: value})
+            try:
+                _proton._add_metrics_to(session, ctx, {name: value})
+            except _proton.MetricTypeError:
+                # This slot's kind (int or float) was refused at the scope already: the user
+                # got the error there, and its values are not the metric's.
+                pass
 
 
 _proton._set_metric_converter(convert)

@@ -461,3 +461,80 @@ def test_23_deactivate_flushing_and_finalize_msgpack(out):
     with open(out.name + ".hatchet_msgpack", "rb") as f:
         root, _ = msgpack.unpackb(f.read(), raw=False, strict_map_key=False)
     assert child(root, "a")["metrics"] == {"n": 1}
+
+
+# --- point 8: the device accumulator logic, run on CPU tensors ------------------------------------
+
+@pytest.fixture
+def cpu_as_device(monkeypatch):
+    """Makes proton.metric treat CPU tensors as device tensors (accumulated, read back later)."""
+    torch = pytest.importorskip("torch")
+    from proton import metric
+    monkeypatch.setattr(metric, "_HOST_DEVICES", ())
+    for table in ("_slabs", "_slots", "_next", "_folded"):
+        monkeypatch.setattr(metric, table, {})
+    adds = []
+    real_add = torch.Tensor.add_
+
+    def spy(self, other, *a, **k):
+        adds.append(_proton.state())
+        return real_add(self, other, *a, **k)
+
+    monkeypatch.setattr(torch.Tensor, "add_", spy)
+    return torch, adds
+
+
+def test_p8_accumulated_values_reach_every_session_once(out, tmp_path, cpu_as_device):
+    torch, adds = cpu_as_device
+    a = proton.start(out.name)
+    b = proton.start(str(tmp_path / "b"))
+    with proton.state("user_state"):
+        for _ in range(4):
+            with proton.scope("step", {"loss": torch.tensor(0.5), "n": torch.tensor(2)}):
+                pass
+        assert _proton.state() == "user_state"  # restored after each add
+    # Each add ran under the hidden metadata frame, never on the user's state.
+    assert adds == [proton.hooks.COMPUTE_METADATA_SCOPE_NAME] * 8
+    live = proton.data.get(a)
+    step = child(child(live[0], "step"), "user_state")
+    assert step["metrics"] == {"loss": 2.0, "n": 8}
+    assert isinstance(step["metrics"]["n"], int)
+    proton.finalize(a)  # a second read-back adds nothing twice
+    proton.deactivate(b)
+    with proton.scope("step", {"loss": torch.tensor(1.0)}):  # no active session: not recorded
+        pass
+    proton.finalize()
+    for path in (out.path, str(tmp_path / "b.hatchet")):
+        with open(path) as f:
+            root = json.load(f)[0]
+        assert child(child(root, "step"), "user_state")["metrics"] == {"loss": 2.0, "n": 8}
+
+
+def test_p8_accumulated_property_keeps_last_value_and_types_are_checked_at_once(
+        out, cpu_as_device):
+    torch, _ = cpu_as_device
+    proton.start(out.name)
+    for v in (3.0, 9.0, 5.0):
+        with proton.scope("p", {"lr (pty)": torch.tensor(v)}):
+            pass
+    with proton.scope("q", {"t": torch.tensor(1.0)}):
+        pass
+    with pytest.raises(RuntimeError, match="Metric value type mismatch.*'t'"):
+        with proton.scope("q", {"t": torch.tensor(1)}):
+            pass
+    proton.finalize()
+    root = out.read()[0]
+    assert child(root, "p")["metrics"] == {"lr": 5.0}
+    assert child(root, "q")["metrics"] == {"t": 1.0}
+
+
+def test_p8_accumulator_buffer_limit_names_the_knob(out, cpu_as_device, monkeypatch):
+    torch, _ = cpu_as_device
+    from proton import metric
+    monkeypatch.setattr(metric, "_capacity_values", lambda: 2)
+    proton.start(out.name)
+    with proton.scope("s", {"a": torch.tensor(1.0), "b": torch.tensor(1.0)}):
+        pass
+    with pytest.raises(RuntimeError, match="metric 'c'.*TRITON_PROFILE_METRIC_BUFFER_SIZE"):
+        with proton.scope("s", {"c": torch.tensor(1.0)}):
+            pass
