@@ -2,6 +2,7 @@
 
 import atexit
 import functools
+import warnings
 from typing import Optional
 
 from . import _flags, _knobs, _proton, hooks, metric
@@ -117,7 +118,10 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     """
     if _flags.command_line:
         return
-    metric.fold()  # device tensor metrics: one read-back
+    try:
+        metric.fold()  # device tensor metrics: one read-back
+    except Exception as e:  # never lose the rest of the profile over them
+        warnings.warn(f"proton: device tensor metrics could not be read back: {e}")
     output_format = output_format or ""
     if session is None:
         _proton.finalize_all(output_format)

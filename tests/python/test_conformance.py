@@ -538,3 +538,20 @@ def test_p8_accumulator_buffer_limit_names_the_knob(out, cpu_as_device, monkeypa
     with pytest.raises(RuntimeError, match="metric 'c'.*TRITON_PROFILE_METRIC_BUFFER_SIZE"):
         with proton.scope("s", {"c": torch.tensor(1.0)}):
             pass
+
+
+def test_23_launch_metadata_every_number_and_cpu_tensor_becomes_a_metric(tmp_path):
+    triton = pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    LazyDict = pytest.importorskip("triton.compiler").LazyDict
+    proton.start(str(tmp_path / "p"), hook="triton")
+    d = LazyDict({"name": "k", "function": 0, "stream": 0})
+    d.add(lambda grid, md, args: {"name": "k_renamed", "flops8": 2, "bytes": 3.0,
+                                  "tiles": torch.tensor(5), "ratio": torch.tensor(0.5),
+                                  "note": "not a number"}, ((1, 1, 1), None, {}))
+    triton.knobs.runtime.launch_enter_hook(d)
+    name, metrics = _proton._launch_op(_proton._pending_launch_op())
+    triton.knobs.runtime.launch_exit_hook(d)
+    assert name == "k_renamed"
+    assert metrics == {"flops8": 2.0, "bytes": 3, "tiles": 5, "ratio": 0.5}
+    assert isinstance(metrics["flops8"], float) and isinstance(metrics["bytes"], int)
