@@ -551,6 +551,11 @@ std::string Runtime::backend_name() const {
   return backend_running_ ? std::string(backend_->name()) : std::string();
 }
 
+SessionId Runtime::slot_for_testing(SessionId id) {
+  std::lock_guard api(api_mu_);
+  return slot_or_throw(id);
+}
+
 void Runtime::set_backend_for_testing(std::unique_ptr<Backend> backend) {
   std::lock_guard api(api_mu_);
   if (backend_running_) backend_->stop();

@@ -77,6 +77,8 @@ class Runtime final : public RecordSink {
   bool has_sessions() const;
   std::string backend_name() const;
 
+  /// The internal slot (bit in the launch-time session masks) of a live session (tests).
+  SessionId slot_for_testing(SessionId id);
   /// Injects a backend (tests); replaces any running one.
   void set_backend_for_testing(std::unique_ptr<Backend> backend);
   RecordProcessor& processor() { return processor_; }

@@ -555,3 +555,18 @@ def test_23_launch_metadata_every_number_and_cpu_tensor_becomes_a_metric(tmp_pat
     assert name == "k_renamed"
     assert metrics == {"flops8": 2.0, "bytes": 3, "tiles": 5, "ratio": 0.5}
     assert isinstance(metrics["flops8"], float) and isinstance(metrics["bytes"], int)
+
+
+def test_p8_a_failing_read_back_warns_and_the_profile_is_still_written(out, monkeypatch):
+    from proton import metric
+
+    def broken():
+        raise RuntimeError("device lost")
+
+    monkeypatch.setattr(metric, "fold", broken)
+    proton.start(out.name)
+    with proton.scope("s", {"n": 1}):
+        pass
+    with pytest.warns(UserWarning, match="device lost"):
+        proton.finalize()
+    assert child(out.read()[0], "s")["metrics"] == {"n": 1}
