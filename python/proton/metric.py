@@ -56,6 +56,16 @@ def _capacity_values() -> int:
 
 
 def _new_slab(torch, device, is_float):
+    # Zeroing is a kernel too: it lands on the hidden frame, like the adds.
+    outer = _proton.state() or None
+    _proton.set_state(COMPUTE_METADATA_SCOPE_NAME)
+    try:
+        return _zeroed_slab(torch, device, is_float)
+    finally:
+        _proton.set_state(outer)
+
+
+def _zeroed_slab(torch, device, is_float):
     dtype = torch.float64 if is_float else torch.int64
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
         # Zeroing inside the capture would be replayed, wiping the sums on every replay.

@@ -53,6 +53,8 @@ def test_device_tensor_metrics_are_summed_without_host_sync(out_name, read_profi
     assert p.count(step, direct=True) == 10
     hidden = metadata_frames(step)
     assert hidden and all(p.kernels(h) for h in hidden), p.render()
+    # start()'s accumulator allocation (a fill kernel) is hidden too, not a kernel at the root.
+    assert not p.kernels(p.root, direct=True), p.render()
 
 
 def test_device_tensor_metrics_under_cuda_graph_capture_add_per_replay(out_name, read_profile):
