@@ -10,14 +10,15 @@ A drop-in for ``import triton.profiler as proton``::
 """
 
 from . import _proton
-from . import context, data, hooks, mode
-from .profile import activate, deactivate, finalize, profile, start
+from . import context, data, hooks, metric, mode
+from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, state
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_PROFILE_NAME",
     "activate",
     "context",
     "cpu_timed_scope",
@@ -29,6 +30,7 @@ __all__ = [
     "exit_state",
     "finalize",
     "hooks",
+    "metric",
     "mode",
     "profile",
     "scope",

@@ -9,7 +9,7 @@ their records arrive. A session that never advanced has only phase 0.
 import json
 from typing import Optional
 
-from . import _flags, _proton
+from . import _flags, _proton, metric
 
 
 def _check(session, what):
@@ -27,6 +27,7 @@ def get(session: Optional[int] = 0, phase: int = 0):
     if session is None:
         return None
     _check(session, "be retrieved")
+    metric.fold()  # device tensor metrics
     return json.loads(_proton.hatchet_json(session, phase))
 
 
@@ -35,6 +36,7 @@ def get_msgpack(session: Optional[int] = 0, phase: int = 0) -> Optional[bytes]:
     if session is None:
         return None
     _check(session, "be retrieved")
+    metric.fold()
     return _proton.hatchet_msgpack(session, phase)
 
 

@@ -2,9 +2,11 @@
 
 import atexit
 import functools
+import warnings
 from typing import Optional
 
-from . import _flags, _proton, hooks
+from . import _flags, _knobs, _proton, hooks, metric
+from .hooks.hook import Hook
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
 atexit.register(_proton._python_context_shutdown)
@@ -34,7 +36,7 @@ def start(
     data: Optional[str] = "tree",
     backend: Optional[str] = None,
     mode: Optional[str] = None,
-    hook: Optional[str] = None,
+    hook=None,
 ) -> Optional[int]:
     """Starts a profiling session and returns its id.
 
@@ -53,18 +55,26 @@ def start(
             ``"graph"`` records one node per CUDA graph launch (``<cuda graph>`` under the
             launch site) instead of every kernel of the graph: graph-heavy programs at
             near-zero cost. Sessions running together must agree on it. See docs/graphs.md.
-        hook: ``None`` or ``"triton"``: attach each Triton kernel's ``launch_metadata``
-            (its ``name`` renames the kernel, numbers become metrics; see ``proton.hooks``).
+        hook: ``None``, ``"triton"`` (attach each Triton kernel's ``launch_metadata``: its
+            ``name`` renames the kernel, numbers become metrics) or a ``proton.hooks.Hook``
+            instance (called on kernel load/unload and launch while the session is active).
+            Any other value is a ValueError.
+
+    Returns the session id: ids count up from 0 and are never reused. Returns None, recording
+    nothing, under the ``proton`` command (it owns the session) or when
+    ``triton.knobs.proton.disable`` (``TRITON_PROTON_DISABLE=1``) is set.
 
     Without a usable GPU backend the session records CPU-side scopes and metrics and says
     why once on stderr.
     """
-    if _flags.command_line:
+    if _flags.command_line or _knobs.disabled():
         return None
-    if hook is not None and hook != "triton" and not isinstance(hook, hooks.LaunchHook):
-        raise ValueError(f"unknown hook {hook!r} (expected None or 'triton')")
+    if hook is not None and hook != "triton" and not isinstance(hook, Hook):
+        raise ValueError(f"Unsupported hook: {hook!r} (expected None, 'triton' or a "
+                         "proton.hooks.Hook instance)")
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
+    _knobs.apply()
     session = _proton.start(
         DEFAULT_PROFILE_NAME if name is None else str(name),
         "shadow" if context is None else context,
@@ -73,6 +83,7 @@ def start(
         "" if mode is None else str(mode),
     )
     hooks.register(session, hook)
+    metric.preallocate()  # tensor-metric accumulators, allocated outside any graph capture
     return session
 
 
@@ -82,6 +93,7 @@ def activate(session: Optional[int] = None) -> None:
         _proton.activate_all()
     else:
         _proton.activate(session)
+    hooks.HookManager.activate(session)
 
 
 def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
@@ -93,18 +105,24 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
         _proton.deactivate_all(flushing)
     else:
         _proton.deactivate(session, flushing)
+    hooks.HookManager.deactivate(session)
 
 
-def finalize(session: Optional[int] = None, output_format: str = "") -> None:
+def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> None:
     """Writes the profile of ``session`` (all when None) and ends it.
 
     ``output_format``: ``"hatchet"``, ``"hatchet_msgpack"``, ``"chrome_trace"`` or a
     comma-separated list of them; ``""`` writes what the session records (``hatchet`` for a
-    tree, ``chrome_trace`` for a trace, both for ``data="tree,trace"``). A session that
+    tree, ``chrome_trace`` for a trace, both for ``data="tree,trace"``); None is ``""``. A session that
     advanced phases writes one tree file per phase, ``<name>.part_<N>.<ext>``.
     """
     if _flags.command_line:
         return
+    try:
+        metric.fold()  # device tensor metrics: one read-back
+    except Exception as e:  # never lose the rest of the profile over them
+        warnings.warn(f"proton: device tensor metrics could not be read back: {e}")
+    output_format = output_format or ""
     if session is None:
         _proton.finalize_all(output_format)
     else:
@@ -133,7 +151,7 @@ def profile(
     data: Optional[str] = "tree",
     backend: Optional[str] = None,
     mode: Optional[str] = None,
-    hook: Optional[str] = None,
+    hook=None,
 ):
     """Decorator that profiles each call of a function (``@profile`` or ``@profile(...)``).
 

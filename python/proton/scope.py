@@ -60,6 +60,13 @@ class cpu_timed_scope(scope):
         _exit(self.name)
 
 
+class ScopeMismatchError(ValueError, RuntimeError):
+    """exit_scope(name) named another scope than the innermost one open on this thread.
+
+    A ValueError as in triton.profiler (and a RuntimeError, as Proton raised before).
+    """
+
+
 def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] = None) -> int:
     """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id."""
     scope_id = _enter(name)
@@ -72,20 +79,31 @@ def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] =
     return scope_id
 
 
-def exit_scope(triton_op: bool = False, metrics: Optional[dict] = None, *,
-               name: Optional[str] = None) -> int:
+def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
+               triton_op: bool = False) -> int:
     """Closes the innermost scope opened by :func:`enter_scope` on this thread.
 
-    ``metrics`` are added to the scope before it closes. Passing ``name`` checks that it is
-    the scope being closed. Raises RuntimeError when no scope is open or the name differs.
+    ``metrics`` are added to the scope before it closes. ``name`` (as in triton.profiler)
+    checks that it is the scope being closed: a mismatch raises ``ScopeMismatchError`` (a
+    ValueError) naming both scopes and closes nothing. RuntimeError when no scope is open.
     """
+    if isinstance(name, bool):  # an old positional triton_op argument
+        triton_op, name = name, None
     stack = getattr(_local, "names", None)
     if not stack:
         raise RuntimeError("exit_scope: no scope opened with enter_scope is open on this thread")
-    if name is not None and name != stack[-1]:
-        raise RuntimeError(
-            f"exit_scope: expected to close scope '{stack[-1]}' but got '{name}'")
+    innermost = _proton.innermost_scope()
+    expected = innermost if innermost is not None else stack[-1]
+    if name is not None and name != expected:
+        raise ScopeMismatchError(
+            f"Scope name mismatch: exit_scope('{name}') but the innermost open scope of this "
+            f"thread is '{expected}'")
+    if innermost is not None and innermost != stack[-1]:
+        raise ScopeMismatchError(
+            f"Scope name mismatch: exit_scope() would close '{stack[-1]}' (opened by "
+            f"enter_scope) but the innermost open scope of this thread is '{innermost}'")
     if metrics:
         _add_metrics(metrics)
-    _exit(stack.pop())
+    _exit(stack[-1])
+    stack.pop()
     return 0

@@ -30,6 +30,7 @@
 #include "common/name_table.h"
 #include "context/launch_ops.h"
 #include "context/thread_context.h"
+#include "data/call_tree.h"
 #include "data/metric.h"
 #include "io/hatchet_writer.h"
 
@@ -134,9 +135,9 @@ bool to_metric(std::string_view name, nb::handle v, MetricValue& out) {
 void check_type(NameId metric, std::string_view name, const MetricValue& v) {
   auto [it, added] = state().metric_types.emplace(metric, metric_type(v));
   if (!added && it->second != metric_type(v)) {
-    throw nb::type_error(("launch_metadata metric '" + std::string(name) + "' changed type from " +
-                          metric_type_name(it->second) + " to " + metric_type_name(metric_type(v)))
-                             .c_str());
+    throw MetricTypeError("Metric value type mismatch for launch_metadata metric '" +
+                          std::string(name) + "': it was " + metric_type_name(it->second) +
+                          ", now " + metric_type_name(metric_type(v)));
   }
 }
 

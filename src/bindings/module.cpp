@@ -15,6 +15,7 @@
 #include "bindings/python_context.h"
 #include "common/name_table.h"
 #include "common/thread_counters.h"
+#include "context/context_tree.h"
 #include "context/thread_context.h"
 #include "session/runtime.h"
 
@@ -49,11 +50,18 @@ nb::dict counters_dict(const S& s,
   return d;
 }
 
+// python/proton/metric.py's convert(name, value), set on import; None before that.
+nb::object& metric_converter() {
+  static nb::object* fn = new nb::object(nb::none());  // leaked: no Python calls at exit
+  return *fn;
+}
+
 MetricValue to_metric(std::string_view name, nb::handle v) {
   if (nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v)) {
     return nb::cast<int64_t>(v);
   }
   if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
+  if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
     bool all_int = true;
     for (nb::handle e : v) {
@@ -67,16 +75,26 @@ MetricValue to_metric(std::string_view name, nb::handle v) {
     if (all_int) return nb::cast<std::vector<int64_t>>(v);
     return nb::cast<std::vector<double>>(v);
   }
-  // Scalars from numpy/torch expose __float__/__int__ via item().
-  if (nb::hasattr(v, "item")) return to_metric(name, v.attr("item")());
+  // Anything else (torch tensors, numpy scalars) goes through python/proton/metric.py: CPU
+  // values become numbers, device tensors are summed on the device and stand here as a 0 of
+  // their type (so the node exists and a type change is caught now, not at finalize).
+  if (!metric_converter().is_none()) {
+    nb::object converted = metric_converter()(nb::str(name.data(), name.size()), v);
+    if (nb::isinstance<nb::bool_>(converted) || nb::isinstance<nb::int_>(converted) ||
+        nb::isinstance<nb::float_>(converted) || nb::isinstance<nb::str>(converted)) {
+      return to_metric(name, converted);
+    }
+  } else if (nb::hasattr(v, "item")) {
+    return to_metric(name, v.attr("item")());
+  }
   throw nb::type_error(("metric '" + std::string(name) +
-                        "' must be an int, a float or a list of "
-                        "them, not " +
+                        "' must be an int, a float, a str, a list of numbers or a "
+                        "0-d tensor, not " +
                         nb::type_name(v.type()).c_str())
                            .c_str());
 }
 
-void add_metrics(nb::dict metrics) {
+std::vector<std::pair<NameId, MetricValue>> convert_metrics(nb::dict metrics) {
   std::vector<std::pair<NameId, MetricValue>> converted;
   converted.reserve(metrics.size());
   for (auto [k, v] : metrics) {
@@ -84,7 +102,11 @@ void add_metrics(nb::dict metrics) {
     std::string_view name = nb::cast<std::string_view>(k);
     converted.emplace_back(intern(name), to_metric(name, v));
   }
-  Runtime::get().add_metrics(converted);
+  return converted;
+}
+
+void add_metrics(nb::dict metrics) {
+  Runtime::get().add_metrics(convert_metrics(metrics));
 }
 
 }  // namespace
@@ -92,11 +114,21 @@ void add_metrics(nb::dict metrics) {
 NB_MODULE(_proton, m) {
   m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
 
+  // A metric that changes type: triton.profiler raises RuntimeError("Metric value type
+  // mismatch ..."); ours is a RuntimeError too, and a TypeError as before, so either catches it.
+  static PyObject* metric_type_error = [] {
+    PyObject* bases = PyTuple_Pack(2, PyExc_RuntimeError, PyExc_TypeError);
+    PyObject* cls = PyErr_NewException("proton._proton.MetricTypeError", bases, nullptr);
+    Py_XDECREF(bases);
+    return cls;
+  }();
+  if (metric_type_error == nullptr) throw nb::python_error();
+  m.attr("MetricTypeError") = nb::handle(metric_type_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const MetricTypeError& e) {
-      PyErr_SetString(PyExc_TypeError, e.what());
+      PyErr_SetString(metric_type_error, e.what());
     }
   });
 
@@ -168,6 +200,9 @@ NB_MODULE(_proton, m) {
 
   m.def("enter_scope", [](std::string_view name) {
     ThreadContext::current().enter_scope(intern(name));
+    // An empty scope is still a node of the profile, as in triton.profiler: create it now in
+    // every active session (one relaxed load when none is).
+    Runtime::get().add_metrics({});
     return ThreadContext::launch_context();
   });
   m.def(
@@ -181,6 +216,14 @@ NB_MODULE(_proton, m) {
       },
       nb::arg("name").none());
   m.def("open_scopes", [] { return ThreadContext::current().open_scopes(); });
+  // The innermost scope open on this thread (None when none): exit_scope(name) checks it
+  // before closing anything, so a mismatch leaves every stack as it was.
+  m.def("innermost_scope", []() -> nb::object {
+    ThreadContext& t = ThreadContext::current();
+    if (t.open_scopes() == 0) return nb::none();
+    NameId name = ContextTree::global().node(t.scope_context()).name;
+    return nb::str(NameTable::global().name(name).data(), NameTable::global().name(name).size());
+  });
   m.def(
       "set_state",
       [](nb::handle name) {
@@ -190,6 +233,14 @@ NB_MODULE(_proton, m) {
       nb::arg("name").none());
   m.def("depth", [] { return ThreadContext::current().depth(); });
   m.def("add_metrics", &add_metrics);
+  // Tensor metrics (python/proton/metric.py).
+  m.def("_set_metric_converter",
+        [](nb::handle fn) { metric_converter() = nb::borrow<nb::object>(fn); });
+  m.def("_metric_context", [] { return ThreadContext::launch_context(); });
+  m.def("_active_sessions", [] { return Runtime::get().active_session_ids(); });
+  m.def("_add_metrics_to", [](SessionId id, ContextId ctx, nb::dict metrics) {
+    return Runtime::get().add_metrics_to(id, ctx, convert_metrics(metrics));
+  });
   m.def("state", [] {
     NameId s = ThreadContext::current().state();
     return s == kNoName ? std::string() : std::string(NameTable::global().name(s));

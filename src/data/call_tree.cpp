@@ -67,8 +67,10 @@ void CallTree::add_metric(NodeId id, NameId name, MetricValue value) {
   MetricType type = metric_type(value);
   auto [it, inserted] = metric_types_.try_emplace(name, type);
   if (!inserted && it->second != type) {
-    throw MetricTypeError("metric '" + std::string(text) + "' changed type from " +
-                          metric_type_name(it->second) + " to " + metric_type_name(type));
+    // "Metric value type mismatch" is triton.profiler's phrase: scripts and tests match on it.
+    throw MetricTypeError("Metric value type mismatch for metric '" + std::string(text) +
+                          "': it was " + metric_type_name(it->second) + ", now " +
+                          metric_type_name(type));
   }
   auto& metrics = nodes_[id].metrics;
   for (auto& [metric, stored] : metrics) {

@@ -29,6 +29,8 @@ const char* metric_type_name(MetricType t) {
       return "list[int]";
     case MetricType::kFloatVector:
       return "list[float]";
+    case MetricType::kString:
+      return "str";
   }
   return "?";
 }
@@ -37,6 +39,18 @@ MetricRule metric_rule(std::string_view name) {
   if (ends_with_tag(name, "(exc)")) return MetricRule::kExclusive;
   if (ends_with_tag(name, "(pty)")) return MetricRule::kProperty;
   return MetricRule::kSum;
+}
+
+std::string_view metric_output_name(std::string_view name) {
+  for (std::string_view tag : {std::string_view("(exc)"), std::string_view("(pty)")}) {
+    if (ends_with_tag(name, tag)) {
+      name.remove_suffix(tag.size());
+      while (!name.empty() && name.back() == ' ')
+        name.remove_suffix(1);
+      return name;
+    }
+  }
+  return name;
 }
 
 MetricValue coerce_metric(std::string_view name, MetricValue value) {
@@ -58,7 +72,7 @@ MetricValue coerce_metric(std::string_view name, MetricValue value) {
 }
 
 void combine_metric(MetricRule rule, MetricValue& current, const MetricValue& incoming) {
-  if (rule == MetricRule::kProperty) {
+  if (rule == MetricRule::kProperty || std::holds_alternative<std::string>(incoming)) {
     current = incoming;
     return;
   }
@@ -68,6 +82,8 @@ void combine_metric(MetricRule rule, MetricValue& current, const MetricValue& in
         const T& in = std::get<T>(incoming);
         if constexpr (std::is_arithmetic_v<T>) {
           cur += in;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          cur = in;  // not reached: strings are replaced above
         } else {
           add_vectors(cur, in);
         }

@@ -4,6 +4,10 @@
 //   "<name> (exc)" or "<name>(exc)"  exclusive: summed on the node, never rolled up into parents
 //   "<name> (pty)" or "<name>(pty)"  a property: each new value overwrites the old one
 //   anything else                    summed
+// The suffix only chooses the rule: the name written to a profile is the one Triton writes, the
+// suffix removed (metric_output_name); the writer records the rule beside the tree so that our
+// viewer keeps such metrics exclusive. String values (a dtype, a config name) are properties
+// whatever their name: each new value replaces the old one, as in triton.profiler.
 // "flops*" metrics are stored as floats and "bytes" as an int, whatever the caller passed.
 #pragma once
 
@@ -15,10 +19,11 @@
 
 namespace proton {
 
-enum class MetricType : uint8_t { kInt, kFloat, kIntVector, kFloatVector };
+enum class MetricType : uint8_t { kInt, kFloat, kIntVector, kFloatVector, kString };
 enum class MetricRule : uint8_t { kSum, kExclusive, kProperty };
 
-using MetricValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>>;
+using MetricValue =
+    std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
 
 const char* metric_type_name(MetricType t);
 inline MetricType metric_type(const MetricValue& v) {
@@ -27,6 +32,10 @@ inline MetricType metric_type(const MetricValue& v) {
 
 /// The rule encoded in a metric's name.
 MetricRule metric_rule(std::string_view name);
+
+/// The name written to a profile: `name` without a trailing "(exc)" / "(pty)" and the spaces
+/// before it, as triton.profiler writes it.
+std::string_view metric_output_name(std::string_view name);
 
 /// Applies the name-based type coercions ("flops*" -> float, "bytes" -> int).
 MetricValue coerce_metric(std::string_view name, MetricValue value);

@@ -105,6 +105,20 @@ const std::string& ChromeTraceWriter::call_stack(ContextId ctx) {
   return it->second;
 }
 
+void ChromeTraceWriter::append_kernel_call_stack(ContextId ctx, NameId kernel) {
+  // triton.profiler's kernel events list the whole tree path: "ROOT", the scopes, then the
+  // kernel's own (possibly launch-metadata) name. Scripts index it from either end.
+  const std::string& scopes = call_stack(ctx);  // "[...]"
+  buf_ += "[\"ROOT\"";
+  if (scopes.size() > 2) {
+    buf_.push_back(',');
+    buf_.append(scopes, 1, scopes.size() - 2);
+  }
+  buf_.push_back(',');
+  buf_ += quoted_name(kernel);
+  buf_.push_back(']');
+}
+
 const std::string& ChromeTraceWriter::quoted_name(NameId name) {
   auto [it, inserted] = names_.try_emplace(name);
   if (inserted) {
@@ -189,7 +203,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   buf_ += ",\"dur\":";
   append_duration(dur);
   buf_ += ",\"args\":{\"call_stack\":";
-  buf_ += call_stack(e.context);
+  append_kernel_call_stack(e.context, name);
   buf_ += ",\"correlation\":";
   append_uint(buf_, e.correlation);
   buf_ += ",\"time (ns)\":";

@@ -9,11 +9,11 @@
 // thread (tid = Proton's small thread index). Kernels and scopes are complete ("X") events in
 // µs relative to the session's trace start; each kernel with a known launch gets a zero-length
 // "launch" slice on its thread and a flow arrow ("s" -> "f", bound to the enclosing slices).
-// Kernel args carry the call path ("call_stack", outermost first, as triton.profiler writes
-// it), the correlation id and "time (ns)". A kernel whose launch carried launch metadata
-// (hook="triton", TraceEvent::op) is named after it, as its call-tree node is, keeps its own
-// name in "kernel" when that differs, and carries the op's metrics ("flops16", "bytes", ...)
-// with the types the tree gives them.
+// Kernel args carry the call path ("call_stack": "ROOT", the scopes, the kernel name, as
+// triton.profiler writes it), the correlation id and "time (ns)". A kernel whose launch carried
+// launch metadata (hook="triton", TraceEvent::op) is named after it, as its call-tree node is,
+// keeps its own name in "kernel" when that differs, and carries the op's metrics ("flops16",
+// "bytes", ...) with the types the tree gives them.
 //
 // Events are appended as they leave the TraceStore (spilled chunks during the run, the resident
 // tail at finalize) into "<path>.partial"; finish() adds lane names and the trailer and renames
@@ -75,6 +75,8 @@ class ChromeTraceWriter {
   void append_lane_time(uint64_t tid, uint64_t ts_ns);
   void append_duration(uint64_t ns);  // µs, 3 decimals
   const std::string& call_stack(ContextId ctx);
+  // A kernel event's call_stack as triton.profiler writes it: ["ROOT", scopes..., kernel].
+  void append_kernel_call_stack(ContextId ctx, NameId kernel);
   const std::string& quoted_name(NameId name);
   struct OpArgs {
     NameId name = kNoName;  // display name (kNoName: the kernel keeps its own)

@@ -57,8 +57,9 @@ void write_root_columns(W& w, const CallTree& tree, KeySet& written) {
     bool has_own = false;
     for (const auto& m : own)
       has_own = has_own || m.first == metric;
-    std::string_view name = names.name(metric);
+    std::string_view name = metric_output_name(names.name(metric));
     if (has_own || (tree.has_kernels() && (name == "time (ns)" || name == "count"))) continue;
+    if (!written.insert(name)) continue;  // "x" and "x (exc)" share one column
     written.insert(name);
     w.key(name);
     if (type == MetricType::kInt) {
@@ -105,12 +106,39 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
       written.insert(k);
   }
   for (const auto& [metric, value] : n.metrics) {
-    std::string_view name = names.name(metric);
+    // Written as triton.profiler writes it, without "(exc)"/"(pty)": the rule travels in the
+    // root's "metric_rules" (write_metric_rules).
+    std::string_view name = metric_output_name(names.name(metric));
     if (!written.insert(name)) continue;  // a column above holds this name
     w.key(name);
     write_metric_value(w, value);
   }
   w.end_object();
+}
+
+// The rule of each metric whose name carried "(exc)" or "(pty)", keyed by the name written:
+// {"peak": "exc", "ver": "pty"}, as a key of the root node beside "frame", "metrics" and
+// "children". Hatchet and triton.profiler's viewer read only those three keys of a node, so they
+// ignore it (and sum every metric, as they do for Triton's own files); our viewer reads it to
+// keep such metrics exclusive.
+template <typename W>
+void write_metric_rules(W& w, const CallTree& tree) {
+  auto& names = NameTable::global();
+  KeySet seen;
+  bool opened = false;
+  for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
+    for (const auto& [metric, value] : tree.node(id).metrics) {
+      std::string_view full = names.name(metric);
+      MetricRule rule = metric_rule(full);
+      if (rule == MetricRule::kSum) continue;
+      std::string_view name = metric_output_name(full);
+      if (!seen.insert(name)) continue;
+      if (!opened) w.key("metric_rules").begin_object();
+      opened = true;
+      w.key(name).value(rule == MetricRule::kExclusive ? "exc" : "pty");
+    }
+  }
+  if (opened) w.end_object();
 }
 
 template <typename W>
@@ -154,6 +182,7 @@ void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devic
     w.key("type").value("function");
     w.end_object();
     write_metrics(w, tree, id, stats);
+    if (id == CallTree::kRoot) write_metric_rules(w, tree);
     w.key("children").begin_array();
     stack.push_back({id, 0});
   };

@@ -3,6 +3,8 @@
 // Chrome trace event's args (ints stay ints, floats stay floats).
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -17,6 +19,8 @@ void write_metric_value(W& w, const MetricValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_arithmetic_v<T>) {
           w.value(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          w.value(std::string_view(x));
         } else {
           w.begin_array();
           for (auto e : x)

@@ -109,15 +109,13 @@ std::vector<std::string> resolve_formats(const Session& s, std::string_view form
     check_option("output format", f, {"hatchet", "hatchet_msgpack", "chrome_trace"});
     bool is_tree = f != "chrome_trace";
     if (is_tree && !s.data().tree) {
-      throw std::invalid_argument("output format '" + f + "' writes a call tree, but session " +
-                                  std::to_string(s.id()) + " was started with data='" +
-                                  s.config().data +
+      throw std::invalid_argument("output format '" + f + "' writes a call tree, but session '" +
+                                  s.config().name + "' was started with data='" + s.config().data +
                                   "' (start it with data='tree,trace' to get both)");
     }
     if (!is_tree && !s.data().trace) {
-      throw std::invalid_argument("output format 'chrome_trace' writes a timeline, but session " +
-                                  std::to_string(s.id()) + " was started with data='" +
-                                  s.config().data +
+      throw std::invalid_argument("output format 'chrome_trace' writes a timeline, but session '" +
+                                  s.config().name + "' was started with data='" + s.config().data +
                                   "' (start it with data='trace' or "
                                   "data='tree,trace')");
     }
@@ -149,7 +147,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {
       set_active(s->id(), true);
-      return s->id();
+      return public_ids_[s->id()];
     }
   }
   // mode="graph" swaps per-node kernel records for one record per graph launch, and CUPTI's
@@ -181,6 +179,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   {
     std::unique_lock lock(sessions_mu_);
     sessions_[id] = std::move(session);
+    public_ids_[id] = next_public_id_++;
   }
   ensure_backend(config, backend_options);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
@@ -188,7 +187,7 @@ SessionId Runtime::start(const SessionConfig& config) {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
   }
   set_active(id, true);
-  return id;
+  return public_ids_[id];
 }
 
 void Runtime::start_trace(Session& s) {
@@ -232,12 +231,19 @@ void Runtime::ensure_backend(const SessionConfig& config, const BackendOptions& 
   }
 }
 
-Session& Runtime::session_or_throw(SessionId id) {
-  if (id >= kMaxSessions || !sessions_[id]) {
-    throw std::invalid_argument("unknown profiling session " + std::to_string(id));
+SessionId Runtime::slot_or_throw(SessionId id) const {
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
+    if (sessions_[slot] && public_ids_[slot] == id) return slot;
   }
-  return *sessions_[id];
+  throw SessionNotFound(id);
 }
+
+Session& Runtime::session_or_throw(SessionId id) {
+  return *sessions_[slot_or_throw(id)];
+}
+
+SessionNotFound::SessionNotFound(SessionId id)
+    : std::runtime_error("Session has not been initialized: " + std::to_string(id)) {}
 
 void Runtime::set_active(SessionId id, bool on) {
   SessionMask before = LaunchStage::active_sessions.load();
@@ -253,8 +259,7 @@ void Runtime::set_active(SessionId id, bool on) {
 
 void Runtime::activate(SessionId id) {
   std::lock_guard api(api_mu_);
-  session_or_throw(id);
-  set_active(id, true);
+  set_active(slot_or_throw(id), true);
 }
 
 void Runtime::activate_all() {
@@ -266,8 +271,7 @@ void Runtime::activate_all() {
 
 void Runtime::deactivate(SessionId id, bool flush) {
   std::lock_guard api(api_mu_);
-  session_or_throw(id);
-  set_active(id, false);
+  set_active(slot_or_throw(id), false);
   if (flush) flush_backend();
 }
 
@@ -284,9 +288,10 @@ void Runtime::flush_backend() {
   processor_.settle();
 }
 
-void Runtime::finalize(SessionId id, std::string_view format) {
+void Runtime::finalize(SessionId public_id, std::string_view format) {
   std::lock_guard api(api_mu_);
-  Session& s = session_or_throw(id);
+  SessionId id = slot_or_throw(public_id);
+  Session& s = *sessions_[id];
   std::vector<std::string> formats = resolve_formats(s, format);  // throws before any change
   set_active(id, false);
   flush_backend();
@@ -309,11 +314,13 @@ void Runtime::finalize(SessionId id, std::string_view format) {
 }
 
 void Runtime::finalize_all(std::string_view format) {
-  for (SessionId id = 0; id < kMaxSessions; ++id) {
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
     bool exists;
+    SessionId id = 0;
     {
       std::shared_lock lock(sessions_mu_);
-      exists = sessions_[id] != nullptr;
+      exists = sessions_[slot] != nullptr;
+      id = public_ids_[slot];
     }
     if (exists) finalize(id, format);
   }
@@ -454,12 +461,39 @@ void Runtime::clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase) 
 }
 
 void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics) {
-  ContextId ctx = ThreadContext::metric_context();
+  // Where this thread's kernels land: the scope path, then the state as the leaf (as
+  // triton.profiler places scope metrics inside `with proton.state(...)`).
+  ContextId ctx = ThreadContext::launch_context();
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
+  if (active == 0) return;
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {
     if (Session* s = sessions_[std::countr_zero(active)].get()) s->add_metrics(ctx, metrics);
   }
+}
+
+bool Runtime::add_metrics_to(SessionId id, ContextId ctx,
+                             std::span<const std::pair<NameId, MetricValue>> metrics) {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
+    if (sessions_[slot] && public_ids_[slot] == id) {
+      sessions_[slot]->add_metrics(ctx, metrics);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<SessionId> Runtime::active_session_ids() const {
+  std::vector<SessionId> out;
+  SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
+  if (active == 0) return out;
+  std::shared_lock lock(sessions_mu_);
+  for (; active != 0; active &= active - 1) {
+    auto slot = static_cast<SessionId>(std::countr_zero(active));
+    if (sessions_[slot]) out.push_back(public_ids_[slot]);
+  }
+  return out;
 }
 
 void Runtime::begin_batch() {
@@ -496,7 +530,13 @@ void Runtime::dropped(uint64_t count) {
 }
 
 bool Runtime::is_active(SessionId id) const {
-  return id < kMaxSessions && (LaunchStage::active_sessions.load() >> id) & 1;
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
+    if (sessions_[slot] && public_ids_[slot] == id) {
+      return (LaunchStage::active_sessions.load() >> slot) & 1;
+    }
+  }
+  return false;
 }
 
 bool Runtime::has_sessions() const {
@@ -509,6 +549,11 @@ bool Runtime::has_sessions() const {
 
 std::string Runtime::backend_name() const {
   return backend_running_ ? std::string(backend_->name()) : std::string();
+}
+
+SessionId Runtime::slot_for_testing(SessionId id) {
+  std::lock_guard api(api_mu_);
+  return slot_or_throw(id);
 }
 
 void Runtime::set_backend_for_testing(std::unique_ptr<Backend> backend) {

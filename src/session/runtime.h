@@ -13,15 +13,23 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "backends/backend.h"
 #include "attribution/record_processor.h"
+#include "backends/backend.h"
 #include "session/session.h"
 
 namespace proton {
+
+/// An id that names no live session (never started, or finalized): triton.profiler raises
+/// RuntimeError("Session has not been initialized: N") for it, and so do we.
+class SessionNotFound : public std::runtime_error {
+ public:
+  explicit SessionNotFound(SessionId id);
+};
 
 class Runtime final : public RecordSink {
  public:
@@ -29,6 +37,10 @@ class Runtime final : public RecordSink {
 
   /// Starts a session (or reactivates the one already writing to the same path) and
   /// returns its id. Throws std::invalid_argument for bad options or an unwritable path.
+  /// Ids are handed out in order and never reused (a finalized session's id stays dead, as in
+  /// triton.profiler); internally a session lives in one of kMaxSessions slots, whose index is
+  /// its bit in the launch-time session masks. Every call taking an id throws SessionNotFound
+  /// for an id that names no live session.
   SessionId start(const SessionConfig& config);
   void activate(SessionId id);
   void activate_all();
@@ -41,6 +53,12 @@ class Runtime final : public RecordSink {
 
   /// Adds metrics to the current context of the calling thread in every active session.
   void add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Adds metrics to `ctx` of one session, if it still exists (device tensor metrics, read
+  /// back after the fact: python/proton/metric.py). Returns false when it does not.
+  bool add_metrics_to(SessionId id, ContextId ctx,
+                      std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Ids of the sessions recording now, in slot order.
+  std::vector<SessionId> active_session_ids() const;
 
   /// The tree of `phase` as Hatchet JSON / MessagePack (flushes first). A phase that was
   /// cleared or written out reads as an empty tree; a phase not begun yet is an error.
@@ -59,6 +77,8 @@ class Runtime final : public RecordSink {
   bool has_sessions() const;
   std::string backend_name() const;
 
+  /// The internal slot (bit in the launch-time session masks) of a live session (tests).
+  SessionId slot_for_testing(SessionId id);
   /// Injects a backend (tests); replaces any running one.
   void set_backend_for_testing(std::unique_ptr<Backend> backend);
   RecordProcessor& processor() { return processor_; }
@@ -73,8 +93,9 @@ class Runtime final : public RecordSink {
 
  private:
   Runtime();
-  Session& session_or_throw(SessionId id);  // requires api_mu_
-  void set_active(SessionId id, bool on);   // requires api_mu_
+  Session& session_or_throw(SessionId id);      // requires api_mu_
+  SessionId slot_or_throw(SessionId id) const;  // requires api_mu_ or sessions_mu_
+  void set_active(SessionId id, bool on);       // requires api_mu_
   // Requires api_mu_.
   void ensure_backend(const SessionConfig& config, const BackendOptions& options);
   void flush_backend();                                                    // requires api_mu_
@@ -91,6 +112,10 @@ class Runtime final : public RecordSink {
   std::mutex api_mu_;
   mutable std::shared_mutex sessions_mu_;  // guards sessions_ (the pointers, not the sessions)
   std::array<std::unique_ptr<Session>, kMaxSessions> sessions_;
+  // The user-visible id of each slot's session; written with sessions_ (under api_mu_ and
+  // sessions_mu_), so either lock reads it. next_public_id_ is guarded by api_mu_.
+  std::array<SessionId, kMaxSessions> public_ids_{};
+  SessionId next_public_id_ = 0;
 
   // Backend state, guarded by api_mu_.
   std::unique_ptr<Backend> backend_;

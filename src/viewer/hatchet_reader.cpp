@@ -51,6 +51,8 @@ class HatchetParser {
           parse_metrics(id);
         } else if (key == "children") {
           parse_children(id, depth);
+        } else if (key == "metric_rules" && id == 0) {
+          parse_metric_rules();
         } else {
           cursor_.skip_value(depth);  // unknown keys are tolerated for forward compatibility
         }
@@ -58,6 +60,29 @@ class HatchetParser {
       cursor_.expect('}', "',' or '}' in a node");
     }
     if (!has_frame) JsonCursor::fail_at(start, "node has no \"frame\"");
+  }
+
+  // Proton's root key {"<metric>": "exc" | "pty"}: the rule of metrics whose "(exc)"/"(pty)"
+  // suffix the writer removed from the name, as triton.profiler does. Other values: ignored.
+  void parse_metric_rules() {
+    if (cursor_.peek() != '{') {
+      cursor_.fail("\"metric_rules\" must be an object, found " +
+                   std::string(cursor_.next_type_name()));
+    }
+    cursor_.expect('{', "'{'");
+    if (cursor_.consume('}')) return;
+    do {
+      std::string name = cursor_.read_string();
+      cursor_.expect(':', "':' after a metric name");
+      if (cursor_.peek() != '"') {
+        cursor_.skip_value(2);
+        continue;
+      }
+      std::string rule = cursor_.read_string();
+      if (rule == "exc") profile_.declare_kind(name, MetricKind::kExclusive);
+      if (rule == "pty") profile_.declare_kind(name, MetricKind::kProperty);
+    } while (cursor_.consume(','));
+    cursor_.expect('}', "',' or '}' in metric_rules");
   }
 
   void parse_frame(int32_t id) {

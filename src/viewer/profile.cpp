@@ -40,9 +40,17 @@ int32_t Profile::add_node(int32_t parent, std::string name, std::string type) {
 int32_t Profile::metric_id(std::string_view name) {
   if (auto it = metric_ids_.find(name); it != metric_ids_.end()) return it->second;
   auto id = static_cast<int32_t>(metrics.size());
-  metrics.push_back(MetricInfo{std::string(name), metric_kind_of(name)});
+  auto declared = declared_kinds_.find(name);
+  metrics.push_back(MetricInfo{std::string(name), declared != declared_kinds_.end()
+                                                      ? declared->second
+                                                      : metric_kind_of(name)});
   metric_ids_.emplace(std::string(name), id);
   return id;
+}
+
+void Profile::declare_kind(std::string_view name, MetricKind kind) {
+  declared_kinds_.insert_or_assign(std::string(name), kind);
+  if (int32_t id = find_metric(name); id >= 0) metrics[static_cast<size_t>(id)].kind = kind;
 }
 
 int32_t Profile::find_metric(std::string_view name) const {

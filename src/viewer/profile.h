@@ -73,6 +73,9 @@ class Profile {
   int32_t metric_id(std::string_view name);
   // -1 when the profile has no metric of that exact name.
   int32_t find_metric(std::string_view name) const;
+  // The kind a file declares for a metric (Proton's root "metric_rules": names written without
+  // their "(exc)"/"(pty)" suffix); applies to the metric now and when it is first seen later.
+  void declare_kind(std::string_view name, MetricKind kind);
   // Adds `value` to the node's stored value of `metric` (a repeated key sums, as Hatchet does).
   void add_value(int32_t node, int32_t metric, double value);
 
@@ -86,6 +89,7 @@ class Profile {
 
  private:
   std::map<std::string, int32_t, std::less<>> metric_ids_;
+  std::map<std::string, MetricKind, std::less<>> declared_kinds_;
 };
 
 // Sums a column bottom-up over the tree (absent + absent stays absent).

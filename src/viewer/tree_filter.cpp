@@ -108,20 +108,13 @@ bool is_metadata_frame(std::string_view name) {
 }
 
 Profile hide_metadata(Profile profile) {
+  // Only metadata frames go (with their subtrees). A frame with no metric of its own anywhere
+  // below is a scope that ran no kernel (a CPU-only `with proton.scope("load")`): it stays, as
+  // a row with empty cells, because the profile says that scope was entered.
   size_t n = profile.nodes.size();
-  std::vector<char> content(n, 0);
-  for (size_t i = n; i-- > 0;) {
-    const Node& node = profile.nodes[i];
-    if (is_metadata_frame(node.name)) {
-      content[i] = 0;
-      continue;
-    }
-    content[i] = content[i] || !node.values.empty() || !node.text.empty();
-    if (content[i] && node.parent >= 0) content[static_cast<size_t>(node.parent)] = 1;
-  }
   std::vector<Action> actions(n);
   for (size_t i = 0; i < n; ++i)
-    actions[i] = content[i] ? Action::kKeep : Action::kDrop;
+    actions[i] = is_metadata_frame(profile.nodes[i].name) ? Action::kDrop : Action::kKeep;
   return Rebuilder(std::move(profile)).run(actions);
 }
 

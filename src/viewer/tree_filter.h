@@ -17,7 +17,7 @@ inline constexpr std::string_view kMetadataScopeName = "__proton_launch_metadata
 
 bool is_metadata_frame(std::string_view name);
 
-// Drops metadata frames with their subtrees, then subtrees that carry no metric at all.
+// Drops metadata frames with their subtrees; frames without metrics (empty scopes) stay.
 Profile hide_metadata(Profile profile);
 
 // Keeps the nodes on paths through a frame whose name matches `pattern`:

@@ -71,9 +71,11 @@ TEST_F(GraphModes, AReusedSessionSlotGetsNoKernelsOfEarlierLaunches) {
   SessionId b = rt_.start(config("b", ""));
   LaunchStage::tag(500, 0);
   fake_->complete(record(500, "early", 0xB1, 0xB001));
+  SessionId slot_a = rt_.slot_for_testing(a);
   rt_.finalize(a, "");
   SessionId c = rt_.start(config("c", ""));
-  ASSERT_EQ(c, a) << "the test needs the slot reused";
+  EXPECT_NE(c, a);  // ids are never reused...
+  ASSERT_EQ(rt_.slot_for_testing(c), slot_a) << "the test needs the slot reused";  // slots are
   fake_->complete(record(500, "late", 0xB1, 0xB002));
   json tree_c = json::parse(rt_.hatchet_json(c))[0];
   EXPECT_EQ(child(tree_c, "late"), nullptr) << tree_c.dump();

@@ -121,5 +121,41 @@ TEST(HatchetWriter, MetricsNamedLikeKernelColumnsAreNotWrittenTwice) {
   EXPECT_EQ(j[0]["children"][0]["metrics"]["time (ns)"], 2.5);  // not a kernel: kept
 }
 
+TEST(HatchetWriter, RuleSuffixesAreRemovedAndRecordedOnTheRoot) {
+  CallTree t;
+  auto a = t.child(CallTree::kRoot, id("a"));
+  auto b = t.child(a, id("b"));
+  t.add_metric(a, id("peak (exc)"), int64_t{5});
+  t.add_metric(b, id("peak (exc)"), int64_t{3});
+  t.add_metric(b, id("dtype(pty)"), std::string("bf16"));
+  t.add_metric(b, id("n"), int64_t{1});
+  for (bool msgpack : {false, true}) {
+    json j = msgpack ? json::from_msgpack(hatchet_msgpack(t, {}, {}))
+                     : json::parse(hatchet_json(t, {}, {}));
+    const json& root = j[0];
+    EXPECT_EQ(root["metric_rules"], (json{{"peak", "exc"}, {"dtype", "pty"}}));
+    EXPECT_EQ(root["metrics"], (json{{"peak", 0}, {"n", 0}}));  // string metrics: no column
+    EXPECT_EQ(root["children"][0]["metrics"], (json{{"peak", 5}}));
+    EXPECT_EQ(root["children"][0]["children"][0]["metrics"],
+              (json{{"peak", 3}, {"dtype", "bf16"}, {"n", 1}}));
+    EXPECT_FALSE(root["children"][0].contains("metric_rules"));
+  }
+}
+
+TEST(HatchetWriter, NoRulesKeyWithoutSuffixedMetrics) {
+  CallTree t;
+  t.add_metric(t.child(CallTree::kRoot, id("a")), id("n"), int64_t{1});
+  EXPECT_FALSE(json::parse(hatchet_json(t, {}, {}))[0].contains("metric_rules"));
+}
+
+TEST(HatchetWriter, EmptyNodesAreWritten) {
+  CallTree t;
+  t.child(t.child(CallTree::kRoot, id("load")), id("decode"));
+  json root = json::parse(hatchet_json(t, {}, {}))[0];
+  EXPECT_EQ(root["children"][0]["frame"]["name"], "load");
+  EXPECT_EQ(root["children"][0]["metrics"], json::object());
+  EXPECT_EQ(root["children"][0]["children"][0]["frame"]["name"], "decode");
+}
+
 }  // namespace
 }  // namespace proton

@@ -45,5 +45,24 @@ TEST(Metric, PropertyOverwrites) {
   EXPECT_EQ(std::get<int64_t>(v), 9);
 }
 
+TEST(Metric, OutputNameDropsTheRuleSuffixAsTritonWritesIt) {
+  EXPECT_EQ(metric_output_name("peak (exc)"), "peak");
+  EXPECT_EQ(metric_output_name("peak(exc)"), "peak");
+  EXPECT_EQ(metric_output_name("version  (pty)"), "version");
+  EXPECT_EQ(metric_output_name("bytes"), "bytes");
+  EXPECT_EQ(metric_output_name("(exc)"), "");
+  EXPECT_EQ(metric_output_name("exc)"), "exc)");
+}
+
+TEST(Metric, StringsReplaceWhateverTheRule) {
+  MetricValue v = std::string("bf16");
+  EXPECT_EQ(metric_type(v), MetricType::kString);
+  EXPECT_STREQ(metric_type_name(MetricType::kString), "str");
+  combine_metric(MetricRule::kSum, v, std::string("fp8"));
+  EXPECT_EQ(std::get<std::string>(v), "fp8");
+  combine_metric(MetricRule::kExclusive, v, std::string("tf32"));
+  EXPECT_EQ(std::get<std::string>(v), "tf32");
+}
+
 }  // namespace
 }  // namespace proton

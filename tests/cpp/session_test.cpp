@@ -109,8 +109,8 @@ TEST_F(Sessions, ScopeMetricsGoToCurrentContextOfActiveSessions) {
 }
 
 TEST_F(Sessions, ErrorsAreClear) {
-  EXPECT_THROW(rt_.activate(63), std::invalid_argument);
-  EXPECT_THROW(rt_.finalize(7, ""), std::invalid_argument);
+  EXPECT_THROW(rt_.activate(63), SessionNotFound);
+  EXPECT_THROW(rt_.finalize(7, ""), SessionNotFound);
   SessionConfig bad = config("x");
   bad.context = "weird";
   EXPECT_THROW(rt_.start(bad), std::invalid_argument);
@@ -182,6 +182,57 @@ TEST_F(Sessions, RecordThreadDeliversWhileSessionsComeAndGo) {
   const json* k = child(tree[0], "k");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ((*k)["metrics"]["count"], delivered.load());
+}
+
+TEST_F(Sessions, IdsCountUpAndAreNeverReused) {
+  SessionId a = rt_.start(config("a"));
+  rt_.finalize(a, "");
+  SessionId b = rt_.start(config("b"));
+  SessionId c = rt_.start(config("c"));
+  EXPECT_EQ(b, a + 1);
+  EXPECT_EQ(c, a + 2);
+  rt_.finalize(b, "");
+  EXPECT_EQ(rt_.start(config("d")), c + 1);  // b's slot is free again, its id is not
+  EXPECT_FALSE(rt_.is_active(a));
+  EXPECT_TRUE(rt_.is_active(c));
+}
+
+TEST_F(Sessions, DeadIdsThrowSessionNotFound) {
+  SessionId s = rt_.start(config("gone"));
+  rt_.finalize(s, "");
+  SessionId live = rt_.start(config("live"));  // takes the dead session's slot
+  for (SessionId id : {s, SessionId{4242}}) {
+    std::string want = "Session has not been initialized: " + std::to_string(id);
+    auto expect = [&](auto&& call) {
+      try {
+        call();
+        ADD_FAILURE() << "no exception for " << id;
+      } catch (const SessionNotFound& e) {
+        EXPECT_EQ(e.what(), want);
+      }
+    };
+    expect([&] { rt_.activate(id); });
+    expect([&] { rt_.deactivate(id, false); });
+    expect([&] { rt_.finalize(id, ""); });
+    expect([&] { rt_.hatchet_json(id); });
+    expect([&] { rt_.advance_phase(id); });
+    expect([&] { rt_.is_phase_complete(id, 0); });
+    expect([&] { rt_.clear_phase(id, 0, false); });
+  }
+  EXPECT_TRUE(rt_.is_active(live));  // nothing reached the session in the reused slot
+}
+
+TEST_F(Sessions, MetricsAddedToOneSessionById) {
+  SessionId a = rt_.start(config("a"));
+  SessionId b = rt_.start(config("b"));
+  std::vector<std::pair<NameId, MetricValue>> m = {{id("n"), int64_t{2}}};
+  EXPECT_TRUE(rt_.add_metrics_to(b, kRootContext, m));
+  EXPECT_FALSE(rt_.add_metrics_to(b + 100, kRootContext, m));
+  EXPECT_EQ(rt_.active_session_ids(), (std::vector<SessionId>{a, b}));
+  rt_.finalize(a, "");
+  rt_.finalize(b, "");
+  EXPECT_FALSE(read("a")[0]["metrics"].contains("n"));
+  EXPECT_EQ(read("b")[0]["metrics"]["n"], 2);
 }
 
 }  // namespace

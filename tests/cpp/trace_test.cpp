@@ -142,11 +142,12 @@ TEST_F(Traces, TreeAndTraceFromOneSession) {
   for (const json& k : kernels) {
     lanes.insert(lane(k));
     if (k["name"] == "gemm") {
-      EXPECT_EQ(k["args"]["call_stack"], json::array({"step"}));
+      // As triton.profiler writes it: the root, the scopes, then the kernel's own name.
+      EXPECT_EQ(k["args"]["call_stack"], json::array({"ROOT", "step", "gemm"}));
       EXPECT_TRUE(k["args"]["time (ns)"] == 1500 || k["args"]["time (ns)"] == 500);
       EXPECT_NEAR(k["dur"].get<double>() * 1000, k["args"]["time (ns)"].get<double>(), 0.5);
     } else {
-      EXPECT_EQ(k["args"]["call_stack"], json::array({"loader"}));
+      EXPECT_EQ(k["args"]["call_stack"], json::array({"ROOT", "loader", k["name"]}));
     }
   }
   EXPECT_EQ(lanes, (std::set<std::pair<int64_t, int64_t>>{{0, 7}, {1, 8}, {0, 3}}));
@@ -324,7 +325,7 @@ TEST_F(Traces, LaunchMetadataNamesKernelEventsAndAddsTheirMetrics) {
   for (const json& k : by_name["matmul_1024x1024"]) {
     const json& args = k["args"];
     EXPECT_EQ(args["kernel"], "matmul_kernel");
-    EXPECT_EQ(args["call_stack"], json::array({"step"}));
+    EXPECT_EQ(args["call_stack"], json::array({"ROOT", "step", "matmul_1024x1024"}));
     EXPECT_EQ(args["time (ns)"], 100);
     ASSERT_TRUE(args["flops16"].is_number_float()) << args.dump();
     ASSERT_TRUE(args["bytes"].is_number_integer()) << args.dump();

@@ -49,7 +49,8 @@ def test_nested_scopes_metrics_sum_and_rules(out):
     outer = child(root, "outer")
     assert outer["metrics"] == {"flops16": 6.0, "bytes": 3}
     assert isinstance(outer["metrics"]["flops16"], float)
-    assert child(outer, "inner")["metrics"] == {"peak (exc)": 15, "ver (pty)": 7, "hist": [3, 6]}
+    # Written as triton.profiler writes them: the rule suffix removed (kept in metric_rules).
+    assert child(outer, "inner")["metrics"] == {"peak": 15, "ver": 7, "hist": [3, 6]}
 
 
 def test_scope_as_decorator(out):
@@ -90,8 +91,10 @@ def test_exit_scope_errors():
     with pytest.raises(RuntimeError, match="no scope"):
         proton.exit_scope()
     proton.enter_scope("open")
-    with pytest.raises(RuntimeError, match="expected to close scope 'open' but got 'other'"):
+    with pytest.raises(ValueError, match="exit_scope\\('other'\\).*'open'"):
         proton.exit_scope(name="other")
+    with pytest.raises(RuntimeError):  # still a RuntimeError, as before
+        proton.exit_scope("other")
     proton.exit_scope(name="open")
 
 
@@ -113,7 +116,8 @@ def test_states(out):
         proton.exit_state()
     proton.finalize()
     layer = child(out.read()[0], "layer")
-    assert child(layer, "attn")["metrics"] == {"n": 1}
+    # As triton.profiler: the scope path, then the state as the leaf the metrics land on.
+    assert child(child(layer, "attn"), "prefill")["metrics"] == {"n": 1}
 
 
 def test_state_decorator():
@@ -129,27 +133,28 @@ def test_metric_type_change_is_a_clear_error(out):
     proton.start(out.name)
     with proton.scope("m", {"latency": 1}):
         pass
-    with pytest.raises(TypeError, match="metric 'latency' changed type from int to float"):
+    with pytest.raises(TypeError, match="Metric value type mismatch for metric 'latency': it was "
+                                        "int, now float"):
         with proton.scope("m", {"latency": 1.5}):
             pass
     with pytest.raises(TypeError, match="metric 'bad'"):
-        with proton.scope("m", {"bad": "text"}):
+        with proton.scope("m", {"bad": {"a": 1}}):
             pass
 
 
 def test_unknown_session_errors():
-    with pytest.raises(ValueError, match="unknown profiling session 42"):
+    with pytest.raises(RuntimeError, match="Session has not been initialized: 42"):
         proton.activate(42)
-    with pytest.raises(ValueError, match="unknown profiling session 42"):
+    with pytest.raises(RuntimeError, match="Session has not been initialized: 42"):
         proton.deactivate(42)
-    with pytest.raises(ValueError, match="unknown profiling session 42"):
+    with pytest.raises(RuntimeError, match="Session has not been initialized: 42"):
         proton.finalize(42)
 
 
 def test_bad_options():
     with pytest.raises(ValueError, match="unknown context 'weird'"):
         proton.start("x", context="weird")
-    with pytest.raises(ValueError, match="unknown hook"):
+    with pytest.raises(ValueError, match="Unsupported hook"):
         proton.start("x", hook="nope")
 
 

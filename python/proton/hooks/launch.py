@@ -16,16 +16,28 @@ kernel name (``re.match``, as triton.profiler)::
 """
 
 import re
+from contextvars import ContextVar
 from typing import Optional
 
 from .. import _proton
+from ..state import COMPUTE_METADATA_SCOPE_NAME, metadata_state  # noqa: F401 - re-exported
+from .hook import Hook, HookManager, _runtime_knobs
 
-COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+# triton.profiler's per-launch context variables. The C++ fast path does not touch them (a
+# ContextVar.set per launch is the kind of Python work it exists to avoid); they are set when
+# LaunchHook.enter is called from Python (HookManager.enter, or a user's own chain).
+op_name = ContextVar("op_name", default=None)
+id = ContextVar("id", default=None)  # noqa: A001 - triton.profiler's name
 
 
-class LaunchHook:
+class LaunchHook(Hook):
     """The process-wide Triton launch hook (one instance, as in triton.profiler)."""
 
+    priority = 100  # highest: runs before any other hook at launch entry
+    flops_width = [8, 16, 32, 64]
+    metrics = [f"flops{w}" for w in flops_width] + ["bytes", "flops"]
+    # Installed straight into Triton's launch chains (C++ functions), not run by HookManager.
+    _direct = True
     _instance = None
 
     def __new__(cls):
@@ -34,6 +46,9 @@ class LaunchHook:
             cls._instance.include = None
             cls._instance.exclude = None
         return cls._instance
+
+    def __init__(self):
+        pass
 
     def configure(self, *, include: Optional[str] = None, exclude: Optional[str] = None) -> None:
         """Only kernels whose name matches ``include`` and not ``exclude`` get metadata."""
@@ -51,19 +66,34 @@ class LaunchHook:
 
         _proton._set_launch_filter(accept)
 
+    def init_handle(self, module, function, name, metadata_group, hash) -> None:
+        pass
 
-# Sessions that asked for the hook; it stays installed while any of them exists.
-_sessions: set = set()
+    def destroy_handle(self, module, function, name, metadata_group, hash) -> None:
+        pass
+
+    def activate(self) -> None:
+        _install()
+
+    def deactivate(self) -> None:
+        _uninstall()
+
+    def enter(self, metadata) -> None:
+        """What the installed C++ hook does, callable from Python (e.g. a HookManager chain)."""
+        _proton._launch_enter(metadata)
+        data = getattr(metadata, "data", None)
+        op_name.set(data.get("name") if isinstance(data, dict) else None)
+        id.set(_proton._pending_launch_op() or None)
+
+    def exit(self, metadata) -> None:
+        _proton._launch_exit(metadata)
+        op_name.set(None)
+        id.set(None)
+
+
+# Installation state of the C++ hooks in Triton's chains (LaunchHook.activate/deactivate).
 _installed = False
 _originals: list = []  # Triton's own HookChains while ours are installed
-
-
-def _runtime_knobs():
-    try:
-        from triton import knobs
-    except ImportError as e:
-        raise RuntimeError(f"hook='triton' needs Triton 3.4 or newer (import failed: {e})") from e
-    return knobs.runtime
 
 
 def _direct(chain, fn, attr, rt):
@@ -130,22 +160,17 @@ def _uninstall() -> None:
 
 
 def register(session: int, hook) -> None:
-    """Called by start(): installs the hook for ``session`` when it asked for one."""
+    """start()'s hook argument: None, "triton" (the LaunchHook) or a Hook instance."""
     if hook is None:
         return
-    if isinstance(hook, LaunchHook):
-        hook = "triton"
-    if hook != "triton":
-        raise ValueError(f"unknown hook {hook!r} (expected None or 'triton')")
-    _install()
-    _sessions.add(session)
+    if hook == "triton":
+        hook = LaunchHook()
+    if not isinstance(hook, Hook):
+        raise ValueError(f"Unsupported hook: {hook!r} (expected None, 'triton' or a "
+                         "proton.hooks.Hook instance)")
+    HookManager.register(hook, session)
 
 
 def unregister(session: Optional[int] = None) -> None:
-    """Called by finalize(): removes the hook when no session wants it any more."""
-    if session is None:
-        _sessions.clear()
-    else:
-        _sessions.discard(session)
-    if not _sessions:
-        _uninstall()
+    """finalize(): hooks no remaining session uses are turned off (and uninstalled)."""
+    HookManager.unregister(session)

@@ -45,6 +45,26 @@ TEST(Reader, ProtonStyleAnyKeyOrderAndMissingParts) {
   EXPECT_EQ(p.devices[0].arch, "gfx942");
 }
 
+// Proton writes "(exc)"/"(pty)" metrics under Triton's names (suffix removed) and their rules
+// in the root's "metric_rules": declared before or after the metric is first seen.
+TEST(Reader, MetricRulesDeclareKindsOfSuffixlessNames) {
+  Profile p = parse_hatchet(R"J([{"frame":{"name":"ROOT"},"metrics":{"peak":0},
+    "metric_rules":{"peak":"exc","cfg":"pty","odd":"weird","num":1},
+    "children":[{"frame":{"name":"a"},"metrics":{"peak":5,"n":5},"children":[
+      {"frame":{"name":"b"},"metrics":{"peak":3,"n":3,"cfg":"bf16"}}]}]},{}])J");
+  int32_t peak = p.find_metric("peak");
+  EXPECT_EQ(p.metrics[peak].kind, MetricKind::kExclusive);
+  EXPECT_EQ(p.metrics[p.find_metric("n")].kind, MetricKind::kInclusive);
+  auto inc = p.inclusive(peak);
+  EXPECT_EQ(inc[find_node(p, "a")], 5);  // not rolled up
+  EXPECT_EQ(p.inclusive(p.find_metric("n"))[find_node(p, "a")], 8);
+  EXPECT_EQ(p.nodes[find_node(p, "b")].text_of("cfg"), "bf16");
+  Profile q = parse_hatchet(R"J([{"frame":{"name":"ROOT"},"children":[
+    {"frame":{"name":"a"},"metrics":{"peak":5}}],"metric_rules":{"peak":"pty"}},{}])J");
+  EXPECT_EQ(q.metrics[q.find_metric("peak")].kind, MetricKind::kProperty);
+  EXPECT_THROW(parse_hatchet(R"J([{"frame":{"name":"ROOT"},"metric_rules":[1]},{}])J"), InputError);
+}
+
 TEST(Reader, InclusiveRollUpKeepsExclusiveAndProperties) {
   Profile p = load_hatchet(fixture("proton_style.json"));
   auto time = p.inclusive(p.find_metric("time (ns)"));

@@ -1,0 +1,202 @@
+"""Metric values that are not plain numbers: tensors (as triton.profiler 3.9 takes them).
+
+``with proton.scope("step", {"loss": loss, "tokens": n_tokens}):`` may pass torch tensors:
+
+- a CPU tensor (or numpy scalar) of one element is read as a number (``.item()``);
+- a one-element tensor on a GPU is **summed on the device**: the scope's value lives in a
+  device accumulator, one per (sessions, node, metric), to which each use adds its value with
+  one in-place device add, on the current stream, with no host synchronization. Inside CUDA
+  graph capture the add is captured, so every replay adds again. The accumulators are read back
+  (one device-to-host copy) when the session's data is read: ``finalize``, ``data.get``;
+- a tensor of more than one element, or an object that is not a number, is an error naming the
+  metric.
+
+``(pty)`` metrics keep the last value (a device copy instead of an add). The tiny add kernels
+run under the launch-metadata frame (``proton.state.COMPUTE_METADATA_SCOPE_NAME``), which every
+viewer hides, so they never show up among the user's kernels.
+
+The accumulators are allocated in slabs of 4096 values per device and kind (float64 for
+floating tensors, int64 for the others), at most ``TRITON_PROFILE_METRIC_BUFFER_SIZE`` bytes
+(``triton.knobs.proton.profile_metric_buffer_size``) in all. A slab is allocated outside graph
+capture whenever possible: when a session starts on a process whose CUDA is initialized, or at
+the first tensor metric. One needed for the first time during a capture is allocated and
+zeroed on a side stream (outside the capture), before any replay can be launched.
+"""
+
+import sys
+import threading
+
+from . import _proton
+from .state import COMPUTE_METADATA_SCOPE_NAME
+
+_SLAB = 4096
+# Tensors on these devices are read as numbers; others are accumulated on their device. (The
+# CPU tests empty it to run the accumulator logic on CPU tensors.)
+_HOST_DEVICES = ("cpu",)
+_lock = threading.Lock()
+# (device, is_float) -> [slab tensors]
+_slabs: dict = {}
+# (sessions tuple, context id, metric name, device, is_float) -> (slab index, offset)
+_slots: dict = {}
+# (device, is_float) -> next free index over all slabs of that kind
+_next: dict = {}
+# slot -> value already handed to the sessions (accumulators are never reset on the device:
+# a reset would be one more kernel, and a captured graph may add at any time)
+_folded: dict = {}
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _capacity_values() -> int:
+    from . import _knobs
+
+    return max(_SLAB, _knobs.profile_metric_buffer_size() // 8)
+
+
+def _new_slab(torch, device, is_float):
+    # Zeroing is a kernel too: it lands on the hidden frame, like the adds.
+    outer = _proton.state() or None
+    _proton.set_state(COMPUTE_METADATA_SCOPE_NAME)
+    try:
+        return _zeroed_slab(torch, device, is_float)
+    finally:
+        _proton.set_state(outer)
+
+
+def _zeroed_slab(torch, device, is_float):
+    dtype = torch.float64 if is_float else torch.int64
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # Zeroing inside the capture would be replayed, wiping the sums on every replay.
+        side = torch.cuda.Stream(device=device)
+        with torch.cuda.stream(side):
+            slab = torch.zeros(_SLAB, dtype=dtype, device=device)
+        try:
+            side.synchronize()
+        except RuntimeError:
+            # Capture in "global" mode may refuse even this unrelated stream's sync. The
+            # zeroing was enqueued before the capture ends, so before any replay is launched.
+            pass
+        return slab
+    return torch.zeros(_SLAB, dtype=dtype, device=device)
+
+
+def _slot(torch, key, device, is_float):
+    slot = _slots.get(key)
+    if slot is not None:
+        return slot
+    kind = (device, is_float)
+    index = _next.get(kind, 0)
+    if index >= _capacity_values():
+        raise RuntimeError(
+            f"metric '{key[2]}': the device tensor-metric buffer is full ({index} values); raise "
+            "TRITON_PROFILE_METRIC_BUFFER_SIZE (triton.knobs.proton.profile_metric_buffer_size)")
+    slabs = _slabs.setdefault(kind, [])
+    if index // _SLAB >= len(slabs):
+        slabs.append(_new_slab(torch, device, is_float))
+    _next[kind] = index + 1
+    slot = _slots[key] = (index // _SLAB, index % _SLAB)
+    return slot
+
+
+def preallocate() -> None:
+    """start(): one float and one int slab on the current device, if CUDA is already up."""
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return
+    device = torch.device("cuda", torch.cuda.current_device())
+    with _lock:
+        for is_float in (True, False):
+            kind = (device, is_float)
+            if not _slabs.get(kind):
+                _slabs[kind] = [_new_slab(torch, device, is_float)]
+
+
+def _accumulate(torch, name: str, value) -> None:
+    sessions = tuple(_proton._active_sessions())
+    if not sessions:
+        return
+    is_float = value.is_floating_point() or value.is_complex()
+    if value.is_complex():
+        raise TypeError(f"metric '{name}': complex tensors are not metric values")
+    device = value.device
+    key = (sessions, _proton._metric_context(), name, device, is_float)
+    with _lock:
+        slab_index, offset = _slot(torch, key, device, is_float)
+        cell = _slabs[(device, is_float)][slab_index][offset]
+    outer = _proton.state() or None
+    _proton.set_state(COMPUTE_METADATA_SCOPE_NAME)  # the add kernel lands on a hidden frame
+    try:
+        if name.rstrip().endswith("(pty)"):
+            cell.copy_(value.reshape(()))
+        else:
+            cell.add_(value.reshape(()))
+    finally:
+        _proton.set_state(outer)
+
+
+def convert(name: str, value):
+    """Called by the engine for a metric value that is not an int, float, str or list."""
+    torch = _torch()
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(
+                f"metric '{name}': a tensor metric must hold exactly one value (a 0-d tensor), "
+                f"got shape {tuple(value.shape)}")
+        if value.device.type == "meta":
+            raise ValueError(f"metric '{name}': a meta tensor has no value")
+        if value.device.type in _HOST_DEVICES:
+            return value.item()
+        if value.dtype == torch.bool:
+            value = value.to(torch.int64)
+        _accumulate(torch, name, value)
+        # A 0 of the right type: creates the node and checks the type now (the sum comes
+        # from the device later); a property gets its value at the read-back.
+        return 0.0 if value.is_floating_point() else 0
+    item = getattr(value, "item", None)
+    if item is not None and callable(item):
+        try:
+            v = item()
+        except Exception as e:
+            raise ValueError(f"metric '{name}': {type(value).__name__}.item() failed: {e}") from e
+        if isinstance(v, (bool, int, float)):
+            return v
+        raise TypeError(f"metric '{name}': {type(value).__name__}.item() returned "
+                        f"{type(v).__name__}, not a number")
+    raise TypeError(f"metric '{name}' must be an int, a float, a str, a list of numbers or a "
+                    f"one-element tensor, not {type(value).__name__}")
+
+
+def fold() -> None:
+    """Reads the device accumulators once and adds what is new to their sessions' trees."""
+    torch = _torch()
+    if torch is None or not _slots:
+        return
+    with _lock:
+        slots = list(_slots.items())
+        host = {}
+        for kind, slabs in _slabs.items():
+            if kind[0].type == "cuda":
+                torch.cuda.synchronize(kind[0])
+            host[kind] = [slab.cpu().tolist() for slab in slabs]
+    for key, (slab_index, offset) in slots:
+        sessions, ctx, name, device, is_float = key
+        now = host[(device, is_float)][slab_index][offset]
+        prop = name.rstrip().endswith("(pty)")
+        before = _folded.get(key, 0)
+        value = now if prop else now - before
+        if not prop and value == 0:
+            continue
+        _folded[key] = now
+        value = float(value) if is_float else int(value)
+        for session in sessions:
+            try:
+                _proton._add_metrics_to(session, ctx, {name: value})
+            except _proton.MetricTypeError:
+                # This slot's kind (int or float) was refused at the scope already: the user
+                # got the error there, and its values are not the metric's.
+                pass
+
+
+_proton._set_metric_converter(convert)
