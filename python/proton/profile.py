@@ -4,7 +4,7 @@ import atexit
 import functools
 from typing import Optional
 
-from . import _flags, _proton, hooks
+from . import _exit, _flags, _proton, hooks
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
 atexit.register(_proton._python_context_shutdown)
@@ -73,6 +73,7 @@ def start(
         "" if mode is None else str(mode),
     )
     hooks.register(session, hook)
+    _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
     return session
 
 
@@ -105,11 +106,18 @@ def finalize(session: Optional[int] = None, output_format: str = "") -> None:
     """
     if _flags.command_line:
         return
+    if session is None and _exit.forked():  # a fork child writes only the sessions it started
+        for own in _exit.own_sessions():
+            finalize(own, output_format)
+        return
+    if _exit.inherited(session):  # never write over the parent's profile
+        return
     if session is None:
         _proton.finalize_all(output_format)
     else:
         _proton.finalize(session, output_format)
     hooks.unregister(session)
+    _exit.finalized(session)
 
 
 def _profiling(func, **start_args):

@@ -89,8 +89,13 @@ void add_metrics(nb::dict metrics) {
 
 }  // namespace
 
+namespace proton {
+void register_profiles(nb::module_& m);  // profiles_bindings.cpp: proton.profiles' reader
+}
+
 NB_MODULE(_proton, m) {
   m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
+  register_profiles(m);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
