@@ -215,17 +215,38 @@ class Profile:
         return path
 
     def find(self, path: Union[str, Sequence[str]]) -> Optional[Node]:
-        """The node at ``path`` ("a/b/c" or a sequence of names, below the root), or None.
+        """The node at ``path`` below the root, or None.
 
-        Where siblings share a name (two files merged, a diff) the first one is taken.
+        ``path`` is a sequence of frame names, or one string joining them with "/". Frame names
+        may hold "/" themselves (file paths): a string is matched against the names present,
+        so ``"/src/train.py:12@main/matmul"`` finds ``matmul`` under that frame. Where siblings
+        share a name (merged files, a diff) the first match is taken.
         """
-        names = [p for p in path.split("/") if p] if isinstance(path, str) else list(path)
-        index = 0
-        for name in names:
-            index = next((c for c in self._children[index] if self._names[c] == name), -1)
-            if index < 0:
-                return None
-        return Node(self, index)
+        if not isinstance(path, str):
+            index = 0
+            for name in path:
+                index = next((c for c in self._children[index] if self._names[c] == name), -1)
+                if index < 0:
+                    return None
+            return Node(self, index)
+        found = self._match(0, path)
+        return None if found is None else Node(self, found)
+
+    def _match(self, index: int, rest: str) -> Optional[int]:
+        stack = [(index, rest)]  # depth-first, without recursion: trees may be very deep
+        while stack:
+            index, rest = stack.pop()
+            if not rest:
+                return index
+            tries = []
+            for child in self._children[index]:
+                name = self._names[child]
+                if rest == name:
+                    return child
+                if rest.startswith(name + "/"):
+                    tries.append((child, rest[len(name) + 1:]))
+            stack.extend(reversed(tries))
+        return None
 
     def __getitem__(self, path: Union[str, Sequence[str]]) -> Node:
         node = self.find(path)
