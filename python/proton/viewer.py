@@ -124,6 +124,9 @@ def _drop_hidden_frames(database):
         if node["frame"]["name"] == COMPUTE_METADATA_SCOPE_NAME:
             return None
         children = node.get("children", [])
+        # Hatchet needs "metrics" on every node; a file may leave it out where it is empty
+        # (triton.profiler's viewer fails there with KeyError).
+        node.setdefault("metrics", {})
         if not node["metrics"] and not children:
             return None
         kept = [k for k in (keep(c) for c in children) if k is not None]
