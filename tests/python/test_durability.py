@@ -243,6 +243,36 @@ def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
             assert len(names) == 3001
 
 
+def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path):
+    # A watcher thread kills the process the moment it sees the profile being rewritten: a
+    # second file beside it (the temporary) or the profile itself changing size. The write runs
+    # without the GIL, so the watcher gets to look while it is under way.
+    proc = _spawn(tmp_path, """
+        import threading
+        full = []
+        def watch():
+            while True:
+                names = [f for f in os.listdir(".") if f.startswith("big.hatchet")]
+                if full and (names != ["big.hatchet"] or
+                             os.path.getsize("big.hatchet") != full[0]):
+                    os.kill(os.getpid(), signal.SIGKILL)
+        print("ready", flush=True)
+        for i in range(200):
+            proton.start("big")
+            for k in range(3000):
+                with proton.scope(f"scope_{k}", {"bytes": k}):
+                    pass
+            proton.finalize()
+            if not full:
+                full.append(os.path.getsize("big.hatchet"))
+                threading.Thread(target=watch, daemon=True).start()
+        print("never killed", flush=True)
+        """)
+    assert proc.wait(120) == -signal.SIGKILL, proc.stdout.read()
+    assert len(_names(tmp_path / "big.hatchet")) == 3001  # the previous profile, whole
+    assert any(f.name.startswith("big.hatchet.") for f in tmp_path.iterdir())  # killed mid-write
+
+
 def test_periodic_flushing_loses_at_most_the_current_phase_on_sigkill(tmp_path):
     proc = _spawn(tmp_path, """
         s = proton.start("pf", mode="periodic_flushing")
