@@ -121,7 +121,9 @@ def _drop_hidden_frames(database):
     def keep(node):
         if "frame" not in node:
             return node
-        if node["frame"]["name"] == COMPUTE_METADATA_SCOPE_NAME:
+        name = node["frame"]["name"]
+        # Triton 3.9 names metadata frames "<scope>:<kernel>" (state.metadata_state).
+        if name.split(":", 1)[0] == COMPUTE_METADATA_SCOPE_NAME:
             return None
         children = node.get("children", [])
         # Hatchet needs "metrics" on every node; a file may leave it out where it is empty
@@ -139,10 +141,15 @@ def _drop_hidden_frames(database):
 
 
 def get_raw_metrics(file):
-    """(gf, inclusive_metrics, exclusive_metrics, device_info) from an open profile file."""
+    """(gf, inclusive_metrics, exclusive_metrics, device_info) from a profile.
+
+    ``file`` is an open file (Triton 3.6's form) or the already parsed ``[root, device_map]``
+    list (Triton 3.9's form, where the argument is named ``database``); a list is consumed.
+    """
     hatchet, _, _ = _libs()
-    database = _drop_hidden_frames(json.load(file))
-    device_info = database.pop(1)
+    database = json.load(file) if hasattr(file, "read") else file
+    database = _drop_hidden_frames(database)
+    device_info = database.pop(1) if len(database) > 1 else {}
     gf = hatchet.GraphFrame.from_literal(database)
     inclusive = gf.show_metric_columns()
     exclusive = [c for c in gf.dataframe.columns if c not in inclusive]

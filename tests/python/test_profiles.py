@@ -128,7 +128,8 @@ def test_reads_what_proton_writes(tmp_path):
 
 def test_deep_trees_do_not_hit_the_recursion_limit():
     depth = 990
-    text = "".join(f'{{"frame": {{"name": "f{i}"}}, "metrics": {{}}, "children": [' for i in range(depth))
+    opening = '{{"frame": {{"name": "f{}"}}, "metrics": {{}}, "children": ['
+    text = "".join(opening.format(i) for i in range(depth))
     text += '{"frame": {"name": "leaf"}, "metrics": {"count": 1}, "children": []}' + "]}" * depth
     prof = profiles.parse("[" + text + ", {}]")
     leaf = next(n for n in prof if n.name == "leaf")

@@ -6,6 +6,7 @@ the recorded profiles in tests/fixtures/viewer; the rest needs only llnl-hatchet
 
 import inspect
 import io
+import json
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from proton import viewer
+
+# Compared with the installed Triton's module: scripts/test runs this against 3.6 and 3.9.
+pytestmark = pytest.mark.triton
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
 FILES = ["triton_style.json", "triton_style_new.json", "proton_style.json"]
@@ -38,8 +42,12 @@ def _frame(gf, metrics):
 def test_functions_exist_with_tritons_signatures():
     theirs = _triton_viewer()
     for name in FUNCTIONS:
-        assert inspect.signature(getattr(viewer, name)) == \
-            inspect.signature(getattr(theirs, name)), name
+        ours = inspect.signature(getattr(viewer, name))
+        their = inspect.signature(getattr(theirs, name))
+        if name == "get_raw_metrics":  # 3.6: (file), 3.9: (database); ours takes either
+            assert len(ours.parameters) == len(their.parameters) == 1
+            continue
+        assert ours == their, name
 
 
 @pytest.mark.parametrize("metrics", [["time/ms"], ["time/ms", "tflop16/s"], ["util"],
@@ -122,8 +130,26 @@ def test_read_and_raw_metrics_match_triton():
     assert (inc, exc, devices) == (inc2, exc2, devices2)
     assert viewer.COMPUTE_METADATA_SCOPE_NAME not in set(gf.dataframe["name"])
     with open(path) as f:
-        raw = viewer.get_raw_metrics(f)
+        raw = viewer.get_raw_metrics(f)  # Triton 3.6's form: an open file
     assert raw[1] == inc2 and raw[3] == devices2
+    with open(path) as f:
+        raw = viewer.get_raw_metrics(json.load(f))  # Triton 3.9's form: the parsed list
+    assert raw[1] == inc2 and raw[3] == devices2
+    root_only = viewer.get_raw_metrics([{"frame": {"name": "ROOT"}, "metrics": {"count": 1},
+                                         "children": []}])
+    assert root_only[3] == {}  # no device map: an empty one, as 3.9 reads it
+
+
+def test_metadata_frames_of_both_spellings_are_hidden():
+    _hatchet()
+    leaf = {"frame": {"name": "k"}, "metrics": {"count": 1}, "children": []}
+    db = [{"frame": {"name": "ROOT"}, "metrics": {"count": 0}, "children": [
+        dict(leaf, frame={"name": "real"}),
+        {"frame": {"name": viewer.COMPUTE_METADATA_SCOPE_NAME}, "metrics": {}, "children": [leaf]},
+        {"frame": {"name": viewer.COMPUTE_METADATA_SCOPE_NAME + ":matmul"}, "metrics": {},
+         "children": [leaf]}]}, {}]
+    gf = viewer.get_raw_metrics(db)[0]
+    assert sorted(gf.dataframe["name"]) == ["ROOT", "real"]
 
 
 def test_results_without_triton():
