@@ -116,6 +116,20 @@ def test_sigterm_writes_then_dies_by_sigterm(tmp_path):
     assert "work" in _names(tmp_path / "b.hatchet")
 
 
+def test_sigterm_writes_trace_and_tree_of_a_tree_trace_session(tmp_path):
+    proc = _spawn(tmp_path, """
+        proton.start("both", data="tree,trace")
+        """, WAIT)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == -signal.SIGTERM, proc.stderr.read()
+    assert "loop" in _names(tmp_path / "both.hatchet")
+    trace = json.loads((tmp_path / "both.chrome_trace").read_text())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    assert "loop" in {e.get("name") for e in events}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("both")) == \
+        ["both.chrome_trace", "both.hatchet"]  # no temporary left behind
+
+
 def test_sigterm_exit_status_is_143_in_a_shell(tmp_path):
     prog = _program(tmp_path, RECORD, "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)")
     done = subprocess.run(["sh", "-c", '"$0" "$1"; echo "status=$?"', *prog], capture_output=True,
