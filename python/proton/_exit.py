@@ -25,7 +25,9 @@ from . import _proton
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-_lock = threading.Lock()
+# Re-entrant: a signal handler runs on the main thread between any two bytecodes, possibly
+# while that thread holds this lock in started()/finalized().
+_lock = threading.RLock()
 _live = set()  # sessions started by this process and not yet finalized
 _inherited = set()  # sessions this process got from its parent through fork()
 _forked = False  # this process is a fork child of a process that had proton imported
@@ -112,7 +114,8 @@ def _install_signal_handlers():
 
 
 def _after_fork_in_child():
-    global _forked, _installed
+    global _forked, _installed, _lock
+    _lock = threading.RLock()  # another thread may have held it at the fork: it never returns
     _forked = True
     with _lock:
         mine = set(_live)
