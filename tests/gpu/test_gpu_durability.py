@@ -104,8 +104,10 @@ def test_sigkill_with_periodic_flushing_keeps_completed_phases(tmp_path):
 def test_fork_child_does_not_write_over_the_parent(tmp_path):
     done = subprocess.run(_program(tmp_path, KERNELS, """
         pid = os.fork()
-        if pid == 0:  # no CUDA in the child: it only exits (and must not write "gpu")
-            sys.exit(0)
+        if pid == 0:  # no CUDA in the child: it runs proton's exit paths, which must not write
+            proton.finalize()
+            proton._exit._at_exit()
+            os._exit(0)  # not sys.exit: CUDA/CUPTI's own exit handlers do not belong in a fork
         os.waitpid(pid, 0)
         print("after_child", os.path.exists("gpu.hatchet"), flush=True)
         proton.finalize()
