@@ -5,7 +5,7 @@ import functools
 import warnings
 from typing import Optional
 
-from . import _flags, _knobs, _proton, hooks, metric
+from . import _exit, _flags, _knobs, _proton, hooks, metric
 from .hooks.hook import Hook
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
@@ -84,6 +84,7 @@ def start(
     )
     hooks.register(session, hook)
     metric.preallocate()  # tensor-metric accumulators, allocated outside any graph capture
+    _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
     return session
 
 
@@ -118,6 +119,12 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     """
     if _flags.command_line:
         return
+    if session is None and _exit.forked():  # a fork child writes only the sessions it started
+        for own in _exit.own_sessions():
+            finalize(own, output_format)
+        return
+    if _exit.inherited(session):  # never write over the parent's profile
+        return
     try:
         metric.fold()  # device tensor metrics: one read-back
     except Exception as e:  # never lose the rest of the profile over them
@@ -128,6 +135,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     else:
         _proton.finalize(session, output_format)
     hooks.unregister(session)
+    _exit.finalized(session)
 
 
 def _profiling(func, **start_args):

@@ -111,8 +111,13 @@ void add_metrics(nb::dict metrics) {
 
 }  // namespace
 
+namespace proton {
+void register_profiles(nb::module_& m);  // profiles_bindings.cpp: proton.profiles' reader
+}
+
 NB_MODULE(_proton, m) {
   m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
+  register_profiles(m);
 
   // A metric that changes type: triton.profiler raises RuntimeError("Metric value type
   // mismatch ..."); ours is a RuntimeError too, and a TypeError as before, so either catches it.

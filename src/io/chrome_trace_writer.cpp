@@ -59,6 +59,9 @@ bool ChromeTraceWriter::open_file() {
     failure_ = std::strerror(errno);
     return false;
   }
+  // No stdio buffer (buf_ already batches a MB per write): bytes left in one at a fork() would be
+  // written again by the child's exit(), into the file the parent is still writing.
+  std::setvbuf(file_, nullptr, _IONBF, 0);
   return true;
 }
 

@@ -14,6 +14,8 @@ import pytest
 import proton
 from proton import _proton, hooks
 
+pytestmark = pytest.mark.triton  # scripts/test runs these against each supported Triton
+
 triton = pytest.importorskip("triton")
 LazyDict = pytest.importorskip("triton.compiler").LazyDict
 knobs = triton.knobs
