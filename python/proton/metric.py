@@ -19,8 +19,10 @@ The accumulators are allocated in slabs of 4096 values per device and kind (floa
 floating tensors, int64 for the others), at most ``TRITON_PROFILE_METRIC_BUFFER_SIZE`` bytes
 (``triton.knobs.proton.profile_metric_buffer_size``) in all. A slab is allocated outside graph
 capture whenever possible: when a session starts on a process whose CUDA is initialized, or at
-the first tensor metric. One needed for the first time during a capture is allocated and
-zeroed on a side stream (outside the capture), before any replay can be launched.
+the first tensor metric; when a session starts before CUDA is initialized, at CUDA
+initialization. A slab first needed during a capture cannot be made there (allocating fails and
+would invalidate the capture, zeroing would be replayed): that is a ``CaptureAllocationError``
+naming ``proton.metric.preallocate()``, and the capture stays valid.
 """
 
 import sys
@@ -65,20 +67,21 @@ def _new_slab(torch, device, is_float):
         _proton.set_state(outer)
 
 
+class CaptureAllocationError(RuntimeError):
+    """A GPU tensor metric needs a new accumulator while a CUDA graph is being captured."""
+
+
 def _zeroed_slab(torch, device, is_float):
     dtype = torch.float64 if is_float else torch.int64
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        # Zeroing inside the capture would be replayed, wiping the sums on every replay.
-        side = torch.cuda.Stream(device=device)
-        with torch.cuda.stream(side):
-            slab = torch.zeros(_SLAB, dtype=dtype, device=device)
-        try:
-            side.synchronize()
-        except RuntimeError:
-            # Capture in "global" mode may refuse even this unrelated stream's sync. The
-            # zeroing was enqueued before the capture ends, so before any replay is launched.
-            pass
-        return slab
+        # Measured on an H100 (torch 2.11): allocating, even on a side stream, fails with
+        # "operation not permitted when stream is capturing" and invalidates the user's capture;
+        # zeroing inside the capture would be replayed, wiping the sums on every replay. So no
+        # CUDA call at all: a clear error, and the capture stays valid.
+        raise CaptureAllocationError(
+            f"GPU tensor metrics on {device} need an accumulator allocated outside CUDA-graph "
+            "capture: call proton.metric.preallocate() once CUDA is initialized (start() does so "
+            "when it is), or pass one GPU tensor metric before capturing")
     return torch.zeros(_SLAB, dtype=dtype, device=device)
 
 
@@ -100,17 +103,38 @@ def _slot(torch, key, device, is_float):
     return slot
 
 
-def preallocate() -> None:
-    """start(): one float and one int slab on the current device, if CUDA is already up."""
-    torch = _torch()
-    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
-        return
-    device = torch.device("cuda", torch.cuda.current_device())
+def _preallocate_now(torch, device) -> None:
     with _lock:
         for is_float in (True, False):
             kind = (device, is_float)
             if not _slabs.get(kind):
                 _slabs[kind] = [_new_slab(torch, device, is_float)]
+
+
+def preallocate(device=None) -> None:
+    """One float and one int accumulator slab on `device` (default: the current one).
+
+    start() calls it: at once when CUDA is initialized, else queued to run when torch
+    initializes CUDA (so before any capture can begin).
+    """
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return
+    if torch.cuda.is_initialized():
+        dev = torch.device("cuda", torch.cuda.current_device() if device is None else device)
+        _preallocate_now(torch, dev)
+        return
+    lazy_call = getattr(torch.cuda, "_lazy_call", None)
+    if lazy_call is None:
+        return
+
+    def at_cuda_init():
+        try:
+            preallocate(device)
+        except Exception:  # never break CUDA initialization: the first metric allocates
+            pass
+
+    lazy_call(at_cuda_init)
 
 
 def _accumulate(torch, name: str, value) -> None:

@@ -82,12 +82,13 @@ def test_device_tensor_metrics_under_cuda_graph_capture_add_per_replay(out_name,
     assert captured["metrics"]["n"] == 10
 
 
-def test_device_tensor_metrics_first_seen_during_capture(out_name, read_profile):
-    # No slab for this device kind yet: allocated and zeroed outside the capture.
-    proton_metric._slabs.clear()
-    proton_metric._slots.clear()
-    proton_metric._next.clear()
-    proton_metric._folded.clear()
+def test_first_accumulator_needed_during_capture_is_a_clear_error_and_capture_survives(
+        out_name, read_profile):
+    # Measured on an H100 (batch 1): allocating during capture, even on a side stream, fails
+    # and invalidates the capture. Proton refuses before any CUDA call instead.
+    for table in (proton_metric._slabs, proton_metric._slots, proton_metric._next,
+                  proton_metric._folded):
+        table.clear()
     x = torch.zeros(16, device="cuda")
     val = torch.tensor(4.0, device="cuda", dtype=torch.float16)
     add_one(x)
@@ -95,13 +96,44 @@ def test_device_tensor_metrics_first_seen_during_capture(out_name, read_profile)
     proton.start(out_name)
     proton_metric._slabs.clear()  # undo start()'s preallocation
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with pytest.raises(proton_metric.CaptureAllocationError, match="preallocate"):
+        with torch.cuda.graph(g):  # its capture_end must succeed: the capture is still valid
+            with proton.scope("late", {"v": val}):
+                add_one(x)
+    proton_metric.preallocate()
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
         with proton.scope("late", {"v": val}):
             add_one(x)
     for _ in range(3):
-        g.replay()
+        g2.replay()
     proton.finalize()
     assert read_profile().node("late")["metrics"]["v"] == pytest.approx(12.0)
+
+
+def test_session_started_before_cuda_init_preallocates_at_init(run_script, out_name,
+                                                               read_profile):
+    r = run_script(f"""
+import torch, proton
+from proton import metric
+proton.start({out_name!r})
+assert not torch.cuda.is_initialized()
+x = torch.zeros(16, device="cuda")          # CUDA initializes here: the accumulators too
+assert metric._slabs, "no accumulator allocated at CUDA initialization"
+val = torch.tensor(2.0, device="cuda")
+x.add_(1)
+torch.cuda.synchronize()
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    with proton.scope("s", {{"v": val}}):
+        x.add_(1)
+for _ in range(3):
+    g.replay()
+proton.finalize()
+print("ok")
+""")
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+    assert read_profile().node("s")["metrics"]["v"] == pytest.approx(6.0)
 
 
 def test_data_get_reads_device_metrics_incrementally(out_name):

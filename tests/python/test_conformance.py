@@ -570,3 +570,18 @@ def test_p8_a_failing_read_back_warns_and_the_profile_is_still_written(out, monk
     with pytest.warns(UserWarning, match="device lost"):
         proton.finalize()
     assert child(out.read()[0], "s")["metrics"] == {"n": 1}
+
+
+def test_p8_start_before_cuda_init_queues_the_preallocation(out, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from proton import metric
+    queued = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_lazy_call", queued.append, raising=False)
+    proton.start(out.name)
+    assert len(queued) == 1  # runs when torch initializes CUDA, before any capture can start
+    monkeypatch.setattr(metric, "_preallocate_now", lambda *a: (_ for _ in ()).throw(OSError()))
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    queued[0]()  # a failure there never breaks CUDA initialization
