@@ -4,7 +4,7 @@ import atexit
 import functools
 from typing import Optional
 
-from . import _flags, _proton, hooks
+from . import _flags, _proton, _ranks, hooks
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
 atexit.register(_proton._python_context_shutdown)
@@ -66,7 +66,7 @@ def start(
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
     session = _proton.start(
-        DEFAULT_PROFILE_NAME if name is None else str(name),
+        _ranks.session_name(DEFAULT_PROFILE_NAME if name is None else str(name)),
         "shadow" if context is None else context,
         "tree" if data is None else data,
         "" if backend is None else backend,
@@ -105,6 +105,7 @@ def finalize(session: Optional[int] = None, output_format: str = "") -> None:
     """
     if _flags.command_line:
         return
+    _ranks.before_finalize()  # one rank of a job: record its device (docs/multiprocess.md)
     if session is None:
         _proton.finalize_all(output_format)
     else:

@@ -80,6 +80,8 @@ class HatchetParser {
           Node& n = profile_.nodes[static_cast<size_t>(id)];
           (key == "name" ? n.name : n.type) = std::move(value);
           has_name |= key == "name";
+        } else if (id == 0 && parse_run_field(key)) {
+          // the rank block of a multi-process run (src/io/run_info.h)
         } else {
           cursor_.skip_value(1);
         }
@@ -87,6 +89,30 @@ class HatchetParser {
       cursor_.expect('}', "',' or '}' in a frame");
     }
     if (!has_name) JsonCursor::fail_at(start, "frame has no \"name\"");
+  }
+
+  // Reads one key of the root frame's rank block; false for keys that are not part of it (or
+  // hold a value of the wrong type), which are then skipped like any unknown frame key.
+  bool parse_run_field(const std::string& key) {
+    RunMeta& run = profile_.run;
+    char next = cursor_.peek();
+    bool number = next == '-' || (next >= '0' && next <= '9');
+    if (number && (key == "rank" || key == "world_size" || key == "local_rank")) {
+      JsonNumber n = cursor_.read_number();
+      // Out-of-range or fractional values are not ranks: stored as unknown.
+      int64_t v = n.integral && n.value >= 0 && n.value < 1e15 ? static_cast<int64_t>(n.value) : -1;
+      (key == "rank" ? run.rank : key == "world_size" ? run.world_size : run.local_rank) = v;
+      return true;
+    }
+    if (next != '"') return false;
+    std::string* field = key == "host"             ? &run.host
+                         : key == "device"         ? &run.device
+                         : key == "launcher"       ? &run.launcher
+                         : key == "proton_version" ? &run.version
+                                                   : nullptr;
+    if (field == nullptr) return false;
+    *field = cursor_.read_string();
+    return true;
   }
 
   void parse_metrics(int32_t id) {

@@ -1,0 +1,87 @@
+// Streaming merge of many profiles of one program (one per rank of a job).
+//
+// Profiles are added one at a time and folded into running per-node statistics, so merging
+// 1,024 ranks holds one input profile and the merged tree, never all inputs at once
+// (bench/rank_merge.py measures it). The result matches merge_profiles() (merge.h):
+//   <metric>                      the sum over ranks of the stored (exclusive) values;
+//   <name>:mean|min|max [(unit)] (exc)  over the ranks' inclusive values, a rank lacking the
+//                                 frame counting as 0 (so mean = sum / ranks);
+//   <name>:argmax (pty)           the rank holding the max: the rank the file records
+//                                 (src/io/run_info.h), else the input's position;
+// and adds, for inclusive metrics,
+//   <name>:imbalance (exc)        max / mean over the ranks that have the frame (1 = balanced);
+//   ranks (exc)                   on every node: how many ranks have the frame.
+// Ranks that lack a frame are not folded into the imbalance: they are listed as missing in the
+// straggler view (stragglers.h) instead of being shown as zeros.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "viewer/profile.h"
+
+namespace proton::viewer {
+
+class RankMerger {
+ public:
+  // Folds `profile` in. When it cannot be merged with what came before (a different program,
+  // a different Proton version, a rank already seen) it is left out: returns false and sets
+  // `why` (naming `label` and the earlier file).
+  bool add(const Profile& profile, const std::string& label, std::string& why);
+
+  size_t size() const { return labels_.size(); }
+  // The merged profile (valid after at least one add()).
+  Profile result() const;
+
+  // Per merged node: which inputs (in add order) have it. For the straggler view.
+  bool has(size_t node, size_t input) const {
+    return (presence_[node][input / 64] >> (input % 64)) & 1;
+  }
+  size_t node_count() const { return tree_.nodes.size(); }
+  const Profile& structure() const { return tree_; }
+  // The rank each input stands for (its recorded rank, else its position).
+  const std::vector<int64_t>& ranks() const { return ranks_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  // Warnings about the set as a whole (ranks missing from the world size, mixed world sizes).
+  std::vector<std::string> set_warnings() const;
+
+ private:
+  struct Stat {
+    double sum = 0;    // stored values
+    double total = 0;  // inclusive values
+    double low = 0;
+    double high = 0;
+    int64_t arg = -1;
+    uint32_t present = 0;  // inputs with an inclusive value
+    bool stored = false;   // some input stored a value
+  };
+  struct MetricState {
+    std::string name;
+    MetricKind kind;
+    bool integral = true;
+    std::vector<Stat> stats;  // per merged node
+  };
+
+  int32_t child_of(int32_t parent, const std::string& name, int occurrence, const Node& from);
+  MetricState& state_of(const MetricInfo& info);
+  bool same_program(const Profile& profile) const;
+
+  Profile tree_;  // names, types, text attributes, devices; no values
+  std::unordered_map<std::string, int32_t> children_;  // parent + name + occurrence -> node
+  std::vector<MetricState> metrics_;
+  std::unordered_map<std::string, size_t> metric_index_;
+  std::vector<std::vector<uint64_t>> presence_;  // per node, a bit per input
+  std::vector<std::string> labels_;
+  std::vector<int64_t> ranks_;
+  std::vector<int64_t> world_sizes_;
+  std::unordered_map<int64_t, size_t> input_of_rank_;
+  std::string version_;  // of the first input that recorded one
+  std::string version_label_;
+};
+
+// Formats ranks as "0, 3-5, 9".
+std::string rank_ranges(std::vector<int64_t> ranks);
+
+}  // namespace proton::viewer
