@@ -97,6 +97,19 @@ void add_imbalance_column(const Profile& tree, const std::string& request,
   c.header = "imbalance";
   c.values = tree.stored(id);
   columns.push_back(std::move(c));
+  // Frames some ranks never ran: a "ranks" column says how many did (only when it varies).
+  int32_t ranks = tree.find_metric("ranks (exc)");
+  if (ranks < 0) return;
+  std::vector<double> count = tree.stored(ranks);
+  bool varies = false;
+  for (double v : count)
+    varies |= !std::isnan(v) && v != count[0];
+  if (!varies) return;
+  Column r;
+  r.header = "ranks";
+  r.values = std::move(count);
+  r.integral = true;
+  columns.push_back(std::move(r));
 }
 
 void profile_warnings(const Profile& profile, const std::string& path,

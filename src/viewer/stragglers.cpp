@@ -87,15 +87,20 @@ void render_stragglers(std::ostream& out, const RankMerger& merger, const Profil
       << " ranks: frames where the slowest rank is furthest above the mean of the ranks that ran "
          "them (imbalance = max / mean; frames under "
       << fixed(options.min_share * 100, 1) << "% of the total skipped)\n";
-  out << std::right << std::setw(10) << "imbalance" << std::setw(16) << "mean" << std::setw(16)
-      << "max" << std::setw(9) << "max rank"
+  // Times read best in ms; other metrics are shown in their own unit.
+  bool ns = name.find("(ns)") != std::string::npos;
+  double scale = ns ? 1e-6 : 1;
+  std::string unit = ns ? " (ms)" : "";
+  out << std::right << std::setw(10) << "imbalance" << std::setw(16) << "mean" + unit
+      << std::setw(16) << "max" + unit << std::setw(9) << "max rank"
       << "  missing ranks  frame\n";
   std::map<int64_t, int> slowest;
   for (const Row& r : rows) {
     bool integral = merged.metrics[static_cast<size_t>(sum_id)].integral;
     std::string missing = r.missing.empty() ? "-" : rank_ranges(r.missing);
-    out << std::setw(10) << fixed(r.imbalance, 2) << std::setw(16) << format_value(r.mean, false)
-        << std::setw(16) << format_value(r.max, integral) << std::setw(9) << r.rank << "  "
+    out << std::setw(10) << fixed(r.imbalance, 2) << std::setw(16)
+        << format_value(r.mean * scale, false) << std::setw(16)
+        << format_value(r.max * scale, integral && !ns) << std::setw(9) << r.rank << "  "
         << std::left << std::setw(13) << missing << "  " << std::right
         << path_of(merged, r.node, options.names) << "\n";
     if (r.imbalance > 1) ++slowest[r.rank];
