@@ -12,6 +12,7 @@
 #include "viewer/html_export.h"
 #include "viewer/merge.h"
 #include "viewer/profile_writer.h"
+#include "viewer/rank_file.h"
 #include "viewer/rank_merge.h"
 #include "viewer/stragglers.h"
 #include "viewer/text_render.h"
@@ -56,13 +57,27 @@ Prepared prepare(const std::string& path, const ViewOptions& options,
 
 // Streams `paths` through a RankMerger (rank_merge.h). Files that cannot be read or merged are
 // left out with a warning naming them; throws FileError when none can be merged.
-RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::string>& warnings) {
+RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::string>& warnings,
+                       bool presence) {
   RankMerger merger;
+  if (presence) merger.track_presence();
+  // One text buffer and one parsed file, reused for every input: memory stays one input's.
+  std::string text;
+  RankFile file;
   for (const auto& path : paths) {
     std::string why;
     try {
-      Profile p = load_hatchet(path);
-      if (!merger.add(p, path, why)) warnings.push_back(why);
+      read_file_into(path, text);
+      if (!text.empty() && (static_cast<unsigned char>(text[0]) == 0x92 ||
+                            static_cast<unsigned char>(text[0]) == 0xdc)) {
+        throw FileError(path + ":0: a msgpack profile; merge the JSON (.hatchet) files");
+      }
+      try {
+        parse_rank_file(text, file);
+      } catch (const InputError& e) {
+        throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
+      }
+      if (!merger.add_file(file, path, why)) warnings.push_back(why);
     } catch (const FileError& e) {
       warnings.push_back(std::string(e.what()) + " (left out of the merge)");
     }
@@ -210,7 +225,7 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
   bool ranks = options.files.size() > 1 || options.stragglers.has_value();
   Prepared main;
   if (ranks) {
-    RankMerger merger = merge_files(options.files, warnings);
+    RankMerger merger = merge_files(options.files, warnings, options.stragglers.has_value());
     Profile merged = merger.result();
     for (size_t k = 0; k < merger.size(); ++k)
       profile_warnings(merged, merger.labels()[k], warnings);
@@ -309,8 +324,8 @@ int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err)
     return 0;
   }
   std::vector<std::string> warnings;
-  RankMerger merger = merge_files(options.inputs, warnings);
-  write_file_atomically(options.output_path, to_hatchet_json(merger.result()));
+  RankMerger merger = merge_files(options.inputs, warnings, false);
+  merger.write_json(options.output_path);
   out << "merged " << merger.size() << " profiles into " << options.output_path << "\n";
   for (size_t k = 0; k < merger.size(); ++k) {
     out << "  input " << k << " (rank " << merger.ranks()[k] << "): " << merger.labels()[k] << "\n";

@@ -1,6 +1,7 @@
 #include "viewer/hatchet_reader.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -255,12 +256,30 @@ Profile parse_hatchet(std::string_view text) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw FileError(path + ": cannot read: " + std::strerror(errno));
-  return std::move(buffer).str();
+  std::string text;
+  read_file_into(path, text);
+  return text;
+}
+
+void read_file_into(const std::string& path, std::string& text) {
+  // Straight into one buffer of the file's size: merging many rank files keeps one at a time,
+  // and a stream copy would hold it twice.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw FileError(path + ": cannot open: " + std::strerror(errno));
+  text.clear();
+  char chunk[1 << 16];
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > 0) text.reserve(static_cast<size_t>(size));
+    std::rewind(f);
+  }
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    text.append(chunk, n);
+  bool failed = std::ferror(f) != 0;
+  int error = errno;
+  std::fclose(f);
+  if (failed) throw FileError(path + ": cannot read: " + std::strerror(error));
 }
 
 Profile load_hatchet(const std::string& path) {

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -24,21 +26,34 @@
 
 namespace proton::viewer {
 
+struct RankFile;
+
 class RankMerger {
  public:
   // Folds `profile` in. When it cannot be merged with what came before (a different program,
   // a different Proton version, a rank already seen) it is left out: returns false and sets
   // `why` (naming `label` and the earlier file).
   bool add(const Profile& profile, const std::string& label, std::string& why);
+  // The same for a file read by parse_rank_file (rank_file.h): the streaming path.
+  bool add_file(const RankFile& file, const std::string& label, std::string& why);
 
   size_t size() const { return labels_.size(); }
   // The merged profile (valid after at least one add()).
   Profile result() const;
 
-  // Per merged node: which inputs (in add order) have it. For the straggler view.
+  // Writes result() as Hatchet JSON straight from the running statistics, without building
+  // it: the merge of 1,024 ranks stays within a few times one input's size
+  // (rank_merge_writer.cpp). Atomic: a temporary file renamed over `path`.
+  void write_json(const std::string& path) const;
+
+  // Keep, per node, which inputs have it (for the straggler view); call before add().
+  void track_presence() { track_presence_ = true; }
+  // Per merged node: which inputs (in add order) have it (needs track_presence()).
   bool has(size_t node, size_t input) const {
+    if (node >= presence_.size() || input / 64 >= presence_[node].size()) return false;
     return (presence_[node][input / 64] >> (input % 64)) & 1;
   }
+  bool tracks_presence() const { return track_presence_; }
   size_t node_count() const { return tree_.nodes.size(); }
   const Profile& structure() const { return tree_; }
   // The rank each input stands for (its recorded rank, else its position).
@@ -49,6 +64,7 @@ class RankMerger {
 
  private:
   struct Stat {
+    enum What : uint8_t { kSum, kMean, kMin, kMax, kArgmax, kImbalance, kRanks };
     double sum = 0;    // stored values
     double total = 0;  // inclusive values
     double low = 0;
@@ -64,15 +80,38 @@ class RankMerger {
     std::vector<Stat> stats;  // per merged node
   };
 
-  int32_t child_of(int32_t parent, const std::string& name, int occurrence, const Node& from);
+  // One output column: a statistic of one metric.
+  struct Column {
+    std::string name;
+    bool integral;
+    Stat::What what;
+    size_t metric;
+  };
+  std::vector<Column> columns() const;
+  double value(size_t node, const Column& c) const;  // kAbsent when the node has none
+
+  using TextList = std::vector<std::pair<std::string, std::string>>;
+  int32_t child_of(int32_t parent, std::string_view name, int occurrence);
+  void merge_text(size_t node, TextList from);  // adds the keys the node lacks
+  const TextList& text_of(size_t node) const;
   MetricState& state_of(const MetricInfo& info);
-  bool same_program(const Profile& profile) const;
+  template <typename Source>
+  bool same_program(const Source& src) const;
+  template <typename Source>
+  bool add_source(const Source& src, const std::string& label, std::string& why);
 
   Profile tree_;  // names, types, text attributes, devices; no values
-  std::unordered_map<std::string, int32_t> children_;  // parent + name + occurrence -> node
+  std::unordered_map<std::string, int32_t> children_;  // parent + occurrence + name -> node
+  std::string key_;                                    // child_of's reused key buffer
+  std::vector<TextList> text_lists_;  // [0] is empty; shared by all nodes holding the same
+  std::map<TextList, uint32_t> text_list_ids_;
+  std::vector<uint32_t> text_of_;  // per node: index into text_lists_
+  std::vector<uint32_t> stamp_;    // per node: 1 + the last input mapped onto it
   std::vector<MetricState> metrics_;
   std::unordered_map<std::string, size_t> metric_index_;
-  std::vector<std::vector<uint64_t>> presence_;  // per node, a bit per input
+  std::vector<std::vector<uint64_t>> presence_;  // per node, a bit per input (if tracked)
+  std::vector<uint32_t> ranks_with_;             // per node, how many inputs have it
+  bool track_presence_ = false;
   std::vector<std::string> labels_;
   std::vector<int64_t> ranks_;
   std::vector<int64_t> world_sizes_;

@@ -36,6 +36,7 @@ std::string path_of(const Profile& p, size_t node, const NameOptions& names) {
 
 void render_stragglers(std::ostream& out, const RankMerger& merger, const Profile& merged,
                        const StragglerOptions& options) {
+  if (!merger.tracks_presence()) throw UsageError("--stragglers: the merge kept no presence");
   int32_t sum_id = match_metric(merged, options.metric);
   if (sum_id < 0 || merged.metrics[static_cast<size_t>(sum_id)].kind != MetricKind::kInclusive) {
     throw UsageError("--stragglers: no summed metric '" + options.metric +

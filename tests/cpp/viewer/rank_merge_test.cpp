@@ -12,6 +12,7 @@
 #include "viewer/errors.h"
 #include "viewer/merge.h"
 #include "viewer/profile_writer.h"
+#include "viewer/rank_file.h"
 #include "viewer/rank_merge.h"
 #include "viewer/stragglers.h"
 #include "viewer/trace_merge.h"
@@ -99,6 +100,39 @@ TEST(RankMerge, StatisticsImbalanceAndRecordedRanks) {
   EXPECT_EQ(value(out, "ranks (exc)", "gemm"), 3);
 }
 
+TEST(RankMerge, StreamedFileEqualsTheMergedProfile) {
+  Profile a = load_hatchet(fixture("triton_style.json"));
+  Profile b = load_hatchet(fixture("triton_style_new.json"));
+  RankMerger m;
+  std::string why;
+  ASSERT_TRUE(m.add(a, "a", why));
+  ASSERT_TRUE(m.add(b, "b", why));
+  std::string path = std::filesystem::temp_directory_path() / "proton_rank_stream_test.hatchet";
+  m.write_json(path);
+  Profile streamed = load_hatchet(path);
+  std::filesystem::remove(path);
+  // The streamed file and the in-memory result written by profile_writer parse to one profile.
+  Profile built = parse_hatchet(to_hatchet_json(m.result()));
+  ASSERT_EQ(streamed.nodes.size(), built.nodes.size());
+  ASSERT_EQ(streamed.metrics.size(), built.metrics.size());
+  for (size_t k = 0; k < built.metrics.size(); ++k) {
+    int32_t s = streamed.find_metric(built.metrics[k].name);
+    ASSERT_GE(s, 0) << built.metrics[k].name;
+    EXPECT_EQ(streamed.metrics[static_cast<size_t>(s)].integral, built.metrics[k].integral)
+        << built.metrics[k].name;
+    auto x = streamed.stored(s), y = built.stored(static_cast<int32_t>(k));
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_TRUE((std::isnan(x[i]) && std::isnan(y[i])) || x[i] == y[i])
+          << built.metrics[k].name << " node " << i;
+    }
+  }
+  for (size_t i = 0; i < built.nodes.size(); ++i) {
+    EXPECT_EQ(streamed.nodes[i].name, built.nodes[i].name);
+    EXPECT_EQ(streamed.nodes[i].text, built.nodes[i].text);
+  }
+  EXPECT_EQ(streamed.devices.size(), built.devices.size());
+}
+
 TEST(RankMerge, MatchesMergeProfilesOnSharedColumns) {
   Profile a = load_hatchet(fixture("triton_style.json"));
   Profile b = load_hatchet(fixture("triton_style_new.json"));
@@ -135,6 +169,54 @@ TEST(RankMerge, BadInputsAreLeftOutByName) {
   EXPECT_NE(warnings[0].find("ranks 1-2 of 3 missing"), std::string::npos) << warnings[0];
 }
 
+// The compact reader the streaming merge uses parses what the Profile reader parses, and the
+// merge of either is the same.
+TEST(RankFileReader, AgreesWithTheProfileReader) {
+  for (const char* name : {"triton_style.json", "triton_style_new.json", "proton_style.json"}) {
+    std::string text = read_file(fixture(name));
+    Profile p = parse_hatchet(text);
+    RankFile f = parse_rank_file(text);
+    ASSERT_EQ(f.nodes.size(), p.nodes.size()) << name;
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      EXPECT_EQ(f.str(f.nodes[i].name), p.nodes[i].name) << name;
+      EXPECT_EQ(f.nodes[i].parent, p.nodes[i].parent) << name;
+    }
+    ASSERT_EQ(f.metrics.size(), p.metrics.size()) << name;
+    for (size_t m = 0; m < p.metrics.size(); ++m) {
+      int32_t pm = p.find_metric(f.metrics[m].name);
+      ASSERT_GE(pm, 0);
+      auto a = f.inclusive(static_cast<int32_t>(m)), b = p.inclusive(pm);
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_TRUE((std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i]) << name << " " << i;
+    }
+    EXPECT_EQ(f.devices.size(), p.devices.size());
+  }
+  std::string ranked = rank_json(4, 10).dump();
+  EXPECT_EQ(parse_rank_file(ranked).run.rank, 4);
+  EXPECT_EQ(parse_rank_file(ranked).run.host, "node1");
+  // Same rejections as the Profile reader, with an offset.
+  for (const char* bad :
+       {"[]", "{}", "[{\"frame\":{}}]", "[{\"frame\":{\"name\":\"a\"},\"metrics\":{\"x\":{}}}]",
+        "[{\"frame\":{\"name\":\"a\"}},{}, 3]", "[{\"frame\":{\"name\":\"a\""}) {
+    EXPECT_THROW(parse_rank_file(bad), InputError) << bad;
+    EXPECT_THROW(parse_hatchet(bad), InputError) << bad;
+  }
+}
+
+TEST(RankMerge, FileAndProfilePathsAgree) {
+  std::vector<std::string> texts = {read_file(fixture("triton_style.json")),
+                                    read_file(fixture("triton_style_new.json"))};
+  RankMerger a, b;
+  std::string why;
+  for (const auto& t : texts) {
+    Profile p = parse_hatchet(t);
+    ASSERT_TRUE(a.add(p, "x", why));
+    RankFile f = parse_rank_file(t);
+    ASSERT_TRUE(b.add_file(f, "x", why));
+  }
+  EXPECT_EQ(to_hatchet_json(a.result()), to_hatchet_json(b.result()));
+}
+
 TEST(RankMerge, RankRanges) {
   EXPECT_EQ(rank_ranges({5, 0, 1, 2, 7, 8}), "0-2, 5, 7-8");
   EXPECT_EQ(rank_ranges({}), "");
@@ -142,6 +224,7 @@ TEST(RankMerge, RankRanges) {
 
 TEST(Stragglers, ListsTheWorstFramesAndMissingRanks) {
   RankMerger m;
+  m.track_presence();
   std::string why;
   Profile r0 = rank_profile(0, 1000, true), r1 = rank_profile(1, 1000), r2 = rank_profile(2, 4000);
   for (const Profile* p : {&r0, &r1, &r2})
@@ -210,6 +293,10 @@ TEST(RankCli, SeveralProfilesShowTheMergedTree) {
   EXPECT_NE(mr.err.find("x.rank2.hatchet"), std::string::npos) << mr.err;
   Profile merged = load_hatchet(out);
   EXPECT_EQ(value(merged, "time (ns)", "gemm"), 4000);
+  EXPECT_DOUBLE_EQ(value(merged, "time:imbalance (exc)", "gemm"), 1.5);
+  EXPECT_EQ(value(merged, "ranks (exc)", "rank0_only"), 1);
+  EXPECT_EQ(merged.nodes[static_cast<size_t>(find_node(merged, "gemm"))].text_of("device_id"), "0");
+  EXPECT_EQ(merged.devices.size(), 0u);
 
   auto none = run({a + ".missing", bad});
   EXPECT_EQ(none.status, 1);
