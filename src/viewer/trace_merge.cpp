@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -165,6 +166,8 @@ void rewrite_trace_events(const std::string& text, long long rank, long long shi
         } while (c.consume(','));
         c.expect('}', "',' or '}' in an event");
       }
+      has_ts &= std::isfinite(ts);  // 1e999 parses as inf, which JSON cannot hold
+      has_id &= std::isfinite(id);
       std::string lane = std::string(raw_pid) + "|" + std::string(raw_tid);
       if (ph == "\"M\"") {
         // Lane names are rebuilt per rank below; the input's own are folded into them.
