@@ -103,15 +103,30 @@ struct RankFileSource {
 }  // namespace
 
 int32_t RankMerger::child_of(int32_t parent, std::string_view name, int occurrence) {
-  // Key: parent id, occurrence among same-named siblings, name (as align.cpp groups them).
-  key_.assign(sizeof(int32_t) * 2, '\0');
-  std::memcpy(key_.data(), &parent, sizeof(int32_t));
-  std::memcpy(key_.data() + sizeof(int32_t), &occurrence, sizeof(int32_t));
-  key_.append(name);
-  auto it = children_.find(key_);
-  if (it != children_.end()) return it->second;
+  // Keyed by a hash of the name, checked against the node's own name: a string key per node
+  // was a tenth of the merge's memory. Two names of one hash (never seen in practice) go to a
+  // map keyed by the whole name.
+  ChildKey k{std::hash<std::string_view>{}(name), parent, occurrence};
+  auto it = children_.find(k);
+  if (it != children_.end()) {
+    if (tree_.nodes[static_cast<size_t>(it->second)].name == name) return it->second;
+    key_.assign(sizeof(int32_t) * 2, '\0');
+    std::memcpy(key_.data(), &parent, sizeof(int32_t));
+    std::memcpy(key_.data() + sizeof(int32_t), &occurrence, sizeof(int32_t));
+    key_.append(name);
+    auto c = collided_.find(key_);
+    if (c != collided_.end()) return c->second;
+    int32_t id = new_node(parent, name);
+    collided_.emplace(key_, id);
+    return id;
+  }
+  int32_t id = new_node(parent, name);
+  children_.emplace(k, id);
+  return id;
+}
+
+int32_t RankMerger::new_node(int32_t parent, std::string_view name) {
   int32_t id = tree_.add_node(parent, std::string(name), "");
-  children_.emplace(key_, id);
   ranks_with_.push_back(0);
   stamp_.push_back(0);
   text_of_.push_back(0);

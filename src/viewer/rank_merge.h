@@ -92,6 +92,7 @@ class RankMerger {
 
   using TextList = std::vector<std::pair<std::string, std::string>>;
   int32_t child_of(int32_t parent, std::string_view name, int occurrence);
+  int32_t new_node(int32_t parent, std::string_view name);
   void merge_text(size_t node, TextList from);  // adds the keys the node lacks
   const TextList& text_of(size_t node) const;
   MetricState& state_of(const MetricInfo& info);
@@ -101,9 +102,23 @@ class RankMerger {
   bool add_source(const Source& src, const std::string& label, std::string& why);
 
   Profile tree_;  // names, types, text attributes, devices; no values
-  std::unordered_map<std::string, int32_t> children_;  // parent + occurrence + name -> node
-  std::string key_;                                    // child_of's reused key buffer
-  std::vector<TextList> text_lists_;  // [0] is empty; shared by all nodes holding the same
+  struct ChildKey {
+    size_t hash;  // of the name
+    int32_t parent;
+    int32_t occurrence;  // among same-named siblings
+    bool operator==(const ChildKey&) const = default;
+  };
+  struct ChildKeyHash {
+    size_t operator()(const ChildKey& k) const {
+      return k.hash ^
+             (static_cast<size_t>(static_cast<uint32_t>(k.parent)) * 0x9E3779B97F4A7C15ull) ^
+             (static_cast<size_t>(k.occurrence) << 40);
+    }
+  };
+  std::unordered_map<ChildKey, int32_t, ChildKeyHash> children_;
+  std::map<std::string, int32_t> collided_;  // parent + occurrence + name, on hash collisions
+  std::string key_;                          // child_of's reused key buffer
+  std::vector<TextList> text_lists_;         // [0] is empty; shared by all nodes holding the same
   std::map<TextList, uint32_t> text_list_ids_;
   std::vector<uint32_t> text_of_;  // per node: index into text_lists_
   std::vector<uint32_t> stamp_;    // per node: 1 + the last input mapped onto it
