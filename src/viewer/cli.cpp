@@ -227,8 +227,7 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
   if (ranks) {
     RankMerger merger = merge_files(options.files, warnings, options.stragglers.has_value());
     Profile merged = merger.result();
-    for (size_t k = 0; k < merger.size(); ++k)
-      profile_warnings(merged, merger.labels()[k], warnings);
+    profile_warnings(merged, "the merge of " + std::to_string(merger.size()) + " files", warnings);
     if (options.stragglers) {
       StragglerOptions so;
       so.metric = base_request(requests.empty() ? default_metric(merged) : requests[0]);

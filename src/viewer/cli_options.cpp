@@ -51,12 +51,12 @@ ran the frame). Files that cannot be merged are left out with a warning naming t
 exit status: 0 ok, 1 unreadable profile (file:byte-offset: reason), 2 bad options.
 )";
 
-const char* const kMergeHelp = R"(usage: proton-viewer merge PROFILE... -o OUT
+const char* const kMergeHelp = R"(usage: proton-viewer merge PROFILE... -o OUT [--output-format hatchet|trace]
 
 Merges profiles of one program (one per rank, say) into one tree aligned by call path.
 Each metric M becomes: M (sum over inputs), M:mean, M:min, M:max (over the inputs'
-inclusive values; an input lacking a frame counts as 0) and M:argmax (the input index
-holding the max: its recorded rank, else its position), M:imbalance (max / mean over the
+inclusive values; an input lacking a frame counts as 0), M:argmax (the rank holding the
+max: the rank the file records, else its position), M:imbalance (max / mean over the
 ranks that have the frame) and "ranks" (how many ranks have it). Files that cannot be merged
 (unreadable, another program, another Proton version, a rank given twice) are left out with a
 warning; the rest is still written. Example: proton-viewer -m time:max/ms,time:argmax OUT
