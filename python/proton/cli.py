@@ -18,7 +18,7 @@ import runpy
 import sys
 import traceback
 
-from . import _flags
+from . import _flags, _ranks
 from .profile import finalize as _finalize
 from .profile import start as _start
 
@@ -43,6 +43,13 @@ Ctrl-C).
 
 environment:
   PROTON_NVTX=0    do not turn NVTX ranges (nvtxRangePush/Pop) into scopes (on by default)
+  PROTON_RANK_PATTERN  per-rank output name (same as --rank-pattern)
+
+many processes (docs/multiprocess.md): put proton after the launcher, so each worker profiles
+itself and the launcher writes nothing; each rank writes NAME.rank<R>.hatchet:
+  torchrun --nproc-per-node 8 -m proton -n ddp train.py     ddp.rank0.hatchet ... rank7
+  srun -n 16 proton -n run train.py                          run.rank0.hatchet ... rank15
+  proton-viewer ddp.rank*.hatchet                            merged tree, imbalance column
 
 examples:
   proton -n matmul bench.py --size 4096       writes matmul.hatchet
@@ -50,6 +57,10 @@ examples:
   proton pytest -x tests/test_kernels.py
   proton-viewer -m time/ms matmul.hatchet
 """
+
+
+# Process launchers: proton belongs after them (each worker profiles itself), never before.
+_LAUNCHERS = ("torchrun", "srun", "mpirun", "mpiexec")
 
 
 def _parser():
@@ -77,6 +88,9 @@ def _parser():
                    help="run module NAME as __main__ (like python -m NAME)")
     p.add_argument("--no-nvtx", action="store_true",
                    help="do not turn NVTX ranges into scopes (same as PROTON_NVTX=0)")
+    p.add_argument("--rank-pattern", default=None, metavar="PATTERN",
+                   help="output name of each rank of a multi-process job (default "
+                        "'{name}.rank{rank}'; also {world_size} {local_rank} {host})")
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
@@ -142,6 +156,10 @@ def main(argv=None) -> int:
         kind, target, args = "module", opts.module, ([opts.target] if opts.target else []) + opts.args
     elif opts.target is None:
         parser.error("nothing to run: give a script, pytest, or --module NAME")
+    elif os.path.basename(opts.target) in _LAUNCHERS:
+        parser.error(f"put proton after the launcher, not before it: `{opts.target} ... -m proton "
+                     "[options] train.py` (torchrun) or `srun ... proton [options] train.py`, "
+                     "so each worker profiles itself (docs/multiprocess.md)")
     elif os.path.basename(opts.target) == "pytest":
         kind, target, args = "pytest", opts.target, opts.args
     elif _is_module(opts.target):
@@ -152,6 +170,12 @@ def main(argv=None) -> int:
             parser.error(f"no such script: {target}")
     if opts.no_nvtx:
         os.environ["PROTON_NVTX"] = "0"
+    if opts.rank_pattern is not None:
+        try:
+            _ranks.output_name("x", _ranks.Rank(0, 2, 0, ""), opts.rank_pattern)
+        except ValueError as e:
+            parser.error(str(e))
+        os.environ[_ranks.PATTERN_ENV] = opts.rank_pattern
 
     try:
         _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,

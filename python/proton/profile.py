@@ -5,7 +5,7 @@ import functools
 import warnings
 from typing import Optional
 
-from . import _exit, _flags, _knobs, _proton, hooks, metric
+from . import _exit, _flags, _knobs, _proton, _ranks, hooks, metric
 from .hooks.hook import Hook
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
@@ -76,7 +76,7 @@ def start(
         hooks._runtime_knobs()  # no Triton: fail before a session exists
     _knobs.apply()
     session = _proton.start(
-        DEFAULT_PROFILE_NAME if name is None else str(name),
+        _ranks.session_name(DEFAULT_PROFILE_NAME if name is None else str(name)),
         "shadow" if context is None else context,
         "tree" if data is None else data,
         "" if backend is None else backend,
@@ -125,6 +125,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         return
     if _exit.inherited(session):  # never write over the parent's profile
         return
+    _ranks.before_finalize()  # one rank of a job: record its device (docs/multiprocess.md)
     try:
         metric.fold()  # device tensor metrics: one read-back
     except Exception as e:  # never lose the rest of the profile over them

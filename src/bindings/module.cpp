@@ -17,6 +17,7 @@
 #include "common/thread_counters.h"
 #include "context/context_tree.h"
 #include "context/thread_context.h"
+#include "io/run_info.h"
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
@@ -334,4 +335,11 @@ NB_MODULE(_proton, m) {
   });
 #endif
   m.def("set_library_search_paths", &set_library_search_paths);
+
+  // Which rank of a job this process is (python/proton/_ranks.py); written into every file.
+  m.def("set_run_info", [](int64_t rank, int64_t world_size, int64_t local_rank, std::string host,
+                           std::string device, std::string launcher) {
+    set_run_info(RunInfo{rank, world_size, local_rank, std::move(host), std::move(device),
+                         std::move(launcher)});
+  });
 }

@@ -13,6 +13,7 @@
 #include "context/launch_ops.h"
 #include "io/json_writer.h"
 #include "io/metric_value_writer.h"
+#include "io/run_info.h"
 
 namespace proton {
 
@@ -322,6 +323,7 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
   field("dropped_records", summary.dropped_records);
   field("unattributed_kernels", summary.unattributed_kernels);
   field("proton_unfinished_scopes", summary.unfinished_scopes);
+  append_run_fields();
   buf_ += "}}\n";
   flush_buffer();
   if (file_ != nullptr && std::fclose(file_) != 0 && !failed_) {
@@ -334,6 +336,20 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
     std::remove(partial_.c_str());
     throw std::runtime_error("cannot write trace '" + path_ + "': " + why);
   }
+}
+
+void ChromeTraceWriter::append_run_fields() {
+  buf_ += ",\"proton_gpu_offset_ns\":";
+  buf_ += std::to_string(clock_.gpu_offset_ns);
+  RunInfo info = run_info();
+  if (!info.is_rank()) return;
+  buf_ += ",\"proton_rank\":" + std::to_string(info.rank);
+  buf_ += ",\"proton_world_size\":" + std::to_string(info.world_size);
+  if (info.local_rank >= 0) buf_ += ",\"proton_local_rank\":" + std::to_string(info.local_rank);
+  buf_ += ",\"proton_host\":";
+  JsonWriter::append_string(buf_, info.host);
+  buf_ += ",\"proton_device\":";
+  JsonWriter::append_string(buf_, info.device);
 }
 
 }  // namespace proton

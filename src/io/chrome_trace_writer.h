@@ -36,6 +36,9 @@ namespace proton {
 struct TraceClock {
   uint64_t base_steady_ns = 0;  // steady-clock ns written as ts 0
   uint64_t base_wall_ns = 0;    // the same instant as ns since the Unix epoch (CLOCK_REALTIME)
+  // GPU timestamp minus steady clock, already subtracted from every kernel's ts; written as
+  // "proton_gpu_offset_ns" so a merge of ranks can show the correction each rank used.
+  int64_t gpu_offset_ns = 0;
 };
 
 /// What finish() reports about collection inside the file.
@@ -69,6 +72,7 @@ class ChromeTraceWriter {
 
  private:
   void append_event(const TraceEvent& e);
+  void append_run_fields();       // gpu offset and the rank block (io/run_info.h) in otherData
   void append_time(uint64_t ns);  // µs relative to the base, 3 decimals
   void append_cpu_place(uint64_t thread, uint64_t ts_ns);
   void append_gpu_place(uint64_t device, uint64_t stream, uint64_t ts_ns);

@@ -8,6 +8,7 @@
 #include "io/json_writer.h"
 #include "io/metric_value_writer.h"
 #include "io/msgpack_writer.h"
+#include "io/run_info.h"
 
 namespace proton {
 
@@ -163,6 +164,20 @@ void write_device_map(W& w, std::span<const DeviceInfo> devices) {
   w.end_object();
 }
 
+// The rank block on the root's frame (io/run_info.h says why there); nothing outside a job.
+template <typename W>
+void write_run_info(W& w) {
+  RunInfo info = run_info();
+  if (!info.is_rank()) return;
+  w.key("rank").value(info.rank);
+  w.key("world_size").value(info.world_size);
+  if (info.local_rank >= 0) w.key("local_rank").value(info.local_rank);
+  w.key("host").value(info.host);
+  w.key("device").value(info.device);
+  if (!info.launcher.empty()) w.key("launcher").value(info.launcher);
+  w.key("proton_version").value(proton_version());
+}
+
 // One walk for both encodings: the msgpack tree equals the JSON tree key for key.
 template <typename W>
 void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devices,
@@ -180,6 +195,7 @@ void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devic
     w.key("frame").begin_object();
     w.key("name").value(names.name(tree.node(id).name));
     w.key("type").value("function");
+    if (id == CallTree::kRoot) write_run_info(w);
     w.end_object();
     write_metrics(w, tree, id, stats);
     if (id == CallTree::kRoot) write_metric_rules(w, tree);

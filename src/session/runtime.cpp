@@ -207,6 +207,7 @@ void Runtime::start_trace(Session& s) {
   TraceClock clock;
   clock.base_steady_ns = steady_ns();
   clock.base_wall_ns = wall_ns();
+  clock.gpu_offset_ns = offset;
   {
     std::lock_guard lock(s.mu);
     s.start_trace(clock, offset);

@@ -12,7 +12,11 @@
 #include "viewer/html_export.h"
 #include "viewer/merge.h"
 #include "viewer/profile_writer.h"
+#include "viewer/rank_file.h"
+#include "viewer/rank_merge.h"
+#include "viewer/stragglers.h"
 #include "viewer/text_render.h"
+#include "viewer/trace_merge.h"
 #include "viewer/tree_filter.h"
 
 #ifndef PROTON_VERSION
@@ -30,10 +34,10 @@ struct Prepared {
 
 // Load, hide metadata, apply -i/-e, then derive the requested columns (inclusive values are
 // recomputed on the filtered tree, as Triton's squash does).
-Prepared prepare(const std::string& path, const ViewOptions& options,
-                 std::vector<std::string>& requests, std::vector<std::string>& warnings) {
+Prepared prepare_profile(Profile profile, const ViewOptions& options,
+                         std::vector<std::string>& requests, std::vector<std::string>& warnings) {
   Prepared p;
-  p.tree = load_hatchet(path);
+  p.tree = std::move(profile);
   if (!options.show_metadata) p.tree = hide_metadata(std::move(p.tree));
   if (options.include) {
     p.tree = include_paths(std::move(p.tree), NamePattern(*options.include, "-i"));
@@ -44,6 +48,83 @@ Prepared prepare(const std::string& path, const ViewOptions& options,
   if (requests.empty()) requests.push_back(default_metric(p.tree));
   p.columns = derive_columns(p.tree, requests, warnings);
   return p;
+}
+
+Prepared prepare(const std::string& path, const ViewOptions& options,
+                 std::vector<std::string>& requests, std::vector<std::string>& warnings) {
+  return prepare_profile(load_hatchet(path), options, requests, warnings);
+}
+
+// Streams `paths` through a RankMerger (rank_merge.h). Files that cannot be read or merged are
+// left out with a warning naming them; throws FileError when none can be merged.
+RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::string>& warnings,
+                       bool presence) {
+  RankMerger merger;
+  if (presence) merger.track_presence();
+  // One text buffer and one parsed file, reused for every input: memory stays one input's.
+  std::string text;
+  RankFile file;
+  for (const auto& path : paths) {
+    std::string why;
+    try {
+      read_file_into(path, text);
+      if (!text.empty() && (static_cast<unsigned char>(text[0]) == 0x92 ||
+                            static_cast<unsigned char>(text[0]) == 0xdc)) {
+        throw FileError(path + ":0: a msgpack profile; merge the JSON (.hatchet) files");
+      }
+      try {
+        parse_rank_file(text, file);
+      } catch (const InputError& e) {
+        throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
+      }
+      if (!merger.add_file(file, path, why)) warnings.push_back(why);
+    } catch (const FileError& e) {
+      warnings.push_back(std::string(e.what()) + " (left out of the merge)");
+    }
+  }
+  if (merger.size() == 0) {
+    throw FileError("proton-viewer: none of the " + std::to_string(paths.size()) +
+                    " profiles could be merged");
+  }
+  for (auto& w : merger.set_warnings())
+    warnings.push_back(std::move(w));
+  return merger;
+}
+
+// The raw metric a request is about: "time/ms" -> "time", "avg_time/us" -> "time".
+std::string base_request(std::string request) {
+  auto slash = request.find('/');
+  if (slash != std::string::npos) request.resize(slash);
+  if (request.starts_with("avg_")) request = request.substr(4);
+  return request;
+}
+
+// The imbalance column (max / mean over ranks with the frame) of the first column's metric.
+void add_imbalance_column(const Profile& tree, const std::string& request,
+                          std::vector<Column>& columns) {
+  int32_t base = match_metric(tree, base_request(request));
+  if (base < 0) return;
+  std::string_view core = trim(tree.metrics[static_cast<size_t>(base)].name);
+  std::string name = std::string(trim(core.substr(0, core.find('(')))) + ":imbalance (exc)";
+  int32_t id = tree.find_metric(name);
+  if (id < 0) return;
+  Column c;
+  c.header = "imbalance";
+  c.values = tree.stored(id);
+  columns.push_back(std::move(c));
+  // Frames some ranks never ran: a "ranks" column says how many did (only when it varies).
+  int32_t ranks = tree.find_metric("ranks (exc)");
+  if (ranks < 0) return;
+  std::vector<double> count = tree.stored(ranks);
+  bool varies = false;
+  for (double v : count)
+    varies |= !std::isnan(v) && v != count[0];
+  if (!varies) return;
+  Column r;
+  r.header = "ranks";
+  r.values = std::move(count);
+  r.integral = true;
+  columns.push_back(std::move(r));
 }
 
 void profile_warnings(const Profile& profile, const std::string& path,
@@ -141,8 +222,31 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     return 0;
   }
   std::vector<std::string> requests = options.metrics;
-  Prepared main = prepare(options.file, options, requests, warnings);
-  profile_warnings(main.tree, options.file, warnings);
+  bool ranks = options.files.size() > 1 || options.stragglers.has_value();
+  Prepared main;
+  if (ranks) {
+    RankMerger merger = merge_files(options.files, warnings, options.stragglers.has_value());
+    Profile merged = merger.result();
+    profile_warnings(merged, "the merge of " + std::to_string(merger.size()) + " files", warnings);
+    if (options.stragglers) {
+      StragglerOptions so;
+      so.metric = base_request(requests.empty() ? default_metric(merged) : requests[0]);
+      so.top = *options.stragglers;
+      so.names = NameOptions{options.frame_format, options.full_names};
+      std::ostringstream text;
+      render_stragglers(text, merger, merged, so);
+      out << text.str();
+      for (const auto& w : warnings)
+        err << "proton-viewer: warning: " << w << "\n";
+      return 0;
+    }
+    main = prepare_profile(std::move(merged), options, requests, warnings);
+    if (options.output == OutputFormat::kTree)
+      add_imbalance_column(main.tree, requests[0], main.columns);
+  } else {
+    main = prepare(options.file, options, requests, warnings);
+    profile_warnings(main.tree, options.file, warnings);
+  }
   Profile tree = std::move(main.tree);
   std::vector<Column> columns = std::move(main.columns);
   std::vector<uint8_t> presence;
@@ -207,20 +311,26 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
   return 0;
 }
 
-int run_merge(const MergeOptions& options, std::ostream& out) {
-  std::vector<Profile> profiles;
-  profiles.reserve(options.inputs.size());
-  for (const auto& path : options.inputs)
-    profiles.push_back(load_hatchet(path));
-  std::vector<const Profile*> inputs;
-  for (const auto& p : profiles)
-    inputs.push_back(&p);
-  Profile merged = merge_profiles(inputs);
-  write_file_atomically(options.output_path, to_hatchet_json(merged));
-  out << "merged " << inputs.size() << " profiles into " << options.output_path << "\n";
-  for (size_t k = 0; k < options.inputs.size(); ++k) {
-    out << "  input " << k << ": " << options.inputs[k] << "\n";
+int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.trace) {
+    TraceMergeResult r = merge_traces(options.inputs, options.output_path);
+    out << "merged " << r.merged << " traces into " << options.output_path
+        << " (one process track per rank)\n";
+    for (const auto& n : r.notes)
+      out << "  " << n << "\n";
+    for (const auto& w : r.left_out)
+      err << "proton-viewer: warning: " << w << " (left out of the merge)\n";
+    return 0;
   }
+  std::vector<std::string> warnings;
+  RankMerger merger = merge_files(options.inputs, warnings, false);
+  merger.write_json(options.output_path);
+  out << "merged " << merger.size() << " profiles into " << options.output_path << "\n";
+  for (size_t k = 0; k < merger.size(); ++k) {
+    out << "  input " << k << " (rank " << merger.ranks()[k] << "): " << merger.labels()[k] << "\n";
+  }
+  for (const auto& w : warnings)
+    err << "proton-viewer: warning: " << w << "\n";
   return 0;
 }
 
@@ -235,7 +345,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         out << kMergeHelp;
         return 0;
       }
-      return run_merge(options, out);
+      return run_merge(options, out, err);
     }
     ViewOptions options = parse_view_options(args);
     if (options.help) {

@@ -1,5 +1,6 @@
 #include "viewer/cli_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -7,8 +8,8 @@
 
 namespace proton::viewer {
 
-const char* const kViewHelp = R"(usage: proton-viewer [options] PROFILE
-       proton-viewer merge PROFILE... -o OUT
+const char* const kViewHelp = R"(usage: proton-viewer [options] PROFILE...
+       proton-viewer merge PROFILE... -o OUT [--output-format hatchet|trace]
 
 Shows a Hatchet profile written by Proton or triton.profiler as a call tree.
 
@@ -38,18 +39,31 @@ options:
   -o, --output FILE     write there instead of standard output
   --full-names          show demangled kernel names whole instead of shortened
   --show-metadata       keep Triton launch-hook metadata frames (hidden by default)
+  --stragglers[=N]      with several profiles (ranks): the N (10) frames where the slowest
+                        rank is furthest above the mean, and which ranks (docs/multiprocess.md)
+
+Several profiles (NAME.rank*.hatchet) are merged by call path and shown as one tree: each
+metric is the sum over ranks, followed by an imbalance column (max / mean over the ranks that
+ran the frame). Files that cannot be merged are left out with a warning naming them.
   --color, --no-color   force or disable colours (default: on a terminal, unless NO_COLOR)
   --version             print the version and exit
 
 exit status: 0 ok, 1 unreadable profile (file:byte-offset: reason), 2 bad options.
 )";
 
-const char* const kMergeHelp = R"(usage: proton-viewer merge PROFILE... -o OUT
+const char* const kMergeHelp = R"(usage: proton-viewer merge PROFILE... -o OUT [--output-format hatchet|trace]
 
 Merges profiles of one program (one per rank, say) into one tree aligned by call path.
 Each metric M becomes: M (sum over inputs), M:mean, M:min, M:max (over the inputs'
-inclusive values; an input lacking a frame counts as 0) and M:argmax (the input index
-holding the max, in the order given). Example: proton-viewer -m time:max/ms,time:argmax OUT
+inclusive values; an input lacking a frame counts as 0), M:argmax (the rank holding the
+max: the rank the file records, else its position), M:imbalance (max / mean over the
+ranks that have the frame) and "ranks" (how many ranks have it). Files that cannot be merged
+(unreadable, another program, another Proton version, a rank given twice) are left out with a
+warning; the rest is still written. Example: proton-viewer -m time:max/ms,time:argmax OUT
+
+  --output-format trace   merge per-rank Chrome traces (NAME.rank*.chrome_trace) into one
+                          Perfetto file, one process track per rank, clocks aligned on the
+                          hosts' wall clock at each trace's start (docs/multiprocess.md)
 )";
 
 namespace {
@@ -200,17 +214,21 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       options.full_names = true;
     } else if (o == "--show-metadata" && !t.has_value) {
       options.show_metadata = true;
+    } else if (o == "--stragglers") {
+      options.stragglers =
+          t.has_value ? static_cast<size_t>(std::max(1, parse_int(o, t.value))) : size_t{10};
     } else {
       throw UsageError("unknown option '" + arg + "' (see --help)");
     }
   }
   if (options.help || options.version) return options;
-  if (positional.size() != 1) {
-    throw UsageError(positional.empty()
-                         ? "no profile given (see --help)"
-                         : "expected one profile, got " + std::to_string(positional.size()));
+  if (positional.empty()) throw UsageError("no profile given (see --help)");
+  if (positional.size() > 1 && options.diff_profile) {
+    throw UsageError("--diff-profile compares one profile with another; got " +
+                     std::to_string(positional.size()) + " profiles");
   }
   options.file = positional[0];
+  options.files = positional;
   return options;
 }
 
@@ -224,6 +242,13 @@ MergeOptions parse_merge_options(const std::vector<std::string>& args) {
       options.help = true;
     } else if (t.option == "-o" || t.option == "--output") {
       options.output_path = reader.value_for(t.option, t.value, t.has_value);
+    } else if (t.option == "--output-format" || t.option == "-f") {
+      std::string format = reader.value_for(t.option, t.value, t.has_value);
+      if (format != "hatchet" && format != "trace" && format != "chrome_trace") {
+        throw UsageError("merge: --output-format: unknown format '" + format +
+                         "' (hatchet, or trace for Chrome traces)");
+      }
+      options.trace = format != "hatchet";
     } else if (arg.size() > 1 && arg[0] == '-') {
       throw UsageError("merge: unknown option '" + arg + "'");
     } else {

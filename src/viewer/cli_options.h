@@ -31,12 +31,16 @@ struct ViewOptions {
   ColorMode color = ColorMode::kAuto;
   bool full_names = false;
   bool show_metadata = false;
+  // Several profiles (one per rank): shown merged (rank_merge.h); files[0] == file.
+  std::vector<std::string> files;
+  std::optional<size_t> stragglers;  // --stragglers[=N]: the N most imbalanced frames
 };
 
 struct MergeOptions {
   std::vector<std::string> inputs;
   std::string output_path;
   bool help = false;
+  bool trace = false;  // --output-format trace: merge Chrome traces (trace_merge.h)
 };
 
 // Both throw UsageError with a message naming the bad option.

@@ -1,6 +1,7 @@
 #include "viewer/hatchet_reader.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -105,6 +106,8 @@ class HatchetParser {
           Node& n = profile_.nodes[static_cast<size_t>(id)];
           (key == "name" ? n.name : n.type) = std::move(value);
           has_name |= key == "name";
+        } else if (id == 0 && parse_run_field(key)) {
+          // the rank block of a multi-process run (src/io/run_info.h)
         } else {
           cursor_.skip_value(1);
         }
@@ -112,6 +115,30 @@ class HatchetParser {
       cursor_.expect('}', "',' or '}' in a frame");
     }
     if (!has_name) JsonCursor::fail_at(start, "frame has no \"name\"");
+  }
+
+  // Reads one key of the root frame's rank block; false for keys that are not part of it (or
+  // hold a value of the wrong type), which are then skipped like any unknown frame key.
+  bool parse_run_field(const std::string& key) {
+    RunMeta& run = profile_.run;
+    char next = cursor_.peek();
+    bool number = next == '-' || (next >= '0' && next <= '9');
+    if (number && (key == "rank" || key == "world_size" || key == "local_rank")) {
+      JsonNumber n = cursor_.read_number();
+      // Out-of-range or fractional values are not ranks: stored as unknown.
+      int64_t v = n.integral && n.value >= 0 && n.value < 1e15 ? static_cast<int64_t>(n.value) : -1;
+      (key == "rank" ? run.rank : key == "world_size" ? run.world_size : run.local_rank) = v;
+      return true;
+    }
+    if (next != '"') return false;
+    std::string* field = key == "host"             ? &run.host
+                         : key == "device"         ? &run.device
+                         : key == "launcher"       ? &run.launcher
+                         : key == "proton_version" ? &run.version
+                                                   : nullptr;
+    if (field == nullptr) return false;
+    *field = cursor_.read_string();
+    return true;
   }
 
   void parse_metrics(int32_t id) {
@@ -254,12 +281,30 @@ Profile parse_hatchet(std::string_view text) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw FileError(path + ": cannot read: " + std::strerror(errno));
-  return std::move(buffer).str();
+  std::string text;
+  read_file_into(path, text);
+  return text;
+}
+
+void read_file_into(const std::string& path, std::string& text) {
+  // Straight into one buffer of the file's size: merging many rank files keeps one at a time,
+  // and a stream copy would hold it twice.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw FileError(path + ": cannot open: " + std::strerror(errno));
+  text.clear();
+  char chunk[1 << 16];
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > 0) text.reserve(static_cast<size_t>(size));
+    std::rewind(f);
+  }
+  size_t n = 0;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    text.append(chunk, n);
+  bool failed = std::ferror(f) != 0;
+  int error = errno;
+  std::fclose(f);
+  if (failed) throw FileError(path + ": cannot read: " + std::strerror(error));
 }
 
 Profile load_hatchet(const std::string& path) {

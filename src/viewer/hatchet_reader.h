@@ -25,5 +25,7 @@ Profile load_hatchet(const std::string& path);
 
 // Reads a whole file into memory; throws FileError naming the path on failure.
 std::string read_file(const std::string& path);
+// The same into `text` (replacing its contents, reusing its capacity).
+void read_file_into(const std::string& path, std::string& text);
 
 }  // namespace proton::viewer

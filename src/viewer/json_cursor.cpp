@@ -90,8 +90,13 @@ unsigned JsonCursor::read_hex4() {
 }
 
 std::string JsonCursor::read_string() {
-  expect('"', "a string");
   std::string out;
+  read_string_into(out);
+  return out;
+}
+
+void JsonCursor::read_string_into(std::string& out) {
+  expect('"', "a string");
   for (;;) {
     // Copy the run of plain bytes in one go: names are long and rarely escaped.
     size_t start = pos_;
@@ -104,7 +109,7 @@ std::string JsonCursor::read_string() {
     char c = text_[pos_];
     if (c == '"') {
       ++pos_;
-      return out;
+      return;
     }
     if (c != '\\') fail("control character " + describe(c) + " inside a string");
     ++pos_;

@@ -42,6 +42,8 @@ class JsonCursor {
   // Consumes `c` or fails with "expected <what>".
   void expect(char c, std::string_view what);
   std::string read_string();
+  // Appends the decoded string to `out` (no allocation when `out` has room): for arenas.
+  void read_string_into(std::string& out);
   JsonNumber read_number();
   // Consumes any value, refusing nesting deeper than kMaxSkipDepth.
   void skip_value(int depth = 0);

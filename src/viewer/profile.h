@@ -58,6 +58,18 @@ struct DeviceInfo {
   double bus_width_bits = 0;
 };
 
+// The rank block a multi-process run writes on the root's frame (src/io/run_info.h); rank < 0
+// when the file has none (single process, triton.profiler).
+struct RunMeta {
+  int64_t rank = -1;
+  int64_t world_size = -1;
+  int64_t local_rank = -1;
+  std::string host;
+  std::string device;
+  std::string launcher;
+  std::string version;  // "proton_version"; empty for files that do not say
+};
+
 constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
 
 // Invariant kept by every producer (reader, filters, diff, merge): a parent's index is smaller
@@ -67,6 +79,7 @@ class Profile {
   std::vector<Node> nodes;  // nodes[0] is the root
   std::vector<MetricInfo> metrics;
   std::vector<DeviceInfo> devices;
+  RunMeta run;
 
   int32_t add_node(int32_t parent, std::string name, std::string type = "function");
   // Finds or registers a metric by exact name.
