@@ -258,33 +258,33 @@ def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
 
 
 def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path):
-    # A watcher thread kills the process the moment it sees the profile being rewritten: a
-    # second file beside it (the temporary) or the profile itself changing size. The write runs
-    # without the GIL, so the watcher gets to look while it is under way.
+    # The second write is caught half way, deterministically: its temporary file is a FIFO made
+    # beforehand, so the writer blocks once the pipe holds 64 KB; a thread reads the first bytes
+    # (the write is under way) and kills the process with SIGKILL.
     proc = _spawn(tmp_path, """
         import threading
-        full = []
-        def watch():
-            while True:
-                names = [f for f in os.listdir(".") if f.startswith("big.hatchet")]
-                if full and (names != ["big.hatchet"] or
-                             os.path.getsize("big.hatchet") != full[0]):
-                    os.kill(os.getpid(), signal.SIGKILL)
-        print("ready", flush=True)
-        for i in range(200):
+        def write_big():
             proton.start("big")
             for k in range(3000):
                 with proton.scope(f"scope_{k}", {"bytes": k}):
                     pass
             proton.finalize()
-            if not full:
-                full.append(os.path.getsize("big.hatchet"))
-                threading.Thread(target=watch, daemon=True).start()
+        write_big()
+        tmp = f"big.hatchet.tmp.{os.getpid()}"
+        os.mkfifo(tmp)
+        def kill_mid_write():
+            with open(tmp, "rb") as fifo:
+                got = fifo.read(4096)
+                print("read", len(got), flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=kill_mid_write, daemon=True).start()
+        print("ready", flush=True)
+        write_big()
         print("never killed", flush=True)
         """)
     assert proc.wait(120) == -signal.SIGKILL, proc.stdout.read()
+    assert "read 4096" in proc.stdout.read()  # killed with the write under way
     assert len(_names(tmp_path / "big.hatchet")) == 3001  # the previous profile, whole
-    assert any(f.name.startswith("big.hatchet.") for f in tmp_path.iterdir())  # killed mid-write
 
 
 def test_periodic_flushing_loses_at_most_the_current_phase_on_sigkill(tmp_path):
