@@ -113,4 +113,5 @@ def test_merged_view_adds_both_ranks(job):
     for e in trace["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") == "kernel":
             kernels[e["pid"]] += 1
-    assert kernels[2] >= 2 * kernels[1] > 0, kernels
+    # Rank 1 ran 5 more adds per step; every other kernel (the ones() fill) both ran alike.
+    assert kernels[1] > 0 and kernels[2] - kernels[1] == STEPS * 5, kernels
