@@ -51,7 +51,8 @@ ran the frame). Files that cannot be merged are left out with a warning naming t
 exit status: 0 ok, 1 unreadable profile (file:byte-offset: reason), 2 bad options.
 )";
 
-const char* const kMergeHelp = R"(usage: proton-viewer merge PROFILE... -o OUT [--output-format hatchet|trace]
+const char* const kMergeHelp =
+    R"(usage: proton-viewer merge PROFILE... -o OUT [--output-format hatchet|trace]
 
 Merges profiles of one program (one per rank, say) into one tree aligned by call path.
 Each metric M becomes: M (sum over inputs), M:mean, M:min, M:max (over the inputs'

@@ -80,8 +80,9 @@ def test_each_rank_has_its_own_file_with_its_own_kernels(job):
         names = [c["frame"]["name"] for c in compute["children"]]
         assert names == [f"rank{rank}_only"], names  # the other rank's scope is not here
         assert kernels_under(compute) == STEPS * (rank + 1) * 5
-        # Every kernel of the file is this rank's: nothing outside "step".
-        assert kernels_under(root) == kernels_under(step)
+        # Nothing of the other rank anywhere in this file.
+        text = json.dumps(root)
+        assert f"rank{1 - rank}_only" not in text
 
 
 @pytest.mark.skipif(VIEWER is None, reason="proton-viewer not built (set PROTON_VIEWER)")
@@ -113,4 +114,5 @@ def test_merged_view_adds_both_ranks(job):
     for e in trace["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") == "kernel":
             kernels[e["pid"]] += 1
-    assert kernels[2] >= 2 * kernels[1] > 0, kernels
+    # Rank 1 ran 5 more adds per step; every other kernel (the ones() fill) both ran alike.
+    assert kernels[1] > 0 and kernels[2] - kernels[1] == STEPS * 5, kernels
