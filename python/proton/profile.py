@@ -65,13 +65,24 @@ def start(
         raise ValueError(f"unknown hook {hook!r} (expected None or 'triton')")
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
+    # backend="instrumentation": kernel timing (CUPTI) plus Triton's intra-kernel regions, the
+    # mode being the instrumentation's (docs/instrumentation.md). Validated before the session.
+    instrumented = backend == "instrumentation"
+    if instrumented:
+        hooks.instrumentation.InstrumentationHook(mode)
     session = _proton.start(
         DEFAULT_PROFILE_NAME if name is None else str(name),
         "shadow" if context is None else context,
         "tree" if data is None else data,
-        "" if backend is None else backend,
-        "" if mode is None else str(mode),
+        "" if backend is None or instrumented else backend,
+        "" if mode is None or instrumented else str(mode),
     )
+    if instrumented:
+        try:
+            hooks.instrumentation.start_session(session, mode)
+        except Exception:
+            _proton.finalize(session, "")
+            raise
     hooks.register(session, hook)
     return session
 
@@ -105,6 +116,7 @@ def finalize(session: Optional[int] = None, output_format: str = "") -> None:
     """
     if _flags.command_line:
         return
+    hooks.instrumentation.end_session(session)  # regions in flight reach the tree first
     if session is None:
         _proton.finalize_all(output_format)
     else:

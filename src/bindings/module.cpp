@@ -26,6 +26,10 @@
 namespace nb = nanobind;
 using namespace proton;
 
+namespace proton {
+void bind_instrumentation(nb::module_& m);  // instrumentation_bindings.cpp
+}
+
 namespace {
 
 NameId intern(std::string_view s) {
@@ -277,4 +281,5 @@ NB_MODULE(_proton, m) {
   });
 #endif
   m.def("set_library_search_paths", &set_library_search_paths);
+  bind_instrumentation(m);  // intra-kernel instrumentation (instr_*)
 }

@@ -104,6 +104,13 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
     for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
       written.insert(k);
   }
+  if (n.has_cycles && !n.has_kernel) {
+    // As triton.profiler writes cycle metrics: the device type as its number ("0" = CUDA).
+    w.key("device_id").value(std::to_string(n.cycles_device_id));
+    w.key("device_type").value(std::to_string(static_cast<int>(n.cycles_device_type)));
+    written.insert("device_id");
+    written.insert("device_type");
+  }
   for (const auto& [metric, value] : n.metrics) {
     std::string_view name = names.name(metric);
     if (!written.insert(name)) continue;  // a column above holds this name

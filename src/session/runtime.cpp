@@ -495,6 +495,24 @@ void Runtime::dropped(uint64_t count) {
   }
 }
 
+void Runtime::add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
+                          std::span<const RegionTotals> regions, uint64_t units,
+                          uint32_t device_id) {
+  std::shared_lock lock(sessions_mu_);
+  for (; sessions != 0; sessions &= sessions - 1) {
+    Session* s = sessions_[std::countr_zero(sessions)].get();
+    if (s == nullptr) continue;
+    std::lock_guard session_lock(s->mu);
+    CallTree& tree = s->tree();
+    CallTree::NodeId node = tree.child(tree.node_for_context(ctx), kernel);
+    try {
+      add_region_totals(tree, node, regions, units, device_id, DeviceType::kCuda);
+    } catch (const MetricTypeError&) {
+      // A user metric named "cycles" of another type: never let it stop delivery.
+    }
+  }
+}
+
 bool Runtime::is_active(SessionId id) const {
   return id < kMaxSessions && (LaunchStage::active_sessions.load() >> id) & 1;
 }
