@@ -80,6 +80,35 @@ void bind_instrumentation(nb::module_& m) {
     d["errors"] = instr::InstrRuntime::get().errors();
     return d;
   });
+  // Regions of a kernel recorded elsewhere (include/proton/instrument.cuh, or a dumped
+  // Triton buffer), decoded now and added under the current context of every active session.
+  m.def("instr_add_host",
+        [](const std::string& name, nb::bytes data, uint32_t num_warps, uint32_t scratch,
+           std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
+           std::vector<std::pair<uint32_t, uint32_t>> parents, uint32_t clock_khz) {
+          instr::KernelInfo k;
+          k.name = NameTable::global().intern(name);
+          k.layout = instr::KernelLayout{num_warps, scratch, std::move(units), 0};
+          k.scope_names.assign(256, kNoName);
+          k.scope_parents.assign(256, -1);
+          for (auto& [id, n] : names)
+            if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
+          for (auto& [id, parent] : parents)
+            if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+          instr::DecodeResult r = instr::decode_scratch(
+              {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, k.layout);
+          instr::SessionRegionSink().deliver(
+              LaunchStage::active_sessions.load(std::memory_order_relaxed),
+              ThreadContext::launch_context(), k, r, 0, clock_khz);
+          nb::dict d;
+          d["samples"] = r.samples.size();
+          d["ctas"] = r.ctas.size();
+          d["wrapped_units"] = r.wrapped_units;
+          d["unmatched_events"] = r.unmatched_events;
+          d["corrupt_ctas"] = r.corrupt_ctas;
+          d["errors"] = r.errors;
+          return d;
+        });
   // Decodes raw profile-scratch bytes with the runtime's decoder (probes, tests, tools).
   m.def("instr_decode", [](nb::bytes data, uint32_t num_warps, uint32_t scratch,
                            std::vector<uint32_t> units) {

@@ -25,6 +25,17 @@ struct RegionTotals {
   uint64_t count = 0;
 };
 
+/// One region execution on one warp, in GPU global-timer ns (the clock of CUPTI's kernel
+/// records), for the timeline.
+struct RegionSpan {
+  NameId name = kNoName;
+  uint32_t sm = 0;
+  uint32_t cta = 0;
+  uint32_t warp = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 /// Adds one launch's regions below `kernel`. `units` = warps x CTAs of the launch (> 0).
 void add_region_totals(CallTree& tree, CallTree::NodeId kernel,
                        std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,

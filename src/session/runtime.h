@@ -60,7 +60,8 @@ class Runtime final : public RecordSink {
   /// node of context `ctx` in each session of `sessions` that still exists (takes each
   /// Session::mu). `units` = warps x CTAs of the launch.
   void add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
-                   std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id);
+                   std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
+                   std::span<const RegionSpan> spans = {});
 
   bool is_active(SessionId id) const;
   bool has_sessions() const;

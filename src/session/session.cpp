@@ -174,6 +174,27 @@ void Session::finish_trace(uint64_t now_ns) {
   trace_writer_->finish(summary);
 }
 
+void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
+                               std::span<const RegionSpan> spans) {
+  std::lock_guard lock(mu);
+  if (!trace_ || trace_finished_) return;
+  for (const RegionSpan& r : spans) {
+    TraceEvent e;
+    e.kind = TraceEvent::kRegion;
+    // Global-timer ns are CUPTI's clock: the same offset puts regions inside their kernel.
+    e.start_ns = static_cast<uint64_t>(static_cast<int64_t>(r.start_ns) - gpu_offset_ns_);
+    e.end_ns = static_cast<uint64_t>(static_cast<int64_t>(r.end_ns) - gpu_offset_ns_);
+    e.context = ctx;
+    e.name = r.name;
+    e.device = device;
+    e.stream = r.sm;
+    e.correlation = r.cta;
+    e.thread = r.warp;
+    e.op = kernel;
+    trace_->add(e);
+  }
+}
+
 void Session::add_scope_event(const LaunchTag& tag) {
   std::lock_guard lock(mu);
   if (!trace_ || trace_finished_) return;

@@ -15,6 +15,7 @@
 #include "attribution/launch_stage.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
+#include "data/region_metrics.h"
 
 namespace proton {
 
@@ -69,6 +70,10 @@ class Session {
   void add_kernel(const LaunchTag& tag, const KernelRecord& r);
   /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
   void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
+
+  /// Intra-kernel region spans of one launch on the timeline (takes mu); no-op without a trace.
+  void add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
+                        std::span<const RegionSpan> spans);
 
   /// A CPU scope opening/closing on a traced thread (takes mu).
   void add_scope_event(const LaunchTag& tag);

@@ -343,3 +343,17 @@ def is_instrumented(session: int) -> bool:
 def stats() -> dict:
     """Counters of the C++ runtime: launches, bytes, overflows, decode errors, overhead."""
     return dict(_proton().instr_stats())
+
+
+def add_cuda_regions(kernel_name: str, raw: bytes, *, num_warps: int, scratch_bytes: int,
+                     scope_names: Dict[int, str], scope_parents: Optional[Dict[int, int]] = None,
+                     warps=None, clock_khz: int = 0) -> dict:
+    """Adds the regions of a kernel that recorded them itself (``include/proton/instrument.cuh``,
+    or a profile-scratch buffer dumped from a Triton kernel) under ``kernel_name`` at the
+    current scope of every active session. ``raw``: the kernel's whole scratch, copied to the
+    host. ``clock_khz``: the SM clock, to place regions on a trace (0: tree only).
+    Returns the decoder's counts and errors (bad bytes never raise)."""
+    return dict(_proton().instr_add_host(
+        str(kernel_name), bytes(raw), int(num_warps), int(scratch_bytes),
+        [int(w) for w in (warps or [])], [(int(i), str(n)) for i, n in scope_names.items()],
+        [(int(i), int(p)) for i, p in (scope_parents or {}).items()], int(clock_khz)))

@@ -17,6 +17,7 @@ struct CudaTable {
   decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
   decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
   decltype(&::cuCtxGetDevice) ctx_device = nullptr;
+  decltype(&::cuDeviceGetAttribute) attribute = nullptr;
   decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
   decltype(&::cuMemFree_v2) mem_free = nullptr;
   decltype(&::cuMemAllocHost_v2) host_alloc = nullptr;
@@ -50,6 +51,7 @@ class CudaDeviceApi final : public DeviceApi {
     bool ok = bind(lib_, t.init, "cuInit", why) && bind(lib_, t.ctx_get, "cuCtxGetCurrent", why) &&
               bind(lib_, t.ctx_set, "cuCtxSetCurrent", why) &&
               bind(lib_, t.ctx_device, "cuCtxGetDevice", why) &&
+              bind(lib_, t.attribute, "cuDeviceGetAttribute", why) &&
               bind(lib_, t.mem_alloc, "cuMemAlloc_v2", why) &&
               bind(lib_, t.mem_free, "cuMemFree_v2", why) &&
               bind(lib_, t.host_alloc, "cuMemAllocHost_v2", why) &&
@@ -73,13 +75,19 @@ class CudaDeviceApi final : public DeviceApi {
     if (t_.ctx_get(&ctx) != CUDA_SUCCESS || ctx == nullptr) return false;
     ctx_ = ctx;
     CUdevice dev = 0;
-    if (t_.ctx_device(&dev) == CUDA_SUCCESS) device_ = static_cast<uint32_t>(dev);
+    if (t_.ctx_device(&dev) == CUDA_SUCCESS) {
+      device_ = static_cast<uint32_t>(dev);
+      int khz = 0;
+      if (t_.attribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev) == CUDA_SUCCESS)
+        clock_khz_ = static_cast<uint32_t>(khz);
+    }
     return true;
   }
   void bind_context() override {
     if (ctx_ != nullptr) t_.ctx_set(ctx_);
   }
   uint32_t device_id() override { return device_; }
+  uint32_t sm_clock_khz() override { return clock_khz_; }
   uint64_t alloc_device(size_t bytes) override {
     CUdeviceptr p = 0;
     return t_.mem_alloc(&p, bytes) == CUDA_SUCCESS ? static_cast<uint64_t>(p) : 0;
@@ -128,6 +136,7 @@ class CudaDeviceApi final : public DeviceApi {
   CudaTable t_;
   CUcontext ctx_ = nullptr;
   uint32_t device_ = 0;
+  uint32_t clock_khz_ = 0;
 };
 
 }  // namespace

@@ -21,6 +21,8 @@ class DeviceApi {
   virtual bool capture_context() = 0;
   virtual void bind_context() = 0;
   virtual uint32_t device_id() = 0;
+  /// The SM clock of the captured context's device in kHz (cycles -> ns on the timeline).
+  virtual uint32_t sm_clock_khz() = 0;
 
   virtual uint64_t alloc_device(size_t bytes) = 0;  // 0 on failure
   virtual void free_device(uint64_t ptr) = 0;

@@ -303,7 +303,8 @@ void InstrRuntime::finish(Job& job) {
       if (errors_.size() < 8) errors_.push_back(e);
     sink = sink_;
   }
-  if (sink != nullptr) sink->deliver(job.sessions, job.ctx, k, r, api_->device_id());
+  if (sink != nullptr)
+    sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());
 }
 
 InstrStats InstrRuntime::stats() {

@@ -60,7 +60,7 @@ class RegionSink {
  public:
   virtual ~RegionSink() = default;
   virtual void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& kernel,
-                       const DecodeResult& decoded, uint32_t device_id) = 0;
+                       const DecodeResult& decoded, uint32_t device_id, uint32_t clock_khz) = 0;
 };
 
 class InstrRuntime {

@@ -42,12 +42,38 @@ std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult&
   return out;
 }
 
+std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
+                                     uint32_t clock_khz) {
+  std::vector<RegionSpan> spans;
+  if (clock_khz == 0 || d.ctas.empty()) return spans;
+  spans.reserve(d.samples.size());
+  const double ns_per_cycle = 1e6 / clock_khz;
+  size_t c = 0;  // samples come CTA by CTA, in the order of d.ctas
+  for (const RegionSample& s : d.samples) {
+    while (c + 1 < d.ctas.size() && d.ctas[c].cta != s.cta)
+      ++c;
+    const CtaHeader& h = d.ctas[c];
+    RegionSpan r;
+    r.name = scope_name(k, s.scope);
+    r.sm = s.sm;
+    r.cta = s.cta;
+    r.warp = s.unit;
+    r.start_ns = h.init_ns + static_cast<uint64_t>(
+                                 static_cast<double>(s.start_cycle - h.first_clock) * ns_per_cycle);
+    r.end_ns = r.start_ns + static_cast<uint64_t>(static_cast<double>(s.end_cycle - s.start_cycle) *
+                                                  ns_per_cycle);
+    spans.push_back(r);
+  }
+  return spans;
+}
+
 void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelInfo& k,
-                                const DecodeResult& d, uint32_t device_id) {
+                                const DecodeResult& d, uint32_t device_id, uint32_t clock_khz) {
   std::vector<RegionTotals> totals = region_totals(k, d);
   if (totals.empty()) return;
   uint64_t units = uint64_t{k.layout.num_warps} * (d.ctas.size() + d.skipped_ctas);
-  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id);
+  std::vector<RegionSpan> spans = region_spans(k, d, clock_khz);
+  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans);
 }
 
 }  // namespace proton::instr

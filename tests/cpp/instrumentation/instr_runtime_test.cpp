@@ -25,6 +25,7 @@ class FakeDevice final : public DeviceApi {
   bool capture_context() override { return true; }
   void bind_context() override {}
   uint32_t device_id() override { return 3; }
+  uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
     ++allocs;
     // cuMemAlloc's alignment (256), which the pool's slice alignment relies on.
@@ -54,14 +55,15 @@ struct Delivery {
   ContextId ctx;
   std::vector<RegionTotals> totals;
   uint32_t device;
+  std::vector<RegionSpan> spans;
 };
 
 class CollectingSink final : public RegionSink {
  public:
   void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& k, const DecodeResult& d,
-               uint32_t device) override {
+               uint32_t device, uint32_t clock_khz) override {
     std::lock_guard lock(mu);
-    got.push_back({sessions, ctx, region_totals(k, d), device});
+    got.push_back({sessions, ctx, region_totals(k, d), device, region_spans(k, d, clock_khz)});
   }
   std::mutex mu;
   std::vector<Delivery> got;
@@ -121,6 +123,12 @@ TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
   ASSERT_EQ(d.totals[1].path.size(), 2u);  // loop / load
   EXPECT_EQ(NameTable::global().name(d.totals[1].path[1]), "load");
   EXPECT_EQ(d.totals[1].cycles, 5u);
+  // Timeline: at 1 GHz a cycle is a ns; each CTA's first clock sits at its init time (1000 ns).
+  ASSERT_EQ(d.spans.size(), 4u);
+  EXPECT_EQ(d.spans[0].start_ns, 1000u + 10);  // 'load' of warp 0: clock 20, first clock 10
+  EXPECT_EQ(d.spans[0].end_ns - d.spans[0].start_ns, 5u);
+  EXPECT_EQ(d.spans[3].cta, 1u);
+  EXPECT_EQ(d.spans[3].sm, 2u);
   rt.close(0);
   rt.set_sink(nullptr);
 }

@@ -1,0 +1,84 @@
+"""Regions on the call tree, from synthetic profile-scratch buffers (no GPU, no Triton)."""
+
+import struct
+
+import pytest
+
+import proton
+from proton.hooks import instrumentation
+
+
+def slice_bytes(warps, data):
+    return 40 + 4 * warps + data
+
+
+def build(ctas, warps=2, data=256, preamble=0xDEADBEEF):
+    """ctas: list (per CTA) of lists (per warp) of (is_end, scope, clock)."""
+    out = bytearray()
+    seg = data // warps
+    for cta, per_warp in enumerate(ctas):
+        s = bytearray(slice_bytes(warps, data))
+        struct.pack_into("<IIII QQQ", s, 0, preamble, cta, 3, data, 1000, 2000, 2100)
+        for w, events in enumerate(per_warp):
+            struct.pack_into("<I", s, 40 + 4 * w, 2 * len(events))
+            for i, (end, scope, clock) in enumerate(events):
+                w0 = (1 << 31 if end else 0) | (scope << 23) | ((clock >> 32) & 0x7FF)
+                struct.pack_into("<II", s, 40 + 4 * warps + w * seg + 8 * i, w0, clock & 0xFFFFFFFF)
+        out += s
+    return bytes(out)
+
+
+def region(node, *path):
+    for name in path:
+        node = next(c for c in node["children"] if c["frame"]["name"] == name)
+    return node
+
+
+def test_regions_land_under_the_kernel_of_the_current_scope(out):
+    warp = [(False, 0, 100), (False, 1, 110), (True, 1, 150), (True, 0, 300)]
+    raw = build([[warp, warp], [warp, []]])
+    session = proton.start(out.name)
+    with proton.scope("outer"):
+        stats = instrumentation.add_cuda_regions(
+            "matmul", raw, num_warps=2, scratch_bytes=slice_bytes(2, 256),
+            scope_names={0: "loop", 1: "load"}, scope_parents={1: 0})
+    proton.finalize(session)
+    assert stats["samples"] == 6 and stats["errors"] == []
+    loop = region(out.read()[0], "outer", "matmul", "loop")
+    assert loop["metrics"]["cycles"] == 3 * 200
+    assert loop["metrics"]["count"] == 3
+    assert loop["metrics"]["normalized_cycles"] == pytest.approx(600 / 4)  # 2 warps x 2 CTAs
+    assert loop["metrics"]["device_id"] == "0"
+    assert loop["metrics"]["device_type"] == "0"  # as triton.profiler writes cycle metrics
+    load = region(loop, "load")
+    assert load["metrics"]["cycles"] == 3 * 40
+
+
+def test_corrupt_slices_are_reported_and_the_rest_kept(out):
+    good = [[(False, 0, 1), (True, 0, 11)], []]
+    raw = build([good]) + build([good], preamble=0x1234) + build([good])[:-7]
+    session = proton.start(out.name)
+    stats = instrumentation.add_cuda_regions("k", raw, num_warps=2,
+                                             scratch_bytes=slice_bytes(2, 256),
+                                             scope_names={0: "r"})
+    proton.finalize(session)
+    assert stats["corrupt_ctas"] == 1
+    assert any("bad preamble" in e for e in stats["errors"])
+    assert any("truncated" in e for e in stats["errors"])
+    assert region(out.read()[0], "k", "r")["metrics"]["cycles"] == 10
+
+
+def test_unnamed_scope_ids_get_a_placeholder(out):
+    session = proton.start(out.name)
+    instrumentation.add_cuda_regions("k", build([[[(False, 7, 5), (True, 7, 9)], []]]),
+                                     num_warps=2, scratch_bytes=slice_bytes(2, 256),
+                                     scope_names={})
+    proton.finalize(session)
+    assert region(out.read()[0], "k", "scope_7")["metrics"]["cycles"] == 4
+
+
+def test_decoder_is_exposed_for_raw_buffers():
+    raw = build([[[(False, 0, 5), (True, 0, 9)], [(False, 0, 5), (True, 0, 6)]]])
+    d = proton._proton.instr_decode(raw, 2, slice_bytes(2, 256), [])
+    assert [s[5] - s[4] for s in d["samples"]] == [4, 1]
+    assert d["ctas"][0][2] == 1000  # global time at init
