@@ -100,9 +100,9 @@ bool InstrRuntime::ensure_device(std::string& why) {
 }
 
 void InstrRuntime::open(uint32_t session, uint64_t pool_bytes) {
+  // The driver is loaded at the first launch: a session without a GPU still starts and keeps
+  // its CPU-side data (kernels then cannot launch anyway).
   std::unique_lock lock(mu_);
-  std::string why;
-  if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
   auto pool = std::make_unique<Pool>();
   pool->size = ((pool_bytes != 0 ? pool_bytes : default_pool_bytes()) + 127) & ~uint64_t{127};
   pools_[session] = std::move(pool);
@@ -169,6 +169,8 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
   const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
   std::unique_lock lock(mu_);
   t_pending.valid = false;
+  std::string why;
+  if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
   Pool* pool = nullptr;
   for (auto& [id, p] : pools_) {  // the lowest open session's pool
     if (!p->closing) {
@@ -176,7 +178,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       break;
     }
   }
-  if (pool != nullptr && api_ && ensure_pool(*pool) && need <= pool->size) {
+  if (pool != nullptr && ensure_pool(*pool) && need <= pool->size) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
     for (;;) {
       // Slices start at multiples of `alignment` from the pool's base (cuMemAlloc: 256-aligned)
@@ -197,7 +199,6 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
   }
   // No pool, or still full: a discard slice keeps the kernel safe; its records are dropped.
   ++stats_.overflows;
-  if (!api_) throw std::runtime_error("backend='instrumentation': no GPU device API");
   if (need > discard_bytes_) {
     if (discard_ != 0) old_discards_.push_back(discard_);
     api_->capture_context();

@@ -72,8 +72,8 @@ class InstrRuntime {
   void set_sink(RegionSink* sink);
 
   /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). The
-  /// device memory is allocated on the first launch, on the launching thread (its context).
-  /// Throws std::runtime_error when no device API exists.
+  /// driver is loaded and the device memory allocated on the first launch, on the launching
+  /// thread (its context); alloc() throws std::runtime_error when there is no driver.
   void open(uint32_t session, uint64_t pool_bytes);
   /// Drains every queued launch, then frees the session's pool.
   void close(uint32_t session);
