@@ -158,6 +158,44 @@ def test_many_launches_without_a_synchronize_each(out_name, read_profile):
     assert loop["metrics"]["count"] == 1000 * CTAS * WARPS
 
 
+def test_with_hook_triton(out_name, read_profile):
+    session = proton.start(out_name, backend="instrumentation", hook="triton")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    assert p.node("loop", start=kernel_node(p, name="loop_one_region"))["metrics"]["count"] == \
+        CTAS * WARPS
+
+
+def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
+    import json
+
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    kernels = [e for e in trace if e.get("cat") == "kernel" and "loop_one_region" in e["name"]]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    assert len(kernels) == 1 and len(regions) == CTAS * WARPS
+    k = kernels[0]
+    lanes = {(e["args"]["sm"], e["args"]["cta"], e["args"]["warp"]) for e in regions}
+    assert len(lanes) == CTAS * WARPS
+    # Inside the kernel's box, on one clock (1 us of slack for clock-rate rounding).
+    for e in regions:
+        assert k["ts"] - 1 <= e["ts"] and e["ts"] + e["dur"] <= k["ts"] + k["dur"] + 1, (e, k)
+    names = [e for e in trace if e.get("ph") == "M" and e.get("name") == "thread_name"
+             and "warp" in e["args"]["name"]]
+    assert len(names) == CTAS * WARPS
+
+
+def test_record_cost_is_calibrated():
+    c = instr.calibrate()
+    assert 0 < c["record_cycles"] < 500, c
+    assert "record_cycles" in instr.stats()
+
+
 def test_kernel_without_session_runs_uninstrumented():
     out = run_loop(K.loop_one_region)
     torch.cuda.synchronize()

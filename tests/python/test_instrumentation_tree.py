@@ -100,6 +100,10 @@ def test_viewer_shows_cycles_share_of_the_kernel(out):
     instrumentation.add_cuda_regions("kern", build([[warp, warp]]), num_warps=2,
                                      scratch_bytes=slice_bytes(2, 256),
                                      scope_names={0: "loop", 1: "load"}, scope_parents={1: 0})
+    # A second kernel with as many cycles: shares of the root would halve, of the kernel not.
+    instrumentation.add_cuda_regions("other", build([[[(False, 0, 0), (True, 0, 250)], warp[:0]]]),
+                                     num_warps=2, scratch_bytes=slice_bytes(2, 256),
+                                     scope_names={0: "body"})
     proton.finalize(session)
     r = subprocess.run([_viewer(), "-m", "cycles/%,cycles", out.path], capture_output=True,
                        text=True, timeout=60)
@@ -108,4 +112,5 @@ def test_viewer_shows_cycles_share_of_the_kernel(out):
     # loop: 2 x 100 of its own, load (nested, inclusive in loop) 2 x 25: the viewer rolls
     # load into loop as Hatchet does, so loop is 250 of the kernel's 250.
     assert "100.0" in lines["kern"], r.stdout
-    assert "20.0" in lines["load"], r.stdout
+    assert "100.0" in lines["other"], r.stdout
+    assert "20.0" in lines["load"], r.stdout  # 50 of kern's 250 (10.0 of the root's 500)

@@ -341,8 +341,12 @@ def is_instrumented(session: int) -> bool:
 
 
 def stats() -> dict:
-    """Counters of the C++ runtime: launches, bytes, overflows, decode errors, overhead."""
-    return dict(_proton().instr_stats())
+    """Counters of the C++ runtime: launches, bytes, overflows, decode errors, and the per-record
+    cost in cycles where ``calibrate()`` measured it."""
+    out = dict(_proton().instr_stats())
+    if _calibration:
+        out["record_cycles"] = dict(_calibration)
+    return out
 
 
 def add_cuda_regions(kernel_name: str, raw: bytes, *, num_warps: int, scratch_bytes: int,
@@ -357,3 +361,58 @@ def add_cuda_regions(kernel_name: str, raw: bytes, *, num_warps: int, scratch_by
         str(kernel_name), bytes(raw), int(num_warps), int(scratch_bytes),
         [int(w) for w in (warps or [])], [(int(i), str(n)) for i, n in scope_names.items()],
         [(int(i), int(p)) for i, p in (scope_parents or {}).items()], int(clock_khz)))
+
+
+_calibration: Dict[str, float] = {}
+
+
+def calibrate(mode_obj=None) -> Dict[str, float]:
+    """Measures once per process what one record costs on this GPU, in cycles.
+
+    Runs a kernel of 32 empty regions per warp (an end right after its start): each such
+    region's cycles are the cost of one record (clock read plus buffer store) under ``mode``.
+    A region that encloses N nested records over-counts by about N x ``record_cycles``.
+    Needs torch and a GPU; the result is kept and reported by ``stats()``.
+    """
+    key = str(_mode.parse(mode_obj))
+    if key in _calibration:
+        return {"record_cycles": _calibration[key], "mode": key}
+    import torch
+    from triton.runtime import _allocation
+
+    from .. import language as pl
+    from ._calibration_kernel import proton_calibration
+
+    bufs = []
+
+    def alloc(size, alignment, stream):
+        bufs.append(torch.zeros(size, dtype=torch.uint8, device="cuda"))
+        return bufs[-1]
+
+    was_on = _Registry.installed is not None
+    hook = InstrumentationHook(mode_obj)
+    if not was_on:
+        hook.activate()
+    previous = _allocation._profile_allocator.get()
+    semantic_added = False
+    try:
+        from triton.language.semantic import TritonSemantic  # the kernel is @triton.jit
+
+        semantic_added = TritonSemantic not in pl._SEMANTICS
+        pl._SEMANTICS.add(TritonSemantic)
+        _allocation.set_profile_allocator(alloc)
+        out = torch.empty(8, device="cuda", dtype=torch.int32)
+        k = proton_calibration[(8,)](out, num_warps=4)
+        torch.cuda.synchronize()
+        raw = bufs[-1].cpu().numpy().tobytes()
+        d = _proton().instr_decode(raw, 4, int(k.metadata.profile_scratch_size), [])
+        cycles = sorted(s[5] - s[4] for s in d["samples"])
+        value = float(cycles[len(cycles) // 2]) if cycles else float("nan")
+    finally:
+        _allocation.set_profile_allocator(previous)
+        if semantic_added:
+            pl._SEMANTICS.discard(TritonSemantic)
+        if not was_on:
+            hook.deactivate()
+    _calibration[key] = value
+    return {"record_cycles": value, "mode": key}

@@ -54,7 +54,8 @@ uint64_t default_pool_bytes() {
     uint64_t v = std::strtoull(mb, nullptr, 10);
     if (v > 0) return v << 20;
   }
-  return uint64_t{256} << 20;
+  // 64 MB: eight launches of a 1,024-CTA kernel in flight; the pinned twin counts in RSS.
+  return uint64_t{64} << 20;
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ class InstrRuntime {
   void set_device_api(std::unique_ptr<DeviceApi> api);
   void set_sink(RegionSink* sink);
 
-  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). The
+  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 64 MB). The
   /// driver is loaded and the device memory allocated on the first launch, on the launching
   /// thread (its context); alloc() throws std::runtime_error when there is no driver.
   void open(uint32_t session, uint64_t pool_bytes);
