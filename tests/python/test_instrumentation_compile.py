@@ -197,3 +197,44 @@ def test_events_need_a_newer_triton_or_work(tmp_path, lang):
                 assert triton.__version__ in str(e.value) and "3.8" in str(e.value)
         finally:
             proton.finalize(session)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("unclosed", ["'load'", "never closed"]),
+    ("mismatched", ["'b'", "without a matching enter_scope", "'a'"]),
+])
+def test_unpaired_regions_fail_at_compile_time_naming_kernel_and_region(tmp_path, lang, body,
+                                                                       words):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def unclosed(x, N: tl.constexpr):
+        pl.enter_scope("load")
+        tl.store(x + tl.arange(0, N), tl.load(x + tl.arange(0, N)) + 1)
+
+    @triton.jit
+    def mismatched(x, N: tl.constexpr):
+        pl.enter_scope("a")
+        pl.exit_scope("b")
+        tl.store(x + tl.arange(0, N), 1.0)
+
+    fn = {"unclosed": unclosed, "mismatched": mismatched}[body]
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            with pytest.raises(ValueError) as e:
+                _compile(fn, tmp_path / "cache")
+        finally:
+            proton.finalize(session)
+    assert f"kernel '{body}'" in str(e.value)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_region_checker_on_text():
+    text = ('tt.func public @k() {\n proton.record start "a"\n scf.for {\n'
+            ' proton.record start "it"\n proton.record end "it"\n }\n proton.record end "a"\n')
+    assert instr.unbalanced_regions(text) == []
+    assert instr.unbalanced_regions('proton.record end "x"') == [
+        ("x", "exit_scope without a matching enter_scope")]

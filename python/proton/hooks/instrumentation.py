@@ -18,6 +18,7 @@ can start and finish many times in one process.
 """
 
 import json
+import re
 from typing import Any, Dict, Optional
 
 from .. import _instr_state
@@ -80,6 +81,7 @@ class _Installed:
         self.previous_allocator = None
         self.previous_mode = ""
         self.chains = []  # (chain, fn) added to knobs.runtime
+        self.previous_stages_hook = None
 
 
 def _passes(triton, options: _mode.InstrumentationMode, backend: str, max_shared_mem: int):
@@ -188,6 +190,62 @@ def _scope_tree(ttgir_path):
     return names, parents
 
 
+_RECORD = re.compile(r'proton\.record (start|end) "((?:[^"\\]|\\.)*)"')
+_FUNC = re.compile(r"tt\.func (?:public |private )?@([\w$.]+)")
+
+
+def unbalanced_regions(ttgir: str):
+    """Region problems in a kernel's TTGIR text: [(region, reason)], empty when balanced.
+
+    Text order is program order for straight-line code and loop bodies; only what can never
+    pair (an end before any start, different start and end counts) is reported."""
+    open_count: Dict[str, int] = {}
+    problems = []
+    for kind, name in _RECORD.findall(ttgir):
+        if kind == "start":
+            open_count[name] = open_count.get(name, 0) + 1
+        elif open_count.get(name, 0) == 0:
+            problems.append((name, "exit_scope without a matching enter_scope"))
+        else:
+            open_count[name] -= 1
+    problems += [(n, "enter_scope never closed by exit_scope") for n, c in open_count.items() if c]
+    return problems
+
+
+def _check_regions_stage(previous):
+    """knobs.runtime.add_stages_inspection_hook: before lowering to LLVM, fail with the kernel's
+    and the region's names instead of Triton's bare 'PassManager::run failed'."""
+
+    def hook(*args):
+        if not args:
+            # Triton 3.9 asks for a cache key (per launch, so keep it constant): the check
+            # does not change the code, so ours adds nothing to the previous hook's.
+            return previous() if previous is not None else ("", "")
+        backend, stages, options, language, capability = args
+        if previous is not None:
+            previous(backend, stages, options, language, capability)
+        make_llir = stages.get("llir")
+        if make_llir is None:
+            return
+
+        def llir(src, metadata):
+            if _instr_state.on:
+                text = str(src)
+                problems = unbalanced_regions(text)
+                if problems:
+                    found = _FUNC.search(text)
+                    kernel = metadata.get("name") or (found.group(1) if found else "?")
+                    detail = "; ".join(f"region {n!r}: {why}" for n, why in problems)
+                    raise ValueError(f"proton.language regions in kernel {kernel!r} do not pair: "
+                                     f"{detail}")
+            return make_llir(src, metadata)
+
+        stages["llir"] = llir
+
+    hook._proton_previous = previous
+    return hook
+
+
 def _launch_exit(metadata):
     data = getattr(metadata, "data", metadata)
     _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
@@ -278,6 +336,10 @@ class InstrumentationHook(Hook):
         knobs.compilation.instrumentation_mode = str(self.mode)
         _chain_add(knobs.runtime, "kernel_load_end_hook", _kernel_loaded, inst)
         _chain_add(knobs.runtime, "launch_exit_hook", _launch_exit, inst)
+        if hasattr(knobs.runtime, "add_stages_inspection_hook"):
+            inst.previous_stages_hook = knobs.runtime.add_stages_inspection_hook
+            knobs.runtime.add_stages_inspection_hook = _check_regions_stage(
+                inst.previous_stages_hook)
         _Registry.installed = inst
         _instr_state.on = True
 
@@ -290,6 +352,8 @@ class InstrumentationHook(Hook):
         from triton.runtime import _allocation
 
         _chain_remove(knobs.runtime, inst)
+        if hasattr(knobs.runtime, "add_stages_inspection_hook"):
+            knobs.runtime.add_stages_inspection_hook = inst.previous_stages_hook
         knobs.compilation.instrumentation_mode = inst.previous_mode
         _allocation.set_profile_allocator(inst.previous_allocator)
         if inst.registered_points:
