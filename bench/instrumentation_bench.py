@@ -132,7 +132,8 @@ def proton_wall_and_rss(out_dir, launches):
 
 
 TRITON_WALL = r'''
-import json, sys, time, torch
+import json, os, sys, time, torch
+os.environ["PROTON_BENCH_PL"] = "triton"
 sys.path.insert(0, sys.argv[1])
 import triton.profiler as tp
 import instrumentation_kernels as K

@@ -1,9 +1,18 @@
-"""Kernels shared by the instrumentation bench, probe and GPU tests (need Triton and a GPU)."""
+"""Kernels shared by the instrumentation bench, probe and GPU tests (need Triton and a GPU).
+
+PROTON_BENCH_PL=triton writes the regions with triton.profiler.language instead of ours, for
+runs under triton.profiler (its hook only sees its own language's records).
+"""
+
+import os
 
 import triton
 import triton.language as tl
 
-import proton.language as pl
+if os.environ.get("PROTON_BENCH_PL") == "triton":
+    import triton.profiler.language as pl
+else:
+    import proton.language as pl
 
 pl.enable_semantic("triton")
 

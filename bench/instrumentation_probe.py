@@ -69,7 +69,8 @@ def raw_dump(out_dir):
 
 
 TRITON_RUN = r'''
-import json, sys, torch
+import json, os, sys, torch
+os.environ["PROTON_BENCH_PL"] = "triton"
 sys.path.insert(0, sys.argv[1])
 import triton.profiler as tp
 import instrumentation_kernels as K

@@ -121,6 +121,13 @@ void InstrRuntime::drain() {
 }
 
 void InstrRuntime::close(uint32_t session) {
+  {
+    // No new slices from this pool; launches already given one are queued before finalize
+    // returns to the caller (one thread launches and finalizes in the usual case).
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(session);
+    if (it != pools_.end()) it->second->closing = true;
+  }
   drain();
   std::unique_lock lock(mu_);
   auto it = pools_.find(session);
