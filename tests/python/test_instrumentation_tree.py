@@ -114,3 +114,26 @@ def test_viewer_shows_cycles_share_of_the_kernel(out):
     assert "100.0" in lines["kern"], r.stdout
     assert "100.0" in lines["other"], r.stdout
     assert "20.0" in lines["load"], r.stdout  # 50 of kern's 250 (10.0 of the root's 500)
+
+
+def test_regions_on_the_trace_one_lane_per_sm_cta_warp(tmp_path):
+    import json
+
+    warp = [(False, 0, 100), (True, 0, 1100)]
+    name = str(tmp_path / "t")
+    session = proton.start(name, data="tree,trace")
+    instrumentation.add_cuda_regions("kern", build([[warp, warp], [warp, []]]), num_warps=2,
+                                     scratch_bytes=slice_bytes(2, 256), scope_names={0: "loop"},
+                                     clock_khz=1_000_000)  # 1 GHz: a cycle is a ns
+    proton.finalize(session)
+    events = json.load(open(name + ".chrome_trace"))["traceEvents"]
+    regions = [e for e in events if e.get("cat") == "region"]
+    assert len(regions) == 3
+    assert {(e["args"]["cta"], e["args"]["warp"]) for e in regions} == {(0, 0), (0, 1), (1, 0)}
+    assert all(e["name"] == "loop" and e["args"]["kernel"] == "kern" for e in regions)
+    assert all(abs(e["dur"] - 1.0) < 1e-6 for e in regions)  # 1,000 cycles = 1 us
+    assert len({e["tid"] for e in regions}) == 3
+    lanes = [e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and "warp" in e["args"]["name"]]
+    assert sorted(lanes) == ["SM 3 / CTA 0 / warp 0", "SM 3 / CTA 0 / warp 1",
+                             "SM 3 / CTA 1 / warp 0"]
