@@ -246,9 +246,16 @@ def _check_regions_stage(previous):
     return hook
 
 
-def _launch_exit(metadata):
-    data = getattr(metadata, "data", metadata)
-    _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
+def _make_launch_exit():
+    """knobs.runtime.launch_exit_hook: one dict read and one C++ call per launch (the C++ side
+    returns at once for launches that got no profile scratch)."""
+    exit_c = _proton().instr_launch_exit
+
+    def _launch_exit(metadata):
+        data = metadata.data  # LazyDict (3.6 - 3.9): name, function, stream
+        exit_c(data["function"] or 0, data["stream"] or 0)
+
+    return _launch_exit
 
 
 class _Registry:
@@ -335,7 +342,7 @@ class InstrumentationHook(Hook):
         inst.previous_mode = knobs.compilation.instrumentation_mode
         knobs.compilation.instrumentation_mode = str(self.mode)
         _chain_add(knobs.runtime, "kernel_load_end_hook", _kernel_loaded, inst)
-        _chain_add(knobs.runtime, "launch_exit_hook", _launch_exit, inst)
+        _chain_add(knobs.runtime, "launch_exit_hook", _make_launch_exit(), inst)
         if hasattr(knobs.runtime, "add_stages_inspection_hook"):
             inst.previous_stages_hook = knobs.runtime.add_stages_inspection_hook
             knobs.runtime.add_stages_inspection_hook = _check_regions_stage(
@@ -371,7 +378,8 @@ class InstrumentationHook(Hook):
         _kernel_loaded(module, function, name, metadata_group, hash)
 
     def exit(self, metadata) -> None:
-        _launch_exit(metadata)
+        data = getattr(metadata, "data", metadata)
+        _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
 
 
 def start_session(session: int, mode_obj, pool_bytes: Optional[int] = None) -> None:

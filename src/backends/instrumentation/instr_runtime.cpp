@@ -34,7 +34,6 @@ struct InstrRuntime::Job {
   ContextId ctx = 0;
   uint64_t sessions = 0;
   void* launched = nullptr;  // event on the launch's stream
-  void* copied = nullptr;    // event on our copy stream after the copy
   bool ok = true;
 };
 
@@ -71,6 +70,7 @@ InstrRuntime::~InstrRuntime() = default;
 void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
   std::lock_guard lock(mu_);
   api_ = std::move(api);
+  ++api_generation_;
   api_loaded_ = false;
   copy_stream_ = nullptr;
   free_events_.clear();
@@ -90,6 +90,7 @@ bool InstrRuntime::ensure_device(std::string& why) {
     return false;
   }
   if (!api_loaded_) {
+    ++api_generation_;
     api_loaded_ = api_->load(api_why_);
     if (!api_loaded_) {
       why = api_why_;
@@ -231,8 +232,17 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
                                uint64_t sessions) {
   if (!t_pending.valid) return;  // not an instrumented launch
   t_pending.valid = false;
+  if (t_pending.pool == nullptr) return;  // discard slice: already counted as an overflow
   std::lock_guard lock(mu_);
-  auto job = std::make_unique<Job>();
+  // Jobs are recycled by the consumer: no heap allocation per launch in steady state.
+  std::unique_ptr<Job> job;
+  if (!free_jobs_.empty()) {
+    job = std::move(free_jobs_.back());
+    free_jobs_.pop_back();
+    *job = Job{};
+  } else {
+    job = std::make_unique<Job>();
+  }
   job->pool = static_cast<Pool*>(t_pending.pool);
   job->offset = t_pending.offset;
   job->end = t_pending.end;
@@ -242,18 +252,13 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   for (const auto& entry : pools_)
     open |= uint64_t{1} << (entry.first & 63u);
   job->sessions = sessions & open;
-  if (job->pool == nullptr) return;  // discard slice: already counted as an overflow
   ++stats_.launches;
   auto k = kernels_.find(function);
   if (k != kernels_.end()) job->kernel = k->second;
+  // The only driver call on the launching thread: an event after the kernel on its stream.
+  // The consumer orders its copy after it (copy_back).
   job->launched = take_event();
-  job->copied = take_event();
-  job->ok = job->launched != nullptr && job->copied != nullptr &&
-            api_->record(job->launched, stream) && api_->wait(copy_stream_, job->launched) &&
-            api_->copy_to_host_async(job->pool->host + job->offset % job->pool->size,
-                                     job->pool->device + job->offset % job->pool->size, job->bytes,
-                                     copy_stream_) &&
-            api_->record(job->copied, reinterpret_cast<uint64_t>(copy_stream_));
+  job->ok = job->launched != nullptr && api_->record(job->launched, stream);
   if (!job->ok) ++stats_.copy_errors;
   queue_.push_back(std::move(job));
   ++queued_;
@@ -261,31 +266,72 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
 }
 
 void InstrRuntime::consume() {
-  bool bound = false;
+  uint64_t generation = 0;  // of the device API the event below belongs to
+  void* copied = nullptr;   // one event per batch, on our copy stream
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty() && stop_) return;
-    std::unique_ptr<Job> job = std::move(queue_.front());
-    queue_.pop_front();
+    // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
+    // of slices, one event to wait for. None of it runs on the launching thread.
+    std::deque<std::unique_ptr<Job>> batch;
+    batch.swap(queue_);
+    const uint64_t current = api_generation_;
     lock.unlock();
-    if (!bound && api_) {
+    if (generation != current) {  // first batch, or a test swapped the device API
       api_->bind_context();
-      bound = true;
+      copied = api_->create_event();
+      generation = current;
     }
-    finish(*job);
+    copy_back(batch, copied);
+    for (auto& job : batch)
+      finish(*job);
     lock.lock();
-    if (job->launched) free_events_.push_back(job->launched);
-    if (job->copied) free_events_.push_back(job->copied);
-    job->pool->tail = std::max(job->pool->tail, job->end);
-    ++finished_;
+    for (auto& job : batch) {
+      if (job->launched) free_events_.push_back(job->launched);
+      job->pool->tail = std::max(job->pool->tail, job->end);
+      job->kernel.reset();
+      free_jobs_.push_back(std::move(job));
+    }
+    finished_ += batch.size();
     done_cv_.notify_all();
   }
 }
 
+void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied) {
+  bool ok = copied != nullptr;
+  for (auto& job : batch)
+    job->ok = job->ok && api_->wait(copy_stream_, job->launched);
+  // Slices of one pool handed out in a row sit next to each other unless the ring wrapped.
+  size_t i = 0;
+  while (i < batch.size()) {
+    Pool* pool = batch[i]->pool;
+    uint64_t from = batch[i]->offset;
+    uint64_t to = batch[i]->end;
+    size_t j = i + 1;
+    while (j < batch.size() && batch[j]->pool == pool && batch[j]->offset >= to &&
+           batch[j]->offset / pool->size == from / pool->size &&
+           batch[j]->end - (from / pool->size) * pool->size <= pool->size) {
+      to = batch[j]->end;
+      ++j;
+    }
+    uint64_t at = from % pool->size;
+    bool copy_ok =
+        api_->copy_to_host_async(pool->host + at, pool->device + at, to - from, copy_stream_);
+    for (size_t k = i; k < j; ++k)
+      batch[k]->ok = batch[k]->ok && copy_ok;
+    i = j;
+  }
+  ok = ok && api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_)) &&
+       api_->synchronize(copied);
+  if (!ok)
+    for (auto& job : batch)
+      job->ok = false;
+}
+
 void InstrRuntime::finish(Job& job) {
   // Runs on the consumer thread without mu_: the slice is ours until the tail passes it.
-  if (!job.ok || !api_->synchronize(job.copied)) {
+  if (!job.ok) {
     std::lock_guard lock(mu_);
     ++stats_.copy_errors;
     return;

@@ -5,11 +5,12 @@
 //   alloc()        Triton's launcher asks for the launch's profile scratch: a bump of the ring
 //                  pool's head under one uncontended mutex, remembered in a thread-local until
 //                  the launch returns;
-//   launch_exit()  records an event on the launch's stream, makes our copy stream wait for it,
-//                  queues the slice's device-to-host copy into the pool's pinned twin and an
-//                  event after it, and hands the job to the consumer.
-// The consumer waits for each job's copy event in order (copies on one stream finish in order),
-// decodes the slice, adds region totals under the kernel's node, and moves the ring's tail.
+//   launch_exit()  records an event on the launch's stream (the one driver call per launch) and
+//                  hands the job to the consumer.
+// The consumer takes every queued job as a batch: makes our copy stream wait for each launch's
+// event, copies each contiguous run of slices into the pool's pinned twin (one copy per run),
+// waits for one event after the copies, decodes each slice, adds region totals under the
+// kernel's node, and moves the ring's tail.
 // When the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes
 // into a discard slice instead: counted as an overflow, never a crash.
 #pragma once
@@ -99,6 +100,7 @@ class InstrRuntime {
   bool ensure_device(std::string& why);  // requires mu_
   bool ensure_pool(Pool& pool);          // requires mu_
   void consume();
+  void copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied);  // consumer thread
   void finish(Job& job);
   void* take_event();  // requires mu_
 
@@ -107,6 +109,7 @@ class InstrRuntime {
   std::condition_variable done_cv_;
   std::unique_ptr<DeviceApi> api_;
   bool api_loaded_ = false;
+  uint64_t api_generation_ = 0;  // bumped when api_ changes; read by the consumer after a batch
   std::string api_why_;
   RegionSink* sink_ = nullptr;
   void* copy_stream_ = nullptr;
@@ -114,6 +117,7 @@ class InstrRuntime {
   std::map<uint64_t, std::shared_ptr<const KernelInfo>> kernels_;
   std::deque<std::unique_ptr<Job>> queue_;
   std::vector<void*> free_events_;
+  std::vector<std::unique_ptr<Job>> free_jobs_;
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
