@@ -192,7 +192,7 @@ def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
 
 def test_record_cost_is_calibrated():
     c = instr.calibrate()
-    assert 0 < c["record_cycles"] < 500, c
+    assert 0 <= c["record_cycles"] < 500, c
     assert "record_cycles" in instr.stats()
 
 
