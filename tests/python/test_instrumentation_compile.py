@@ -238,3 +238,28 @@ def test_region_checker_on_text():
     assert instr.unbalanced_regions(text) == []
     assert instr.unbalanced_regions('proton.record end "x"') == [
         ("x", "exit_scope without a matching enter_scope")]
+
+
+def test_scope_names_and_parents_from_the_compiled_kernel(tmp_path, lang):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def nested(x, N: tl.constexpr):
+        with pl.scope("outer"):
+            with pl.scope("inner"):
+                v = tl.load(x + tl.arange(0, N))
+            tl.store(x + tl.arange(0, N), v + 1)
+
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            k = _compile(nested, tmp_path / "cache")
+        finally:
+            proton.finalize(session)
+    path = tmp_path / "nested.ttgir"
+    path.write_text(k.asm["ttgir"])
+    names, parents = instr._scope_tree(str(path))
+    by_name = {n: i for i, n in names}
+    assert set(by_name) == {"outer", "inner"}
+    assert (by_name["inner"], by_name["outer"]) in parents
