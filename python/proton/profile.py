@@ -69,7 +69,7 @@ def start(
     # mode being the instrumentation's (docs/instrumentation.md). Validated before the session.
     instrumented = backend == "instrumentation"
     if instrumented:
-        hooks.instrumentation.InstrumentationHook(mode)
+        hooks.instrumentation.check_mode(mode)
     session = _proton.start(
         DEFAULT_PROFILE_NAME if name is None else str(name),
         "shadow" if context is None else context,

@@ -382,6 +382,16 @@ class InstrumentationHook(Hook):
         _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
 
 
+def check_mode(mode_obj) -> "InstrumentationHook":
+    """Validates a mode for a new instrumentation session before the session exists: bad parts,
+    unsupported options, or a mode other than the running sessions' raise ValueError."""
+    hook = InstrumentationHook(mode_obj)
+    if _Registry.sessions and _Registry.mode != hook.mode:
+        raise ValueError(f"instrumentation mode {hook.mode} differs from the running "
+                         f"session's {_Registry.mode}; finalize it first")
+    return hook
+
+
 def start_session(session: int, mode_obj, pool_bytes: Optional[int] = None) -> None:
     """Called by proton.start(backend="instrumentation"): opens the session's device pool and
     installs the hook (once for all instrumentation sessions)."""
