@@ -68,7 +68,20 @@ InstrRuntime& InstrRuntime::get() {
 InstrRuntime::~InstrRuntime() = default;
 
 void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
+  // Tests swap devices between runs, with nothing in flight: what the old device made goes
+  // back to it first.
   std::lock_guard lock(mu_);
+  if (api_) {
+    for (void* e : free_events_)
+      api_->destroy_event(e);
+    if (batch_event_ != nullptr) api_->destroy_event(batch_event_);
+    for (uint64_t d : old_discards_)
+      api_->free_device(d);
+    if (discard_ != 0) api_->free_device(discard_);
+    if (copy_stream_ != nullptr) api_->destroy_stream(copy_stream_);
+  }
+  old_discards_.clear();
+  batch_event_ = nullptr;
   api_ = std::move(api);
   ++api_generation_;
   api_loaded_ = false;
@@ -266,8 +279,7 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
 }
 
 void InstrRuntime::consume() {
-  uint64_t generation = 0;  // of the device API the event below belongs to
-  void* copied = nullptr;   // one event per batch, on our copy stream
+  uint64_t generation = 0;  // of the device API whose context this thread has bound
   std::unique_lock lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -276,13 +288,12 @@ void InstrRuntime::consume() {
     // of slices, one event to wait for. None of it runs on the launching thread.
     std::deque<std::unique_ptr<Job>> batch;
     batch.swap(queue_);
-    const uint64_t current = api_generation_;
+    const bool rebind = generation != api_generation_;  // first batch, or a new device API
+    generation = api_generation_;
+    if (batch_event_ == nullptr) batch_event_ = api_->create_event();
+    void* copied = batch_event_;
     lock.unlock();
-    if (generation != current) {  // first batch, or a test swapped the device API
-      api_->bind_context();
-      copied = api_->create_event();
-      generation = current;
-    }
+    if (rebind) api_->bind_context();
     copy_back(batch, copied);
     for (auto& job : batch)
       finish(*job);

@@ -117,6 +117,7 @@ class InstrRuntime {
   std::map<uint64_t, std::shared_ptr<const KernelInfo>> kernels_;
   std::deque<std::unique_ptr<Job>> queue_;
   std::vector<void*> free_events_;
+  void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
