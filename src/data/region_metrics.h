@@ -5,7 +5,7 @@
 //   count              closed regions summed (one per warp per execution)
 //   normalized_cycles  cycles / (warps x CTAs) of the launch, summed over launches: the
 //                      region's cycles per unit, as Triton 3.6 normalises them
-//   device_id, device_type   strings ("0", "0" = CUDA), as Triton 3.6 writes them for cycles
+//   device_id, device_type   strings ("0", "1" = CUDA), as Triton 3.6 writes them for cycles
 #pragma once
 
 #include <cstdint>

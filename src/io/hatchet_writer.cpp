@@ -105,9 +105,10 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
       written.insert(k);
   }
   if (n.has_cycles && !n.has_kernel) {
-    // As triton.profiler writes cycle metrics: the device type as its number ("0" = CUDA).
+    // As triton.profiler 3.6 writes cycle metrics: the device type as the number of its own
+    // enum (HIP 0, CUDA 1; seen on an H100: "1").
     w.key("device_id").value(std::to_string(n.cycles_device_id));
-    w.key("device_type").value(std::to_string(static_cast<int>(n.cycles_device_type)));
+    w.key("device_type").value(n.cycles_device_type == DeviceType::kCuda ? "1" : "0");
     written.insert("device_id");
     written.insert("device_type");
   }

@@ -16,6 +16,7 @@
 #include "common/ids.h"
 #include "data/call_tree.h"
 #include "data/region_metrics.h"
+#include "session/region_alignment.h"
 
 namespace proton {
 
@@ -123,6 +124,9 @@ class Session {
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;
   std::unique_ptr<TraceStore> trace_;
+  RegionAlignment region_alignment_;  // intra-kernel regions waiting for their kernel (mu)
+  // Adds a region batch to the trace with its first region at `kernel_start_ns` (requires mu).
+  void emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns);
   int64_t gpu_offset_ns_ = 0;
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;

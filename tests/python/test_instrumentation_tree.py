@@ -49,7 +49,7 @@ def test_regions_land_under_the_kernel_of_the_current_scope(out):
     assert loop["metrics"]["count"] == 3
     assert loop["metrics"]["normalized_cycles"] == pytest.approx(600 / 4)  # 2 warps x 2 CTAs
     assert loop["metrics"]["device_id"] == "0"
-    assert loop["metrics"]["device_type"] == "0"  # as triton.profiler writes cycle metrics
+    assert loop["metrics"]["device_type"] == "1"  # CUDA, as triton.profiler writes cycle metrics
     load = region(loop, "load")
     assert load["metrics"]["cycles"] == 3 * 40
 
