@@ -1,1 +1,278 @@
-"""Backend modes (placeholders until the corresponding backends exist)."""
+"""Backend modes, as ``triton.profiler.mode`` spells them.
+
+Importable without Triton: the choices are our own enums, mapped to Triton's
+``triton._C.libtriton.proton`` enums only when the instrumentation hook installs its compiler
+passes (``to_triton``). ``parse`` takes the strings Triton's parser takes
+(``"default:granularity=warp:buffer_size=4096:optimizations=clock32"``, ``"pcsampling:interval=N"``)
+and the paper's short form (``"mma_cycle::[warpgroup::circular::all]"``); anything else raises
+``ValueError`` naming the valid parts.
+"""
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import List, Union
+
+
+class _Choice(Enum):
+    """An option value; ``str()`` gives the spelling Triton prints (``GRANULARITY.WARP``)."""
+
+    def __str__(self):
+        return f"{type(self).__name__}.{self.name}"
+
+    @classmethod
+    def parse(cls, value, what):
+        if isinstance(value, cls):
+            return value
+        if hasattr(value, "name") and type(value).__name__ == cls.__name__:  # Triton's enum
+            return cls[value.name]
+        text = str(value).strip().lower()
+        if "." in text:  # "GRANULARITY.WARP", as str() of Triton's enum prints it
+            text = text.split(".", 1)[1]
+        for member in cls:
+            if member.value == text:
+                return member
+        raise ValueError(f"unknown {what} {value!r} (valid: {', '.join(m.value for m in cls)})")
+
+
+class METRIC_TYPE(_Choice):
+    CYCLE = "cycle"
+
+
+class GRANULARITY(_Choice):
+    CTA = "cta"
+    WARP = "warp"
+    WARP_2 = "warp_2"
+    WARP_4 = "warp_4"
+    WARP_8 = "warp_8"
+    WARP_GROUP = "warp_group"
+    WARP_GROUP_2 = "warp_group_2"
+    WARP_GROUP_4 = "warp_group_4"
+    WARP_GROUP_8 = "warp_group_8"
+
+
+class BUFFER_STRATEGY(_Choice):
+    CIRCULAR = "circular"
+    FLUSH = "flush"
+
+
+class BUFFER_TYPE(_Choice):
+    SHARED = "shared"
+    GLOBAL = "global"
+
+
+class SAMPLING_STRATEGY(_Choice):
+    NONE = "none"
+    SELECTIVE = "selective"
+
+
+class Optimize(Enum):
+    TIMESHIFT = "time_shift"
+    SCHED_STORES = "sched_stores"
+    SCHED_BARRIERS = "sched_barriers"
+    CLOCK32 = "clock32"
+
+    def __str__(self):
+        return self.value
+
+
+# Lookup tables with Triton's names (``triton.profiler.mode.granularities`` etc.).
+metric_types = {m.value: m for m in METRIC_TYPE}
+granularities = {m.value: m for m in GRANULARITY}
+buffer_strategies = {m.value: m for m in BUFFER_STRATEGY}
+buffer_types = {m.value: m for m in BUFFER_TYPE}
+sampling_strategies = {m.value: m for m in SAMPLING_STRATEGY}
+optimizations = {m.value: m for m in Optimize}
+
+# Our defaults where the caller names none: on an H100 a region per loop iteration cost 1.30x
+# with Triton's defaults and 1.11x with a 32-bit clock and scheduled stores (REFERENCE.md).
+# A 32-bit clock wraps after ~2 s at 1.98 GHz; a region is far shorter, and the decoder
+# handles one wrap between a region's start and end.
+DEFAULT_OPTIMIZATIONS = (Optimize.CLOCK32, Optimize.SCHED_STORES)
+
+
+def _parse_optimizations(value) -> List[Optimize]:
+    if value is None:
+        return list(DEFAULT_OPTIMIZATIONS)
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        items = list(value)
+    out = []
+    for item in items:
+        if isinstance(item, Optimize):
+            out.append(item)
+        elif str(item) in optimizations:
+            out.append(optimizations[str(item)])
+        else:
+            raise ValueError(f"unknown optimization {item!r} (valid: {', '.join(optimizations)})")
+    return out
+
+
+@dataclass(frozen=True)
+class BaseMode:
+    name: str
+
+
+@dataclass(frozen=True)
+class PCSampling(BaseMode):
+    name: str = field(default="pcsampling", init=False)
+    interval: int = 1000
+
+    def __post_init__(self):
+        if not isinstance(self.interval, int) or self.interval <= 0:
+            raise ValueError("Interval must be a positive integer.")
+
+    def __str__(self):
+        return f"{self.name}:interval={self.interval}"
+
+
+@dataclass(frozen=True)
+class InstrumentationMode(BaseMode):
+    """Options of Triton's instrumentation passes (``add_convert_proton_to_protongpu``).
+
+    ``optimizations=None`` (the default) means ``clock32,sched_stores``: the cheapest options
+    that stay correct; pass ``""`` or ``[]`` for Triton's own default (none).
+    """
+
+    metric_type: Union[METRIC_TYPE, str] = METRIC_TYPE.CYCLE
+    sampling_strategy: Union[SAMPLING_STRATEGY, str] = SAMPLING_STRATEGY.NONE
+    sampling_options: str = ""
+    granularity: Union[GRANULARITY, str] = GRANULARITY.WARP
+    buffer_strategy: Union[BUFFER_STRATEGY, str] = BUFFER_STRATEGY.CIRCULAR
+    buffer_type: Union[BUFFER_TYPE, str] = BUFFER_TYPE.SHARED
+    buffer_size: int = 0
+    optimizations: Union[List[Optimize], str, None] = None
+
+    def __post_init__(self):
+        for name, cls in (("metric_type", METRIC_TYPE), ("sampling_strategy", SAMPLING_STRATEGY),
+                          ("granularity", GRANULARITY), ("buffer_strategy", BUFFER_STRATEGY),
+                          ("buffer_type", BUFFER_TYPE)):
+            object.__setattr__(self, name, cls.parse(getattr(self, name), name))
+        object.__setattr__(self, "optimizations", _parse_optimizations(self.optimizations))
+        try:
+            size = int(self.buffer_size)
+        except (TypeError, ValueError):
+            raise ValueError(f"buffer_size must be an integer, not {self.buffer_size!r}") from None
+        if size < 0 or (size & (size - 1)) != 0:
+            raise ValueError(f"buffer_size must be 0 (default) or a power of two, not {size}")
+        object.__setattr__(self, "buffer_size", size)
+        warps = sampled_warps(self.sampling_options)
+        if self.sampling_strategy == SAMPLING_STRATEGY.SELECTIVE and not warps:
+            raise ValueError("sampling_strategy=selective needs sampling_options, e.g. '0,4'")
+        object.__setattr__(self, "sampling_options", ",".join(str(w) for w in warps))
+
+    def __str__(self):
+        opts = ",".join(str(o) for o in self.optimizations)
+        return (f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
+                f":sampling_options={self.sampling_options}:granularity={self.granularity}"
+                f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"
+                f":buffer_size={self.buffer_size}:optimizations={opts}")
+
+    def to_triton(self):
+        """The same options as Triton's enums (needs Triton; called when compiling)."""
+        from triton._C.libtriton import proton as tp
+
+        return dict(
+            metric_type=getattr(tp.METRIC_TYPE, self.metric_type.name),
+            sampling_strategy=getattr(tp.SAMPLING_STRATEGY, self.sampling_strategy.name),
+            granularity=getattr(tp.GRANULARITY, self.granularity.name),
+            buffer_strategy=getattr(tp.BUFFER_STRATEGY, self.buffer_strategy.name),
+            buffer_type=getattr(tp.BUFFER_TYPE, self.buffer_type.name),
+        )
+
+
+@dataclass(frozen=True)
+class Default(InstrumentationMode):
+    name: str = field(default="default", init=False)
+
+
+@dataclass(frozen=True)
+class MMA(InstrumentationMode):
+    name: str = field(default="mma", init=False)
+
+
+def sampled_warps(options: str) -> List[int]:
+    """``"0, 4,8"`` -> ``[0, 4, 8]``; raises ValueError on anything but warp ids."""
+    out = []
+    for part in str(options or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit():
+            raise ValueError(f"sampling_options must be warp ids like '0,4', not {options!r}")
+        out.append(int(part))
+    return sorted(set(out))
+
+
+_MODES = {"default": Default, "mma": MMA}
+_KEYS = ("metric_type", "sampling_strategy", "sampling_options", "granularity", "buffer_strategy",
+         "buffer_type", "buffer_size", "optimizations")
+# The paper's short form: "<mode>_<metric>::[<granularity>::<strategy>::<warps>]".
+_SHORT_GRANULARITY = {"warpgroup": "warp_group", "cta": "cta", "warp": "warp"}
+
+
+def _valid_parts() -> str:
+    return (f"modes: {', '.join(_MODES)}, pcsampling; options: {', '.join(_KEYS)}; "
+            f"granularity: {', '.join(granularities)}; buffer_strategy: "
+            f"{', '.join(buffer_strategies)}; buffer_type: {', '.join(buffer_types)}; "
+            f"sampling_strategy: {', '.join(sampling_strategies)}; optimizations: "
+            f"{', '.join(optimizations)}")
+
+
+def _parse_short(text: str) -> InstrumentationMode:
+    head, _, rest = text.partition("::")
+    rest = rest.strip()
+    if not (rest.startswith("[") and rest.endswith("]")):
+        raise ValueError(f"malformed mode {text!r}: expected '<mode>_cycle::[<granularity>::"
+                         f"<strategy>::<warps|all>]' ({_valid_parts()})")
+    mode_name, _, metric = head.partition("_")
+    parts = [p.strip() for p in rest[1:-1].split("::")]
+    opts = {"metric_type": metric or "cycle"}
+    if len(parts) > 0 and parts[0]:
+        opts["granularity"] = _SHORT_GRANULARITY.get(parts[0], parts[0])
+    if len(parts) > 1 and parts[1]:
+        opts["buffer_strategy"] = parts[1]
+    if len(parts) > 2 and parts[2] and parts[2] != "all":
+        opts["sampling_strategy"] = "selective"
+        opts["sampling_options"] = parts[2].replace(";", ",")
+    if mode_name not in _MODES:
+        raise ValueError(f"unknown mode {mode_name!r} in {text!r} ({_valid_parts()})")
+    return _MODES[mode_name](**opts)
+
+
+def parse(mode_obj) -> Union[InstrumentationMode, PCSampling]:
+    """A mode object from what ``proton.start(mode=...)`` accepts (None -> Default())."""
+    if isinstance(mode_obj, (InstrumentationMode, PCSampling)):
+        return mode_obj
+    if mode_obj is None or str(mode_obj).strip() == "":
+        return Default()
+    text = str(mode_obj).strip()
+    if "::" in text:
+        return _parse_short(text)
+    name, *options = text.split(":")
+    opts = {}
+    for opt in options:
+        key, sep, value = opt.partition("=")
+        if not sep:
+            raise ValueError(f"malformed option {opt!r} in mode {text!r}: expected key=value "
+                             f"({_valid_parts()})")
+        opts[key.strip()] = value.strip()
+    if name == "pcsampling":
+        unknown = set(opts) - {"interval"}
+        if unknown:
+            raise ValueError(f"unknown pcsampling option(s) {sorted(unknown)} (valid: interval)")
+        try:
+            return PCSampling(interval=int(opts.get("interval", 1000)))
+        except ValueError as e:
+            raise ValueError(f"bad pcsampling interval in {text!r}: {e}") from None
+    if name not in _MODES:
+        raise ValueError(f"unknown mode {name!r} ({_valid_parts()})")
+    unknown = set(opts) - set(_KEYS)
+    if unknown:
+        raise ValueError(f"unknown option(s) {sorted(unknown)} in mode {text!r} ({_valid_parts()})")
+    if "buffer_size" in opts:
+        try:
+            opts["buffer_size"] = int(opts["buffer_size"] or 0)
+        except ValueError:
+            raise ValueError(f"buffer_size must be an integer in {text!r}") from None
+    return _MODES[name](**opts)

@@ -75,13 +75,24 @@ def start(
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
     _knobs.apply()
+    # backend="instrumentation": kernel timing (CUPTI) plus Triton's intra-kernel regions, the
+    # mode being the instrumentation's (docs/instrumentation.md). Validated before the session.
+    instrumented = backend == "instrumentation"
+    if instrumented:
+        hooks.instrumentation.check_mode(mode)
     session = _proton.start(
         _ranks.session_name(DEFAULT_PROFILE_NAME if name is None else str(name)),
         "shadow" if context is None else context,
         "tree" if data is None else data,
-        "" if backend is None else backend,
-        "" if mode is None else str(mode),
+        "" if backend is None or instrumented else backend,
+        "" if mode is None or instrumented else str(mode),
     )
+    if instrumented:
+        try:
+            hooks.instrumentation.start_session(session, mode)
+        except Exception:
+            _proton.finalize(session, "")
+            raise
     hooks.register(session, hook)
     metric.preallocate()  # tensor-metric accumulators, allocated outside any graph capture
     _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
@@ -125,6 +136,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         return
     if _exit.inherited(session):  # never write over the parent's profile
         return
+    hooks.instrumentation.end_session(session)  # regions in flight reach the tree first
     _ranks.before_finalize()  # one rank of a job: record its device (docs/multiprocess.md)
     try:
         metric.fold()  # device tensor metrics: one read-back

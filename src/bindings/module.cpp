@@ -28,6 +28,10 @@
 namespace nb = nanobind;
 using namespace proton;
 
+namespace proton {
+void bind_instrumentation(nb::module_& m);  // instrumentation_bindings.cpp
+}
+
 namespace {
 
 NameId intern(std::string_view s) {
@@ -342,4 +346,5 @@ NB_MODULE(_proton, m) {
     set_run_info(RunInfo{rank, world_size, local_rank, std::move(host), std::move(device),
                          std::move(launcher)});
   });
+  bind_instrumentation(m);  // intra-kernel instrumentation (instr_*)
 }

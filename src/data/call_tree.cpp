@@ -50,6 +50,13 @@ CallTree::NodeId CallTree::node_for_context(ContextId ctx) {
   return id;
 }
 
+void CallTree::mark_cycles(NodeId id, uint32_t device_id, DeviceType type) {
+  Node& n = nodes_[id];
+  n.has_cycles = true;
+  n.cycles_device_id = device_id;
+  n.cycles_device_type = type;
+}
+
 void CallTree::add_kernel(NodeId id, uint64_t duration_ns, uint32_t device_id, DeviceType type) {
   Node& n = nodes_[id];
   n.has_kernel = true;

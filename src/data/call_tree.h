@@ -48,6 +48,10 @@ class CallTree {
     bool has_kernel = false;
     KernelStats kernel;
     std::vector<std::pair<NameId, MetricValue>> metrics;  // flexible metrics, first-use order
+    // An intra-kernel region (data/region_metrics.h): the writer adds device_id/device_type.
+    bool has_cycles = false;
+    uint32_t cycles_device_id = 0;
+    DeviceType cycles_device_type = DeviceType::kCuda;
   };
 
   CallTree();
@@ -57,6 +61,8 @@ class CallTree {
   NodeId node_for_context(ContextId ctx);
 
   void add_kernel(NodeId node, uint64_t duration_ns, uint32_t device_id, DeviceType type);
+  /// Marks `node` as an intra-kernel region measured on `device_id` (region_metrics.h).
+  void mark_cycles(NodeId node, uint32_t device_id, DeviceType type);
   /// Adds a flexible metric. Throws MetricTypeError when `name` was seen with another type.
   void add_metric(NodeId node, NameId name, MetricValue value);
 

@@ -26,7 +26,9 @@
 namespace proton {
 
 struct TraceEvent {
-  enum Kind : uint8_t { kKernel = 0, kScope = 1 };
+  // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
+  // thread = warp, op = the kernel's NameId, name = the region's.
+  enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2 };
   uint64_t start_ns = 0;             // steady clock
   uint64_t end_ns = 0;               // steady clock
   uint64_t launch_ns = 0;            // kernel: CPU time of its launch (0 = unknown)

@@ -180,6 +180,10 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     first_event_ = false;
     buf_.push_back('\n');
   };
+  if (e.kind == TraceEvent::kRegion) {
+    append_region(e);
+    return;
+  }
   uint64_t dur = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
   if (e.kind == TraceEvent::kScope) {
     cpu_lanes_.insert(e.thread);
@@ -296,6 +300,7 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
       meta(d, tid, "thread_sort_index", "\"sort_index\":" + tid);
     }
   }
+  append_region_lane_names();
   if (summary.dropped_events != 0) {
     // A global instant where the kept window starts, so the gap is visible on the timeline.
     if (!first_event_) buf_.push_back(',');

@@ -73,6 +73,10 @@ class ChromeTraceWriter {
  private:
   void append_event(const TraceEvent& e);
   void append_run_fields();       // gpu offset and the rank block (io/run_info.h) in otherData
+  // Intra-kernel regions (chrome_trace_regions.cpp): one lane per (SM, CTA, warp) in the GPU's
+  // process, next to its stream lanes.
+  void append_region(const TraceEvent& e);
+  void append_region_lane_names();
   void append_time(uint64_t ns);  // µs relative to the base, 3 decimals
   void append_cpu_place(uint64_t thread, uint64_t ts_ns);
   void append_gpu_place(uint64_t device, uint64_t stream, uint64_t ts_ns);
@@ -107,6 +111,8 @@ class ChromeTraceWriter {
   std::unordered_map<uint32_t, OpArgs> ops_;           // per launch-metadata op
   std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;   // device -> streams seen
   std::set<uint32_t> cpu_lanes_;                       // thread indices seen
+  // device -> (SM, CTA, warp) key -> lane id (chrome_trace_regions.cpp)
+  std::map<uint32_t, std::map<uint64_t, uint64_t>> region_lanes_;
 };
 
 }  // namespace proton

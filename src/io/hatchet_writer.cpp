@@ -106,6 +106,14 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
     for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
       written.insert(k);
   }
+  if (n.has_cycles && !n.has_kernel) {
+    // As triton.profiler 3.6 writes cycle metrics: the device type as the number of its own
+    // enum (HIP 0, CUDA 1; seen on an H100: "1").
+    w.key("device_id").value(std::to_string(n.cycles_device_id));
+    w.key("device_type").value(n.cycles_device_type == DeviceType::kCuda ? "1" : "0");
+    written.insert("device_id");
+    written.insert("device_type");
+  }
   for (const auto& [metric, value] : n.metrics) {
     // Written as triton.profiler writes it, without "(exc)"/"(pty)": the rule travels in the
     // root's "metric_rules" (write_metric_rules).

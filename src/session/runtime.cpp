@@ -530,6 +530,27 @@ void Runtime::dropped(uint64_t count) {
   }
 }
 
+void Runtime::add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
+                          std::span<const RegionTotals> regions, uint64_t units,
+                          uint32_t device_id, std::span<const RegionSpan> spans) {
+  std::shared_lock lock(sessions_mu_);
+  for (; sessions != 0; sessions &= sessions - 1) {
+    Session* s = sessions_[std::countr_zero(sessions)].get();
+    if (s == nullptr) continue;
+    {
+      std::lock_guard session_lock(s->mu);
+      CallTree& tree = s->tree();
+      CallTree::NodeId node = tree.child(tree.node_for_context(ctx), kernel);
+      try {
+        add_region_totals(tree, node, regions, units, device_id, DeviceType::kCuda);
+      } catch (const MetricTypeError&) {
+        // A user metric named "cycles" of another type: never let it stop delivery.
+      }
+    }
+    if (!spans.empty()) s->add_region_spans(ctx, kernel, device_id, spans);
+  }
+}
+
 bool Runtime::is_active(SessionId id) const {
   std::shared_lock lock(sessions_mu_);
   for (SessionId slot = 0; slot < kMaxSessions; ++slot) {

@@ -20,6 +20,7 @@
 
 #include "attribution/record_processor.h"
 #include "backends/backend.h"
+#include "data/region_metrics.h"
 #include "session/session.h"
 
 namespace proton {
@@ -72,6 +73,13 @@ class Runtime final : public RecordSink {
   /// no launch stamped with its epochs is still waiting for records). Never blocks on the GPU.
   bool is_phase_complete(SessionId id, uint32_t phase);
   void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
+
+  /// Intra-kernel regions of one launch (backends/instrumentation): added below the kernel's
+  /// node of context `ctx` in each session of `sessions` that still exists (takes each
+  /// Session::mu). `units` = warps x CTAs of the launch.
+  void add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
+                   std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
+                   std::span<const RegionSpan> spans = {});
 
   bool is_active(SessionId id) const;
   bool has_sessions() const;

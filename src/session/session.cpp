@@ -160,6 +160,11 @@ void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns) {
 
 void Session::finish_trace(uint64_t now_ns) {
   if (!trace_ || trace_finished_) return;
+  // Regions whose kernel record never came: placed by the GPU clock offset alone.
+  for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched()) {
+    int64_t start = static_cast<int64_t>(RegionAlignment::first_start(b)) - gpu_offset_ns_;
+    emit_regions(b, static_cast<uint64_t>(start));
+  }
   trace_->close_open_scopes(now_ns);
   trace_->for_each_chunk([this](auto events) { trace_writer_->append(events); });
   TraceSummary summary;
@@ -172,6 +177,34 @@ void Session::finish_trace(uint64_t now_ns) {
   summary.unfinished_scopes = trace_->unfinished_scopes();
   trace_finished_ = true;  // the events are in the writer now: never append them twice
   trace_writer_->finish(summary);
+}
+
+void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
+                               std::span<const RegionSpan> spans) {
+  std::lock_guard lock(mu);
+  if (!trace_ || trace_finished_) return;
+  RegionAlignment::Batch b{ctx, kernel, device, {spans.begin(), spans.end()}};
+  if (auto start = region_alignment_.on_regions(std::move(b))) {
+    emit_regions(RegionAlignment::Batch{ctx, kernel, device, {spans.begin(), spans.end()}}, *start);
+  }
+}
+
+void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns) {
+  const uint64_t first = RegionAlignment::first_start(b);
+  for (const RegionSpan& r : b.spans) {
+    TraceEvent e;
+    e.kind = TraceEvent::kRegion;
+    e.start_ns = kernel_start_ns + (r.start_ns - first);
+    e.end_ns = e.start_ns + (r.end_ns - r.start_ns);
+    e.context = b.ctx;
+    e.name = r.name;
+    e.device = b.device;
+    e.stream = r.sm;
+    e.correlation = r.cta;
+    e.thread = r.warp;
+    e.op = b.kernel;
+    trace_->add(e);
+  }
 }
 
 void Session::add_scope_event(const LaunchTag& tag) {
@@ -223,6 +256,9 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
     if (r.correlation != last_launch_) e.flags |= kTraceFirstOfLaunch;
     last_launch_ = r.correlation;
     trace_->add(e);
+    // Intra-kernel regions of this launch, if they came first (session/region_alignment.h).
+    if (auto regions = region_alignment_.on_kernel(r.name, e.start_ns))
+      emit_regions(*regions, e.start_ns);
   }
 }
 

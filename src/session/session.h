@@ -15,6 +15,8 @@
 #include "attribution/launch_stage.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
+#include "data/region_metrics.h"
+#include "session/region_alignment.h"
 
 namespace proton {
 
@@ -70,6 +72,10 @@ class Session {
   /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
   void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
 
+  /// Intra-kernel region spans of one launch on the timeline (takes mu); no-op without a trace.
+  void add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
+                        std::span<const RegionSpan> spans);
+
   /// A CPU scope opening/closing on a traced thread (takes mu).
   void add_scope_event(const LaunchTag& tag);
 
@@ -118,6 +124,9 @@ class Session {
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;
   std::unique_ptr<TraceStore> trace_;
+  RegionAlignment region_alignment_;  // intra-kernel regions waiting for their kernel (mu)
+  // Adds a region batch to the trace with its first region at `kernel_start_ns` (requires mu).
+  void emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns);
   int64_t gpu_offset_ns_ = 0;
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;

@@ -88,6 +88,7 @@ class Deriver {
     int32_t metric = match_metric(profile_, base);
     if (metric < 0) missing(column.header, "metric '" + std::string(base) + "'");
     const MetricInfo& info = profile_.metrics[static_cast<size_t>(metric)];
+    if (info.name == "cycles") return cycles_percent(std::move(column), metric);
     column.values = profile_.inclusive(metric);
     double total = 0;
     if (info.kind == MetricKind::kInclusive) {
@@ -100,6 +101,26 @@ class Deriver {
     }
     for (double& v : column.values)
       v = v / total * 100.0;
+    return column;
+  }
+
+  // Intra-kernel regions (docs/instrumentation.md): a region's cycles as a share of its
+  // kernel's, the kernel being the nearest ancestor with no cycles of its own (100% there).
+  Column cycles_percent(Column column, int32_t metric) {
+    std::vector<double> own = profile_.stored(metric);
+    std::vector<double> total = profile_.inclusive(metric);
+    column.values.assign(profile_.nodes.size(), kAbsent);
+    for (size_t i = 0; i < profile_.nodes.size(); ++i) {
+      if (std::isnan(own[i])) continue;
+      int32_t k = profile_.nodes[i].parent;
+      while (k >= 0 && !std::isnan(own[static_cast<size_t>(k)]))
+        k = profile_.nodes[k].parent;
+      if (k < 0) continue;
+      double base = total[static_cast<size_t>(k)];
+      column.values[i] = base > 0 ? total[i] / base * 100.0 : kAbsent;
+      column.values[static_cast<size_t>(k)] = 100.0;
+    }
+    column.additive = false;
     return column;
   }
 

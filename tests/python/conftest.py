@@ -19,3 +19,8 @@ def out(tmp_path):
     yield Out()
     # Leave no session behind for the next test.
     proton.finalize()
+
+
+def pytest_configure(config):
+    # Tests that need Triton installed (helper "durable" registers it in pyproject too).
+    config.addinivalue_line("markers", "triton: needs Triton installed (3.6 or newer)")

@@ -1,7 +1,500 @@
-"""Intra-kernel instrumentation hook (``backend="instrumentation"``): not built yet."""
+"""Intra-kernel instrumentation (``proton.start(backend="instrumentation", mode=...)``).
 
+Triton's compiler side is reused: its proton dialect passes lower ``pl.enter_scope`` /
+``pl.exit_scope`` into clock reads kept in a per-warp buffer. The runtime side is ours, in C++
+(``src/backends/instrumentation``): the launcher's profile-scratch allocator is a C++ function
+that hands each launch a slice of one device pool (no host round trip), the launch-exit hook
+queues an asynchronous copy of the slice on our own stream, and a consumer thread decodes it
+and adds region nodes under the kernel's node.
+
+Plumbing differs between Triton versions; each difference is detected by feature:
+- passes: ``triton._instrumentation.register_instrumentation`` (3.9) or
+  ``backends["nvidia"].compiler.instrumentation`` (3.6 / 3.8);
+- ``add_allocate_proton_global_scratch_buffer`` runs where the binding exists (3.6);
+- the allocator keeps ``(size, alignment, stream)``, alignment 128.
+
+Everything installed here is undone when the last instrumentation session ends, so sessions
+can start and finish many times in one process.
+"""
+
+import json
+import re
+from typing import Any, Dict, Optional
+
+from .. import _instr_state
+from .. import mode as _mode
 from .hook import Hook
+
+PROFILE_BUFFER_ALIGNMENT = 128
+
+
+def _proton():
+    from .. import _proton as p
+
+    return p
+
+
+def _triton():
+    try:
+        import triton
+    except ImportError as e:  # pragma: no cover - exercised where Triton is absent
+        raise RuntimeError(f"backend='instrumentation' needs Triton (import failed: {e})") from e
+    return triton
+
+
+def _backend_name(triton) -> str:
+    try:
+        target = triton.runtime.driver.active.get_current_target()
+    except Exception as e:
+        raise RuntimeError(f"backend='instrumentation' needs an active Triton driver: {e}") from e
+    if target.backend == "cuda":
+        return "nvidia"
+    if target.backend == "hip":
+        return "amd"
+    raise RuntimeError(f"backend='instrumentation': unsupported target {target.backend!r}")
+
+
+class _PassSet:
+    """The object Triton 3.6/3.8 call as ``backends[...].compiler.instrumentation``."""
+
+    def __init__(self, passes: Dict[str, Any]):
+        self._passes = passes
+
+    def patch(self, ir: str, pm, context):
+        self.load_dialects(context)
+        if ir in self._passes:
+            self._passes[ir](pm)
+
+    def load_dialects(self, ctx):
+        from triton._C.libtriton import proton as tp
+
+        tp.load_dialects(ctx)
+
+
+class _Installed:
+    """What one activation put into Triton, so deactivation restores exactly that."""
+
+    def __init__(self):
+        self.backend = None
+        self.registered_points = []  # 3.9
+        self.previous_instrumentation = None  # 3.6/3.8
+        self.previous_allocator = None
+        self.previous_mode = ""
+        self.chains = []  # (chain, fn) added to knobs.runtime
+        self.previous_stages_hook = None
+
+
+def _passes(triton, options: _mode.InstrumentationMode, backend: str, max_shared_mem: int):
+    from triton._C.libtriton import passes as tpasses
+    from triton._C.libtriton import proton as tp
+
+    enums = options.to_triton()
+    long_clock = _mode.Optimize.CLOCK32 not in options.optimizations
+
+    def to_llvmir(pm):
+        # profile_buffer_size 1 and alignment 128 as triton.profiler: the pass sizes each CTA's
+        # slice of the global scratch itself.
+        tp.add_convert_proton_to_protongpu(pm, enums["metric_type"], enums["sampling_strategy"],
+                                           options.sampling_options, enums["granularity"],
+                                           enums["buffer_strategy"], enums["buffer_type"],
+                                           options.buffer_size, max_shared_mem, 1,
+                                           PROFILE_BUFFER_ALIGNMENT, long_clock)
+        tpasses.common.add_cse(pm)
+        if _mode.Optimize.SCHED_STORES in options.optimizations:
+            tp.add_schedule_buffer_store(pm)
+        tp.add_allocate_proton_shared_memory(pm)
+        if _mode.Optimize.SCHED_BARRIERS in options.optimizations and backend == "amd":
+            tp.add_sched_barriers(pm)
+
+    def to_llvm(pm):
+        if hasattr(tp, "add_allocate_proton_global_scratch_buffer"):  # 3.6; 3.9 has none
+            tp.add_allocate_proton_global_scratch_buffer(pm)
+        if backend == "nvidia":
+            tp.add_convert_proton_nvidia_gpu_to_llvm(pm)
+        else:
+            arch = triton.runtime.driver.active.utils.get_device_properties(
+                triton.runtime.driver.active.get_current_device())["arch"].split(":")[0]
+            tp.add_convert_proton_amd_gpu_to_llvm(pm, arch)
+
+    return to_llvmir, to_llvm
+
+
+def _max_shared_mem(triton) -> int:
+    driver = triton.runtime.driver.active
+    try:
+        return int(driver.utils.get_device_properties(driver.get_current_device())["max_shared_mem"])
+    except Exception:
+        # A test driver without device properties: H100's opt-in maximum.
+        return int(getattr(driver, "max_shared_mem", 232448))
+
+
+def _chain_add(rt, attr: str, fn, installed: _Installed):
+    chain = getattr(rt, attr, None)
+    if chain is not None and hasattr(chain, "add"):
+        chain.add(fn)
+        installed.chains.append((attr, chain, fn))
+    elif chain is None:
+        setattr(rt, attr, fn)
+        installed.chains.append((attr, None, fn))
+    else:
+        raise RuntimeError(f"another tool installed triton.knobs.runtime.{attr}; cannot chain")
+
+
+def _chain_remove(rt, installed: _Installed):
+    for attr, chain, fn in reversed(installed.chains):
+        if chain is not None:
+            try:
+                chain.remove(fn)
+            except ValueError:
+                pass
+        elif getattr(rt, attr, None) is fn:
+            setattr(rt, attr, None)
+    installed.chains.clear()
+
+
+def _kernel_loaded(module, function, name, metadata_group, hash=None, *args):
+    """knobs.runtime.kernel_load_end_hook: tells the C++ runtime how to decode this kernel."""
+    if not function or not _instr_state.on:
+        return
+    json_path = next((p for k, p in metadata_group.items() if k.endswith("json")), None)
+    ttgir_path = next((p for k, p in metadata_group.items() if k.endswith("ttgir")), None)
+    if json_path is None:
+        return
+    with open(json_path) as f:
+        meta = json.load(f)
+    scratch = int(meta.get("profile_scratch_size", 0) or 0)
+    if scratch == 0:
+        return  # compiled without instrumentation (or no records in it)
+    names, parents = _scope_tree(ttgir_path)
+    options = _Registry.mode
+    units = _mode.sampled_warps(options.sampling_options) if options else []
+    _proton().instr_register_kernel(int(function), str(name), int(meta.get("num_warps", 4)),
+                                    scratch, units, names, parents)
+
+
+def _scope_tree(ttgir_path):
+    """Scope ids -> names and parents, read by Triton's own analysis of the kernel's TTGIR."""
+    if not ttgir_path:
+        return [], []
+    from triton._C.libtriton import ir, nvidia
+    from triton._C.libtriton import proton as tp
+
+    context = ir.context()
+    ir.load_dialects(context)
+    nvidia.load_dialects(context)
+    tp.load_dialects(context)
+    module = ir.parse_mlir_module(ttgir_path, context)
+    module.context = context
+    names = [(int(i), str(n)) for i, n in tp.get_scope_id_names(module)]
+    parents = [(int(i), int(p)) for i, p in tp.get_scope_id_parents(module)]
+    return names, parents
+
+
+_RECORD = re.compile(r'proton\.record (start|end) "((?:[^"\\]|\\.)*)"')
+_FUNC = re.compile(r"tt\.func (?:public |private )?@([\w$.]+)")
+
+
+def unbalanced_regions(ttgir: str):
+    """Region problems in a kernel's TTGIR text: [(region, reason)], empty when balanced.
+
+    Text order is program order for straight-line code and loop bodies; only what can never
+    pair (an end before any start, different start and end counts) is reported."""
+    open_count: Dict[str, int] = {}
+    problems = []
+    for kind, name in _RECORD.findall(ttgir):
+        if kind == "start":
+            open_count[name] = open_count.get(name, 0) + 1
+        elif open_count.get(name, 0) == 0:
+            problems.append((name, "exit_scope without a matching enter_scope"))
+        else:
+            open_count[name] -= 1
+    problems += [(n, "enter_scope never closed by exit_scope") for n, c in open_count.items() if c]
+    return problems
+
+
+def _check_regions_stage(previous):
+    """knobs.runtime.add_stages_inspection_hook: before lowering to LLVM, fail with the kernel's
+    and the region's names instead of Triton's bare 'PassManager::run failed'."""
+
+    def hook(*args):
+        if not args:
+            # Triton 3.9 asks for a cache key (per launch, so keep it constant): the check
+            # does not change the code, so ours adds nothing to the previous hook's.
+            return previous() if previous is not None else ("", "")
+        backend, stages, options, language, capability = args
+        if previous is not None:
+            previous(backend, stages, options, language, capability)
+        make_llir = stages.get("llir")
+        if make_llir is None:
+            return
+
+        def llir(src, metadata):
+            if _instr_state.on:
+                text = str(src)
+                problems = unbalanced_regions(text)
+                if problems:
+                    found = _FUNC.search(text)
+                    kernel = metadata.get("name") or (found.group(1) if found else "?")
+                    detail = "; ".join(f"region {n!r}: {why}" for n, why in problems)
+                    raise ValueError(f"proton.language regions in kernel {kernel!r} do not pair: "
+                                     f"{detail}")
+            return make_llir(src, metadata)
+
+        stages["llir"] = llir
+
+    hook._proton_previous = previous
+    return hook
+
+
+def _make_launch_exit():
+    """knobs.runtime.launch_exit_hook: one dict read and one C++ call per launch (the C++ side
+    returns at once for launches that got no profile scratch)."""
+    exit_c = _proton().instr_launch_exit
+
+    def _launch_exit(metadata):
+        data = metadata.data  # LazyDict (3.6 - 3.9): name, function, stream
+        exit_c(data["function"] or 0, data["stream"] or 0)
+
+    return _launch_exit
+
+
+class _Registry:
+    """Process-wide: which sessions instrument, and what is installed into Triton for them."""
+
+    sessions: Dict[int, "InstrumentationHook"] = {}
+    installed: Optional[_Installed] = None
+    mode: Optional[_mode.InstrumentationMode] = None
 
 
 class InstrumentationHook(Hook):
-    """Placeholder until the instrumentation backend exists."""
+    """Installs Triton's instrumentation passes and our profile-scratch allocator.
+
+    One mode per process at a time: sessions running together must use the same mode (the
+    kernel is compiled once for all of them).
+    """
+
+    priority: int = 0
+    profile_buffer_alignment: int = PROFILE_BUFFER_ALIGNMENT
+
+    def __init__(self, mode_obj=None):
+        parsed = _mode.parse(mode_obj)
+        if not isinstance(parsed, _mode.InstrumentationMode):
+            raise ValueError(f"backend='instrumentation' takes an instrumentation mode, not {parsed}")
+        if parsed.granularity != _mode.GRANULARITY.WARP:
+            raise ValueError(f"granularity {parsed.granularity.value!r}: Triton's instrumentation "
+                             f"passes implement only 'warp' (granularity must be warp for now)")
+        if parsed.buffer_strategy != _mode.BUFFER_STRATEGY.CIRCULAR:
+            raise ValueError(f"buffer_strategy {parsed.buffer_strategy.value!r}: Triton's passes "
+                             f"implement only 'circular'")
+        self.mode = parsed
+
+    # Sessions -------------------------------------------------------------------------------
+    def attach(self, session: int) -> None:
+        if _Registry.sessions and _Registry.mode != self.mode:
+            raise ValueError(f"instrumentation mode {self.mode} differs from the running "
+                             f"session's {_Registry.mode}; finalize it first")
+        if not _Registry.sessions:
+            _Registry.mode = self.mode
+            self.activate()
+        _Registry.sessions[session] = self
+
+    def detach(self, session: Optional[int]) -> None:
+        if session is None:
+            _Registry.sessions.clear()
+        else:
+            _Registry.sessions.pop(session, None)
+        if not _Registry.sessions:
+            self.deactivate()
+            _Registry.mode = None
+
+    # Hook interface -------------------------------------------------------------------------
+    def activate(self) -> None:
+        if _Registry.installed is not None:
+            return
+        triton = _triton()
+        from triton import knobs
+        from triton.runtime import _allocation
+
+        backend = _backend_name(triton)
+        inst = _Installed()
+        inst.backend = backend
+        to_llvmir, to_llvm = _passes(triton, self.mode, backend, _max_shared_mem(triton))
+        try:
+            from triton._instrumentation import register_instrumentation
+        except ImportError:
+            register_instrumentation = None
+        if register_instrumentation is not None:  # 3.9
+            from triton._C.libtriton import proton as tp
+
+            for point, cb in (("load-dialects", tp.load_dialects), ("ttgpuir-to-llvmir", to_llvmir),
+                              ("llvmir-to-llvm", to_llvm)):
+                register_instrumentation(point=point, backend=backend, callback=cb)
+                inst.registered_points.append(point)
+        else:  # 3.6 / 3.8
+            from triton.backends import backends
+
+            compiler = backends[backend].compiler
+            inst.previous_instrumentation = getattr(compiler, "instrumentation", None)
+            compiler.instrumentation = _PassSet({"ttgpuir_to_llvmir": to_llvmir,
+                                                 "llvmir_to_llvm": to_llvm})
+        inst.previous_allocator = _allocation._profile_allocator.get()
+        _allocation.set_profile_allocator(_proton().instr_alloc)
+        inst.previous_mode = knobs.compilation.instrumentation_mode
+        knobs.compilation.instrumentation_mode = str(self.mode)
+        _chain_add(knobs.runtime, "kernel_load_end_hook", _kernel_loaded, inst)
+        _chain_add(knobs.runtime, "launch_exit_hook", _make_launch_exit(), inst)
+        if hasattr(knobs.runtime, "add_stages_inspection_hook"):
+            inst.previous_stages_hook = knobs.runtime.add_stages_inspection_hook
+            knobs.runtime.add_stages_inspection_hook = _check_regions_stage(
+                inst.previous_stages_hook)
+        _Registry.installed = inst
+        _instr_state.on = True
+
+    def deactivate(self) -> None:
+        inst = _Registry.installed
+        if inst is None:
+            return
+        _instr_state.on = False
+        from triton import knobs
+        from triton.runtime import _allocation
+
+        _chain_remove(knobs.runtime, inst)
+        if hasattr(knobs.runtime, "add_stages_inspection_hook"):
+            knobs.runtime.add_stages_inspection_hook = inst.previous_stages_hook
+        knobs.compilation.instrumentation_mode = inst.previous_mode
+        _allocation.set_profile_allocator(inst.previous_allocator)
+        if inst.registered_points:
+            from triton._instrumentation import unregister_instrumentation
+
+            for point in inst.registered_points:
+                unregister_instrumentation(point=point, backend=inst.backend)
+        else:
+            from triton.backends import backends
+
+            backends[inst.backend].compiler.instrumentation = inst.previous_instrumentation
+        _Registry.installed = None
+
+    def init_handle(self, module, function, name, metadata_group, hash=None) -> None:
+        _kernel_loaded(module, function, name, metadata_group, hash)
+
+    def exit(self, metadata) -> None:
+        data = getattr(metadata, "data", metadata)
+        _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
+
+
+def check_mode(mode_obj) -> "InstrumentationHook":
+    """Validates a mode for a new instrumentation session before the session exists: bad parts,
+    unsupported options, or a mode other than the running sessions' raise ValueError."""
+    hook = InstrumentationHook(mode_obj)
+    if _Registry.sessions and _Registry.mode != hook.mode:
+        raise ValueError(f"instrumentation mode {hook.mode} differs from the running "
+                         f"session's {_Registry.mode}; finalize it first")
+    return hook
+
+
+def start_session(session: int, mode_obj, pool_bytes: Optional[int] = None) -> None:
+    """Called by proton.start(backend="instrumentation"): opens the session's device pool and
+    installs the hook (once for all instrumentation sessions)."""
+    hook = InstrumentationHook(mode_obj)
+    _proton().instr_open(session, int(pool_bytes or 0))
+    try:
+        hook.attach(session)
+    except Exception:
+        _proton().instr_close(session)
+        raise
+
+
+def end_session(session: Optional[int]) -> None:
+    """Called by proton.finalize: drains the session's records, frees its pool."""
+    if session is None:
+        ids = list(_Registry.sessions)
+    elif session in _Registry.sessions:
+        ids = [session]
+    else:
+        return
+    for sid in ids:
+        _Registry.sessions[sid].detach(sid)
+    for sid in ids:
+        _proton().instr_close(sid)
+
+
+def is_instrumented(session: int) -> bool:
+    return session in _Registry.sessions
+
+
+def stats() -> dict:
+    """Counters of the C++ runtime: launches, bytes, overflows, decode errors, and the per-record
+    cost in cycles where ``calibrate()`` measured it."""
+    out = dict(_proton().instr_stats())
+    if _calibration:
+        out["record_cycles"] = dict(_calibration)
+    return out
+
+
+def add_cuda_regions(kernel_name: str, raw: bytes, *, num_warps: int, scratch_bytes: int,
+                     scope_names: Dict[int, str], scope_parents: Optional[Dict[int, int]] = None,
+                     warps=None, clock_khz: int = 0) -> dict:
+    """Adds the regions of a kernel that recorded them itself (``include/proton/instrument.cuh``,
+    or a profile-scratch buffer dumped from a Triton kernel) under ``kernel_name`` at the
+    current scope of every active session. ``raw``: the kernel's whole scratch, copied to the
+    host. ``clock_khz``: the SM clock, to place regions on a trace (0: tree only).
+    Returns the decoder's counts and errors (bad bytes never raise)."""
+    return dict(_proton().instr_add_host(
+        str(kernel_name), bytes(raw), int(num_warps), int(scratch_bytes),
+        [int(w) for w in (warps or [])], [(int(i), str(n)) for i, n in scope_names.items()],
+        [(int(i), int(p)) for i, p in (scope_parents or {}).items()], int(clock_khz)))
+
+
+_calibration: Dict[str, float] = {}
+
+
+def calibrate(mode_obj=None) -> Dict[str, float]:
+    """Measures once per process what one record costs on this GPU, in cycles.
+
+    Runs a kernel of 32 empty regions per warp (an end right after its start): each such
+    region's cycles are the cost of one record (clock read plus buffer store) under ``mode``.
+    A region that encloses N nested records over-counts by about N x ``record_cycles``.
+    Needs torch and a GPU; the result is kept and reported by ``stats()``.
+    """
+    key = str(_mode.parse(mode_obj))
+    if key in _calibration:
+        return {"record_cycles": _calibration[key], "mode": key}
+    import torch
+    from triton.runtime import _allocation
+
+    from .. import language as pl
+    from ._calibration_kernel import proton_calibration
+
+    bufs = []
+
+    def alloc(size, alignment, stream):
+        bufs.append(torch.zeros(size, dtype=torch.uint8, device="cuda"))
+        return bufs[-1]
+
+    was_on = _Registry.installed is not None
+    hook = InstrumentationHook(mode_obj)
+    if not was_on:
+        hook.activate()
+    previous = _allocation._profile_allocator.get()
+    semantic_added = False
+    try:
+        from triton.language.semantic import TritonSemantic  # the kernel is @triton.jit
+
+        semantic_added = TritonSemantic not in pl._SEMANTICS
+        pl._SEMANTICS.add(TritonSemantic)
+        _allocation.set_profile_allocator(alloc)
+        out = torch.empty(8, device="cuda", dtype=torch.int32)
+        k = proton_calibration[(8,)](out, num_warps=4)
+        torch.cuda.synchronize()
+        raw = bufs[-1].cpu().numpy().tobytes()
+        d = _proton().instr_decode(raw, 4, int(k.metadata.profile_scratch_size), [])
+        cycles = sorted(s[5] - s[4] for s in d["samples"])
+        value = float(cycles[len(cycles) // 2]) if cycles else float("nan")
+    finally:
+        _allocation.set_profile_allocator(previous)
+        if semantic_added:
+            pl._SEMANTICS.discard(TritonSemantic)
+        if not was_on:
+            hook.deactivate()
+    _calibration[key] = value
+    return {"record_cycles": value, "mode": key}

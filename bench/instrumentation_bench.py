@@ -1,0 +1,227 @@
+"""Intra-kernel instrumentation: Proton against triton.profiler, side by side on one GPU.
+
+    python bench/instrumentation_bench.py [--out DIR] [--quick]
+
+Rows (issue 16's target table):
+  gemm_one_region     kernel-time ratio, one region around a GEMM's tile loop
+  region_per_iter     kernel-time ratio, a region per iteration of a 16-iteration loop
+  wall_1000           wall time of 1,000 instrumented launches / uninstrumented
+  rss_growth_mb       host memory growth over a 1,000-launch Proton run
+  cycles_vs_cupti     region cycles per warp / (CUPTI kernel time x SM clock), one region
+                      end to end (1.0 = agree)
+Kernel-time ratios time the compiled kernels themselves (CUDA events over back-to-back
+launches, profile scratch from one preallocated buffer): triton.profiler's column is the kernel
+compiled with its default options (none), Proton's with ours (clock32, sched_stores). Wall time
+runs each profiler's whole launch path; triton.profiler's is measured over fewer launches (it
+synchronizes per launch) and scaled to 1,000.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def time_kernel(launch, reps):
+    import torch
+
+    launch()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = float("inf")
+    for _ in range(3):
+        start.record()
+        for _ in range(reps):
+            launch()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / reps)
+    return best * 1e3  # us
+
+
+class FixedBuffer:
+    """A profile allocator that returns one preallocated buffer: times the kernel alone."""
+
+    def __init__(self):
+        self.buf = None
+
+    def __call__(self, size, alignment, stream):
+        import torch
+
+        if self.buf is None or self.buf.numel() < size:
+            self.buf = torch.zeros(size, dtype=torch.uint8, device="cuda")
+        return self.buf
+
+
+def compiled_kernel_ratios(quick):
+    """Kernel time of plain vs instrumented binaries, for both option sets."""
+    import torch
+    import triton
+    from triton.runtime import _allocation
+
+    import instrumentation_kernels as K
+    from proton.hooks.instrumentation import InstrumentationHook
+
+    reps = 20 if quick else 100
+    x, out, grid, kw = K.loop_args(torch)
+    gemm_args, ggrid, gkw = K.matmul_args(torch)
+    cases = {
+        "gemm_one_region": (lambda r: K.matmul[ggrid](*gemm_args, REGION=r, **gkw)),
+        "region_per_iter": (lambda r: (K.loop_region_per_iter if r else K.loop_plain)[grid](
+            x, out, num_warps=4, **kw)),
+    }
+    results = {}
+    plain = {name: time_kernel(lambda f=f: f(False), reps) for name, f in cases.items()}
+    for label, mode in (("triton_options", "default:optimizations="), ("proton_options", None)):
+        hook = InstrumentationHook(mode)
+        hook.activate()
+        alloc = FixedBuffer()
+        _allocation.set_profile_allocator(alloc)
+        try:
+            for name, f in cases.items():
+                t = time_kernel(lambda f=f: f(True), reps)
+                results.setdefault(name, {"plain_us": plain[name]})[label + "_us"] = t
+                results[name][label + "_ratio"] = t / plain[name]
+        finally:
+            hook.deactivate()
+    return results
+
+
+def proton_wall_and_rss(out_dir, launches):
+    import torch
+
+    import proton
+    import instrumentation_kernels as K
+    from proton.hooks import instrumentation as instr
+
+    x, out, grid, kw = K.loop_args(torch, ctas=132)
+    K.loop_one_region[grid](x, out, num_warps=4, **kw)  # compile plain
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(launches):
+        K.loop_one_region[grid](x, out, num_warps=4, **kw)
+    torch.cuda.synchronize()
+    plain = time.perf_counter() - t0
+    session = proton.start(str(out_dir / "bench_proton"), backend="instrumentation")
+    K.loop_one_region[grid](x, out, num_warps=4, **kw)  # compile instrumented
+    torch.cuda.synchronize()
+    rss0 = rss_mb()
+    t0 = time.perf_counter()
+    for _ in range(launches):
+        K.loop_one_region[grid](x, out, num_warps=4, **kw)
+    torch.cuda.synchronize()
+    inst = time.perf_counter() - t0
+    rss1 = rss_mb()
+    proton.finalize(session)
+    return {"plain_s": plain, "proton_s": inst, "proton_ratio": inst / plain,
+            "rss_growth_mb": rss1 - rss0, "stats": instr.stats()}
+
+
+TRITON_WALL = r'''
+import json, os, sys, time, torch
+os.environ["PROTON_BENCH_PL"] = "triton"
+sys.path.insert(0, sys.argv[1])
+import triton.profiler as tp
+import instrumentation_kernels as K
+x, out, grid, kw = K.loop_args(torch, ctas=132)
+launches = int(sys.argv[2])
+s = tp.start(sys.argv[3], backend="instrumentation")
+K.loop_one_region[grid](x, out, num_warps=4, **kw)
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for _ in range(launches):
+    K.loop_one_region[grid](x, out, num_warps=4, **kw)
+torch.cuda.synchronize()
+print(json.dumps({"seconds": time.perf_counter() - t0, "launches": launches}))
+tp.finalize()
+'''
+
+
+def triton_wall(out_dir, launches):
+    r = subprocess.run([sys.executable, "-c", TRITON_WALL, str(HERE), str(launches),
+                        str(out_dir / "bench_triton")], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return {"error": r.stderr[-1500:]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def cycles_vs_cupti(out_dir):
+    import torch
+
+    import proton
+    import instrumentation_kernels as K
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    out = torch.empty(sms, device="cuda")
+    name = str(out_dir / "bench_cycles")
+    session = proton.start(name, backend="instrumentation")
+    for _ in range(5):
+        K.busy_region[(sms,)](out, SPIN=200000, num_warps=4)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    root, devices = json.load(open(name + ".hatchet"))
+    kernel = next(c for c in root["children"] if c["frame"]["name"].startswith("busy_region"))
+    region = next(c for c in kernel["children"] if c["frame"]["name"] == "all")
+    clock_khz = next(iter(devices["CUDA"].values()))["clock_rate"]
+    launches = kernel["metrics"]["count"]
+    cycles_per_warp = region["metrics"]["normalized_cycles"] / launches
+    kernel_cycles = kernel["metrics"]["time (ns)"] / launches * clock_khz / 1e6
+    return {"region_cycles_per_warp": cycles_per_warp, "cupti_ns": kernel["metrics"]["time (ns)"]
+            / launches, "clock_khz": clock_khz, "ratio": cycles_per_warp / kernel_cycles}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/results/instrumentation")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    out_dir = pathlib.Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    launches = 1000
+    report = {"gpu": torch.cuda.get_device_name(0)}
+    report["kernel_time"] = compiled_kernel_ratios(args.quick)
+    report["wall"] = proton_wall_and_rss(out_dir, launches)
+    tw = triton_wall(out_dir, 20 if args.quick else 50)
+    if "seconds" in tw:
+        tw["scaled_to_1000_s"] = tw["seconds"] / tw["launches"] * launches
+        tw["ratio"] = tw["scaled_to_1000_s"] / report["wall"]["plain_s"]
+    report["wall"]["triton_profiler"] = tw
+    report["cycles_vs_cupti"] = cycles_vs_cupti(out_dir)
+    (out_dir / "instrumentation_bench.json").write_text(json.dumps(report, indent=1))
+    kt, w = report["kernel_time"], report["wall"]
+    print(f"GPU: {report['gpu']}")
+    print("| case | triton.profiler 3.6 | Proton | target |")
+    print("|---|---|---|---|")
+    print(f"| kernel-time ratio, one region around a GEMM tile loop | "
+          f"{kt['gemm_one_region']['triton_options_ratio']:.3f}x | "
+          f"{kt['gemm_one_region']['proton_options_ratio']:.3f}x | <= 1.02x |")
+    print(f"| kernel-time ratio, a region per iteration (16) | "
+          f"{kt['region_per_iter']['triton_options_ratio']:.3f}x | "
+          f"{kt['region_per_iter']['proton_options_ratio']:.3f}x | <= 1.20x |")
+    print(f"| wall time, 1,000 instrumented launches vs uninstrumented | "
+          f"{tw.get('ratio', float('nan')):.1f}x | {w['proton_ratio']:.3f}x | <= 1.10x |")
+    print(f"| host memory growth, 1,000 launches | - | {w['rss_growth_mb']:.1f} MB | <= 64 MB |")
+    c = report["cycles_vs_cupti"]
+    print(f"| region cycles / (CUPTI ns x SM clock), one region end to end | - | "
+          f"{c['ratio']:.3f} | within 10% |")
+    print(json.dumps(w["stats"]))
+
+
+if __name__ == "__main__":
+    main()

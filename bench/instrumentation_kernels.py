@@ -1,0 +1,97 @@
+"""Kernels shared by the instrumentation bench, probe and GPU tests (need Triton and a GPU).
+
+PROTON_BENCH_PL=triton writes the regions with triton.profiler.language instead of ours, for
+runs under triton.profiler (its hook only sees its own language's records).
+"""
+
+import os
+
+import triton
+import triton.language as tl
+
+if os.environ.get("PROTON_BENCH_PL") == "triton":
+    import triton.profiler.language as pl
+else:
+    import proton.language as pl
+
+pl.enable_semantic("triton")
+
+
+@triton.jit
+def loop_plain(x_ptr, out_ptr, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(ITERS):
+        acc += tl.load(x_ptr + offs + i * BLOCK)
+    tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def loop_one_region(x_ptr, out_ptr, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    pl.enter_scope("loop")
+    for i in range(ITERS):
+        acc += tl.load(x_ptr + offs + i * BLOCK)
+    pl.exit_scope("loop")
+    tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def loop_region_per_iter(x_ptr, out_ptr, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(ITERS):
+        pl.enter_scope("iter")
+        acc += tl.load(x_ptr + offs + i * BLOCK)
+        pl.exit_scope("iter")
+    tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, REGION: tl.constexpr):
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = pid // grid_n, pid % grid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if REGION:
+        pl.enter_scope("tile_loop")
+    for k in range(0, K, BLOCK_K):
+        acc += tl.dot(tl.load(a), tl.load(b))
+        a += BLOCK_K
+        b += BLOCK_K * N
+    if REGION:
+        pl.exit_scope("tile_loop")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def busy_region(out_ptr, SPIN: tl.constexpr):
+    """One region from the kernel's first instruction to its last: cycles ~ duration x clock."""
+    pl.enter_scope("all")
+    acc = tl.program_id(0).to(tl.float32)
+    for i in range(SPIN):
+        acc = acc * 1.000001 + 0.5
+    tl.store(out_ptr + tl.program_id(0), acc)
+    pl.exit_scope("all")
+
+
+def loop_args(torch, ctas=1024, iters=16, block=256):
+    x = torch.randn(ctas * block + iters * block, device="cuda")
+    out = torch.empty(ctas * block, device="cuda")
+    return x, out, (ctas,), dict(ITERS=iters, BLOCK=block)
+
+
+def matmul_args(torch, m=4096, n=4096, k=4096):
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(m, 128) * triton.cdiv(n, 128),)
+    return (a, b, c, m, n, k), grid, dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8,
+                                          num_stages=3)

@@ -1,0 +1,148 @@
+// The instrumentation runtime's device API over the CUDA driver, dlopen'd so the package loads
+// on machines without one. Only this file knows CUDA.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <string>
+
+#include "backends/instrumentation/device_api.h"
+
+namespace proton::instr {
+
+namespace {
+
+// One typed table: each entry point declared once, with the real signature from cuda.h.
+struct CudaTable {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
+  decltype(&::cuCtxGetDevice) ctx_device = nullptr;
+  decltype(&::cuDeviceGetAttribute) attribute = nullptr;
+  decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
+  decltype(&::cuMemFree_v2) mem_free = nullptr;
+  decltype(&::cuMemAllocHost_v2) host_alloc = nullptr;
+  decltype(&::cuMemFreeHost) host_free = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy_v2) stream_destroy = nullptr;
+  decltype(&::cuEventCreate) event_create = nullptr;
+  decltype(&::cuEventDestroy_v2) event_destroy = nullptr;
+  decltype(&::cuEventRecord) event_record = nullptr;
+  decltype(&::cuEventSynchronize) event_sync = nullptr;
+  decltype(&::cuStreamWaitEvent) stream_wait = nullptr;
+  decltype(&::cuMemcpyDtoHAsync_v2) copy_async = nullptr;
+};
+
+template <typename F>
+bool bind(void* lib, F& fn, const char* name, std::string& why) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (fn == nullptr) why = std::string("libcuda has no ") + name;
+  return fn != nullptr;
+}
+
+class CudaDeviceApi final : public DeviceApi {
+ public:
+  bool load(std::string& why) override {
+    lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib_ == nullptr) {
+      why = "no CUDA driver (libcuda.so.1 could not be loaded)";
+      return false;
+    }
+    CudaTable& t = t_;
+    bool ok = bind(lib_, t.init, "cuInit", why) && bind(lib_, t.ctx_get, "cuCtxGetCurrent", why) &&
+              bind(lib_, t.ctx_set, "cuCtxSetCurrent", why) &&
+              bind(lib_, t.ctx_device, "cuCtxGetDevice", why) &&
+              bind(lib_, t.attribute, "cuDeviceGetAttribute", why) &&
+              bind(lib_, t.mem_alloc, "cuMemAlloc_v2", why) &&
+              bind(lib_, t.mem_free, "cuMemFree_v2", why) &&
+              bind(lib_, t.host_alloc, "cuMemAllocHost_v2", why) &&
+              bind(lib_, t.host_free, "cuMemFreeHost", why) &&
+              bind(lib_, t.stream_create, "cuStreamCreate", why) &&
+              bind(lib_, t.stream_destroy, "cuStreamDestroy_v2", why) &&
+              bind(lib_, t.event_create, "cuEventCreate", why) &&
+              bind(lib_, t.event_destroy, "cuEventDestroy_v2", why) &&
+              bind(lib_, t.event_record, "cuEventRecord", why) &&
+              bind(lib_, t.event_sync, "cuEventSynchronize", why) &&
+              bind(lib_, t.stream_wait, "cuStreamWaitEvent", why) &&
+              bind(lib_, t.copy_async, "cuMemcpyDtoHAsync_v2", why);
+    if (ok && t.init(0) != CUDA_SUCCESS) {
+      why = "cuInit failed";
+      ok = false;
+    }
+    return ok;
+  }
+  bool capture_context() override {
+    CUcontext ctx = nullptr;
+    if (t_.ctx_get(&ctx) != CUDA_SUCCESS || ctx == nullptr) return false;
+    ctx_ = ctx;
+    CUdevice dev = 0;
+    if (t_.ctx_device(&dev) == CUDA_SUCCESS) {
+      device_ = static_cast<uint32_t>(dev);
+      int khz = 0;
+      if (t_.attribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev) == CUDA_SUCCESS)
+        clock_khz_ = static_cast<uint32_t>(khz);
+    }
+    return true;
+  }
+  void bind_context() override {
+    if (ctx_ != nullptr) t_.ctx_set(ctx_);
+  }
+  uint32_t device_id() override { return device_; }
+  uint32_t sm_clock_khz() override { return clock_khz_; }
+  uint64_t alloc_device(size_t bytes) override {
+    CUdeviceptr p = 0;
+    return t_.mem_alloc(&p, bytes) == CUDA_SUCCESS ? static_cast<uint64_t>(p) : 0;
+  }
+  void free_device(uint64_t ptr) override {
+    if (ptr != 0) t_.mem_free(static_cast<CUdeviceptr>(ptr));
+  }
+  void* alloc_pinned(size_t bytes) override {
+    void* p = nullptr;
+    return t_.host_alloc(&p, bytes) == CUDA_SUCCESS ? p : nullptr;
+  }
+  void free_pinned(void* ptr) override {
+    if (ptr != nullptr) t_.host_free(ptr);
+  }
+  void* create_stream() override {
+    CUstream s = nullptr;
+    return t_.stream_create(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS ? s : nullptr;
+  }
+  void destroy_stream(void* s) override {
+    if (s != nullptr) t_.stream_destroy(static_cast<CUstream>(s));
+  }
+  void* create_event() override {
+    CUevent e = nullptr;
+    return t_.event_create(&e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? e : nullptr;
+  }
+  void destroy_event(void* e) override {
+    if (e != nullptr) t_.event_destroy(static_cast<CUevent>(e));
+  }
+  bool record(void* e, uint64_t stream) override {
+    return t_.event_record(static_cast<CUevent>(e), reinterpret_cast<CUstream>(stream)) ==
+           CUDA_SUCCESS;
+  }
+  bool wait(void* s, void* e) override {
+    return t_.stream_wait(static_cast<CUstream>(s), static_cast<CUevent>(e), 0) == CUDA_SUCCESS;
+  }
+  bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* s) override {
+    return t_.copy_async(dst, static_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(s)) ==
+           CUDA_SUCCESS;
+  }
+  bool synchronize(void* e) override {
+    return t_.event_sync(static_cast<CUevent>(e)) == CUDA_SUCCESS;
+  }
+
+ private:
+  void* lib_ = nullptr;  // never dlclose'd: callbacks may run until process exit
+  CudaTable t_;
+  CUcontext ctx_ = nullptr;
+  uint32_t device_ = 0;
+  uint32_t clock_khz_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceApi> make_device_api() {
+  return std::make_unique<CudaDeviceApi>();
+}
+
+}  // namespace proton::instr

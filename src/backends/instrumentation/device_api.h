@@ -1,0 +1,49 @@
+// What the instrumentation runtime needs from a GPU driver, and nothing vendor-specific: device
+// memory, pinned host memory, one stream of our own, events, an asynchronous device-to-host copy.
+// The CUDA implementation (src/backends/cuda) dlopens libcuda; tests use a fake over host memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace proton::instr {
+
+class DeviceApi {
+ public:
+  virtual ~DeviceApi() = default;
+
+  /// Loads the driver; false with `why` when there is none. Called once, before anything else.
+  virtual bool load(std::string& why) = 0;
+  /// Remembers the calling thread's current device context (the launching thread's), so our
+  /// consumer thread can make it current too.
+  virtual bool capture_context() = 0;
+  virtual void bind_context() = 0;
+  virtual uint32_t device_id() = 0;
+  /// The SM clock of the captured context's device in kHz (cycles -> ns on the timeline).
+  virtual uint32_t sm_clock_khz() = 0;
+
+  virtual uint64_t alloc_device(size_t bytes) = 0;  // 0 on failure
+  virtual void free_device(uint64_t ptr) = 0;
+  virtual void* alloc_pinned(size_t bytes) = 0;  // nullptr on failure
+  virtual void free_pinned(void* ptr) = 0;
+
+  virtual void* create_stream() = 0;
+  virtual void destroy_stream(void* stream) = 0;
+  virtual void* create_event() = 0;  // without timing: cheapest to record
+  virtual void destroy_event(void* event) = 0;
+
+  /// Records `event` on the launch's stream (`stream` as Triton passes it: a handle, 0 = default).
+  virtual bool record(void* event, uint64_t stream) = 0;
+  /// Makes `stream` (ours) wait for `event` on the device; the host does not wait.
+  virtual bool wait(void* stream, void* event) = 0;
+  virtual bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) = 0;
+  /// Blocks the calling (consumer) thread until `event` completed.
+  virtual bool synchronize(void* event) = 0;
+};
+
+/// The device API of this build (CUDA when compiled with CUDA headers), nullptr when none.
+std::unique_ptr<DeviceApi> make_device_api();
+
+}  // namespace proton::instr

@@ -1,0 +1,79 @@
+#include "backends/instrumentation/region_totals.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/name_table.h"
+#include "session/runtime.h"
+
+namespace proton::instr {
+
+namespace {
+
+NameId scope_name(const KernelInfo& k, uint32_t id) {
+  if (id < k.scope_names.size() && k.scope_names[id] != kNoName) return k.scope_names[id];
+  return NameTable::global().intern("scope_" + std::to_string(id));
+}
+
+}  // namespace
+
+std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult& d) {
+  std::vector<RegionTotals> by_scope(256);
+  for (const RegionSample& s : d.samples) {
+    RegionTotals& t = by_scope[s.scope & 0xffu];
+    t.cycles += s.end_cycle - s.start_cycle;
+    ++t.count;
+  }
+  std::vector<RegionTotals> out;
+  for (uint32_t id = 0; id < by_scope.size(); ++id) {
+    if (by_scope[id].count == 0) continue;
+    RegionTotals t = std::move(by_scope[id]);
+    // Walk up the parents; a cycle in bad metadata stops at 256 steps.
+    uint32_t cur = id;
+    for (int steps = 0; steps < 256; ++steps) {
+      t.path.push_back(scope_name(k, cur));
+      int32_t parent = cur < k.scope_parents.size() ? k.scope_parents[cur] : -1;
+      if (parent < 0 || static_cast<uint32_t>(parent) == cur) break;
+      cur = static_cast<uint32_t>(parent);
+    }
+    std::reverse(t.path.begin(), t.path.end());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
+                                     uint32_t clock_khz) {
+  std::vector<RegionSpan> spans;
+  if (clock_khz == 0 || d.ctas.empty()) return spans;
+  spans.reserve(d.samples.size());
+  const double ns_per_cycle = 1e6 / clock_khz;
+  size_t c = 0;  // samples come CTA by CTA, in the order of d.ctas
+  for (const RegionSample& s : d.samples) {
+    while (c + 1 < d.ctas.size() && d.ctas[c].cta != s.cta)
+      ++c;
+    const CtaHeader& h = d.ctas[c];
+    RegionSpan r;
+    r.name = scope_name(k, s.scope);
+    r.sm = s.sm;
+    r.cta = s.cta;
+    r.warp = s.unit;
+    r.start_ns = h.init_ns + static_cast<uint64_t>(
+                                 static_cast<double>(s.start_cycle - h.first_clock) * ns_per_cycle);
+    r.end_ns = r.start_ns + static_cast<uint64_t>(static_cast<double>(s.end_cycle - s.start_cycle) *
+                                                  ns_per_cycle);
+    spans.push_back(r);
+  }
+  return spans;
+}
+
+void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelInfo& k,
+                                const DecodeResult& d, uint32_t device_id, uint32_t clock_khz) {
+  std::vector<RegionTotals> totals = region_totals(k, d);
+  if (totals.empty()) return;
+  uint64_t units = uint64_t{k.layout.num_warps} * (d.ctas.size() + d.skipped_ctas);
+  std::vector<RegionSpan> spans = region_spans(k, d, clock_khz);
+  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans);
+}
+
+}  // namespace proton::instr

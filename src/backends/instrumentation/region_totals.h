@@ -1,0 +1,28 @@
+// From decoded samples to the call tree's region totals, and the sink that hands them to the
+// sessions. Vendor-neutral.
+#pragma once
+
+#include <vector>
+
+#include "backends/instrumentation/instr_runtime.h"
+#include "data/region_metrics.h"
+
+namespace proton::instr {
+
+/// Sums the samples of one launch per scope id, each with its path of enclosing regions
+/// (outermost first). Scope ids the kernel did not name become "scope_<id>".
+std::vector<RegionTotals> region_totals(const KernelInfo& kernel, const DecodeResult& decoded);
+
+/// Each sample placed in global-timer ns: its CTA's init time plus its clock offset from the
+/// CTA's first recorded clock, at `clock_khz`. Empty when the clock is unknown (0).
+std::vector<RegionSpan> region_spans(const KernelInfo& kernel, const DecodeResult& decoded,
+                                     uint32_t clock_khz);
+
+/// Delivers to the session runtime (Runtime::add_regions).
+class SessionRegionSink final : public RegionSink {
+ public:
+  void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& kernel,
+               const DecodeResult& decoded, uint32_t device_id, uint32_t clock_khz) override;
+};
+
+}  // namespace proton::instr

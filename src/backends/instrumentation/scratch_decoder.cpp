@@ -1,0 +1,163 @@
+#include "backends/instrumentation/scratch_decoder.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace proton::instr {
+
+namespace {
+
+constexpr size_t kMaxErrors = 8;
+constexpr uint32_t kEventBytes = 8;
+constexpr uint32_t kMaxScopes = 256;  // 8-bit scope ids
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+uint64_t load_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void note(DecodeResult& r, std::string message) {
+  if (r.errors.size() < kMaxErrors) r.errors.push_back(std::move(message));
+}
+
+// Pairs the start/end events of one unit's segment, oldest first. Starts are kept per scope id,
+// so nested and interleaved regions pair independently, as the lowering assigns one id per
+// region name.
+struct Pairing {
+  std::array<uint64_t, kMaxScopes> open_clock{};
+  std::array<bool, kMaxScopes> open{};
+};
+
+void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_written,
+                    const CtaHeader& cta, uint32_t unit, DecodeResult& r, uint64_t& min_clock) {
+  const uint64_t capacity = seg_bytes / kEventBytes;
+  const uint64_t written = uint64_t{words_written} / 2;
+  if (capacity == 0 || written == 0) return;
+  uint64_t first = 0;
+  uint64_t count = written;
+  if (written > capacity) {  // wrapped: the oldest surviving event sits at the write cursor
+    ++r.wrapped_units;
+    r.overwritten_events += written - capacity;
+    first = written % capacity;
+    count = capacity;
+  }
+  Pairing pairs;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t* e = seg + ((first + i) % capacity) * kEventBytes;
+    uint32_t w0 = load_u32(e);
+    uint32_t w1 = load_u32(e + 4);
+    bool is_end = (w0 >> 31) & 1u;
+    uint32_t scope = (w0 >> 23) & 0xffu;
+    uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | w1;
+    if (!is_end) {
+      if (pairs.open[scope]) ++r.unmatched_events;  // start after start: keep the newer one
+      pairs.open[scope] = true;
+      pairs.open_clock[scope] = clock;
+      continue;
+    }
+    if (!pairs.open[scope]) {  // its start was overwritten (wrap) or never written
+      ++r.unmatched_events;
+      continue;
+    }
+    pairs.open[scope] = false;
+    RegionSample s;
+    s.cta = cta.cta;
+    s.sm = cta.sm;
+    s.unit = unit;
+    s.scope = scope;
+    s.start_cycle = pairs.open_clock[scope];
+    s.end_cycle = s.start_cycle + cycles_between(s.start_cycle, clock);
+    min_clock = std::min(min_clock, s.start_cycle);
+    r.samples.push_back(s);
+  }
+  for (uint32_t s = 0; s < kMaxScopes; ++s)
+    r.unmatched_events += pairs.open[s] ? 1 : 0;
+}
+
+}  // namespace
+
+uint32_t data_offset_for(const KernelLayout& layout, uint32_t data_bytes) {
+  (void)data_bytes;
+  if (layout.data_offset != 0) return layout.data_offset;
+  // Triton 3.6's lowering copies the data right after the per-warp indices (byte 56 for four
+  // warps; read from its LLVM IR); the slice's tail up to profile_scratch_size is padding.
+  return kHeaderFixedBytes + 4 * layout.num_warps;
+}
+
+DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& layout) {
+  DecodeResult r;
+  const uint32_t slice = layout.scratch_bytes;
+  const uint32_t indices_end = kHeaderFixedBytes + 4 * layout.num_warps;
+  if (slice == 0 || layout.num_warps == 0 || slice < indices_end) {
+    note(r, "kernel layout: scratch size " + std::to_string(slice) + " cannot hold the header of " +
+                std::to_string(layout.num_warps) + " warps");
+    return r;
+  }
+  std::vector<uint32_t> units = layout.units;
+  if (units.empty()) {
+    units.resize(layout.num_warps);
+    for (uint32_t i = 0; i < layout.num_warps; ++i)
+      units[i] = i;
+  }
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  if (units.back() >= layout.num_warps) {
+    note(r, "kernel layout: profiled warp " + std::to_string(units.back()) +
+                " but the kernel has " + std::to_string(layout.num_warps) + " warps");
+    return r;
+  }
+  const size_t num_ctas = bytes.size() / slice;
+  if (bytes.size() % slice != 0) {
+    note(r, "truncated buffer: " + std::to_string(bytes.size() % slice) + " trailing bytes after " +
+                std::to_string(num_ctas) + " whole CTA slices");
+  }
+  for (size_t c = 0; c < num_ctas; ++c) {
+    const uint8_t* base = bytes.data() + c * slice;
+    const size_t at = c * slice;
+    uint32_t preamble = load_u32(base);
+    if (preamble == 0) {
+      ++r.skipped_ctas;
+      continue;
+    }
+    if (preamble != kPreamble) {
+      ++r.corrupt_ctas;
+      note(r, "CTA slice " + std::to_string(c) + " (byte " + std::to_string(at) +
+                  "): bad preamble, skipped");
+      continue;
+    }
+    CtaHeader h;
+    h.cta = load_u32(base + 4);
+    h.sm = load_u32(base + 8);
+    uint32_t data_bytes = load_u32(base + 12);
+    h.init_ns = load_u64(base + 16);
+    h.pre_final_ns = load_u64(base + 24);
+    h.post_final_ns = load_u64(base + 32);
+    uint32_t offset = data_offset_for(layout, data_bytes);
+    uint32_t seg_bytes = units.empty() ? 0 : data_bytes / static_cast<uint32_t>(units.size());
+    if (data_bytes == 0 || offset < indices_end || offset > slice || data_bytes > slice - offset ||
+        seg_bytes < kEventBytes) {
+      ++r.corrupt_ctas;
+      note(r, "CTA slice " + std::to_string(c) + " (byte " + std::to_string(at + 12) +
+                  "): data size " + std::to_string(data_bytes) + " does not fit the " +
+                  std::to_string(slice) + "-byte slice, skipped");
+      continue;
+    }
+    uint64_t min_clock = UINT64_MAX;
+    for (size_t i = 0; i < units.size(); ++i) {
+      uint32_t words = load_u32(base + kHeaderFixedBytes + 4 * units[i]);
+      decode_segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock);
+    }
+    h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
+    r.ctas.push_back(h);
+  }
+  return r;
+}
+
+}  // namespace proton::instr

@@ -1,0 +1,83 @@
+// Decoding of the per-CTA profile scratch that Triton's instrumentation lowering writes
+// (third_party/proton: convert-proton-nvidia-gpu-to-llvm and its host parser), and that
+// include/proton/instrument.cuh writes for hand-written CUDA kernels. Vendor-neutral: bytes in,
+// region samples out; no GPU, no driver.
+//
+// One CTA's slice of `scratch_bytes`:
+//   u32 preamble 0xdeadbeef (0: the CTA was not profiled), u32 linear program id, u32 SM id,
+//   u32 data bytes, u64 global time at init, u64 before the final copy, u64 after it,
+//   one u32 per warp of the kernel: words (4 bytes) written into its segment,
+//   then (at byte 40 + 4 * warps) the data: equal segments, one per profiled unit, in unit order.
+// Each event is 8 bytes: word0 bit 31 end flag, bits 30..23 scope id, bits 10..0 the clock's
+// high bits; word1 the clock's low 32 bits. A full segment wraps: the oldest events are
+// overwritten, and the unit's index keeps counting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace proton::instr {
+
+inline constexpr uint32_t kPreamble = 0xdeadbeefu;
+inline constexpr uint32_t kHeaderFixedBytes = 40;
+
+/// What the decoder must know about the kernel (from its compile metadata).
+struct KernelLayout {
+  uint32_t num_warps = 0;       // entries in the per-warp index array
+  uint32_t scratch_bytes = 0;   // bytes per CTA (metadata.profile_scratch_size)
+  std::vector<uint32_t> units;  // profiled warp ids, ascending; empty = every warp
+  uint32_t data_offset = 0;     // where the data starts in a CTA's slice; 0 = after indices
+};
+
+/// One closed region on one unit (warp) of one CTA.
+struct RegionSample {
+  uint32_t cta = 0;
+  uint32_t sm = 0;
+  uint32_t unit = 0;
+  uint32_t scope = 0;
+  uint64_t start_cycle = 0;
+  uint64_t end_cycle = 0;
+};
+
+/// One profiled CTA's header: its global-timer values place its samples in real time.
+struct CtaHeader {
+  uint32_t cta = 0;
+  uint32_t sm = 0;
+  uint64_t init_ns = 0;
+  uint64_t pre_final_ns = 0;
+  uint64_t post_final_ns = 0;
+  uint64_t first_clock = 0;  // smallest start clock of its samples (aligns clock to init_ns)
+};
+
+struct DecodeResult {
+  std::vector<CtaHeader> ctas;
+  std::vector<RegionSample> samples;
+  uint64_t wrapped_units = 0;       // segments that wrapped (oldest events lost)
+  uint64_t overwritten_events = 0;  // events lost to wrap-around
+  uint64_t unmatched_events = 0;    // an end without its start or a start without its end
+  uint64_t skipped_ctas = 0;        // preamble 0: not profiled
+  uint64_t corrupt_ctas = 0;        // bad preamble or sizes: skipped, the rest kept
+  /// Clear errors, first few only (position and reason); decoding went on past each.
+  std::vector<std::string> errors;
+};
+
+/// Where the data starts when `layout` does not say: right after the per-warp indices.
+uint32_t data_offset_for(const KernelLayout& layout, uint32_t data_bytes);
+
+/// Decodes every CTA slice in `bytes`. Never throws on bad input: problems are counted and
+/// described in `errors`; whatever decodes is kept.
+DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& layout);
+
+/// Cycles from `start` to `end` for clocks read as 64-bit (43 significant bits) or 32-bit
+/// (optimizations=clock32): one 32-bit wrap between them is undone.
+inline uint64_t cycles_between(uint64_t start, uint64_t end) {
+  if (end >= start) return end - start;
+  if (start < (uint64_t{1} << 32) && end < (uint64_t{1} << 32))
+    return end + (uint64_t{1} << 32) - start;
+  return 0;
+}
+
+}  // namespace proton::instr

@@ -1,0 +1,137 @@
+// proton._proton's instrumentation functions (python/proton/hooks/instrumentation.py calls
+// them): translation only; the runtime is src/backends/instrumentation.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attribution/launch_stage.h"
+#include "backends/instrumentation/instr_runtime.h"
+#include "backends/instrumentation/region_totals.h"
+#include "common/name_table.h"
+#include "context/thread_context.h"
+
+namespace nb = nanobind;
+using namespace proton;
+
+namespace proton {
+
+void bind_instrumentation(nb::module_& m) {
+  static instr::SessionRegionSink sink;
+  m.def("instr_open", [](uint32_t session, uint64_t pool_bytes) {
+    instr::InstrRuntime::get().set_sink(&sink);
+    instr::InstrRuntime::get().open(session, pool_bytes);
+  });
+  m.def("instr_close", [](uint32_t session) {
+    nb::gil_scoped_release release;  // the consumer may need a moment
+    instr::InstrRuntime::get().close(session);
+  });
+  m.def("instr_drain", [] {
+    nb::gil_scoped_release release;
+    instr::InstrRuntime::get().drain();
+  });
+  m.def("instr_register_kernel",
+        [](uint64_t function, const std::string& name, uint32_t num_warps, uint32_t scratch,
+           std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
+           std::vector<std::pair<uint32_t, uint32_t>> parents) {
+          instr::KernelInfo k;
+          k.name = NameTable::global().intern(name);
+          k.layout.num_warps = num_warps;
+          k.layout.scratch_bytes = scratch;
+          k.layout.units = std::move(units);
+          k.scope_names.assign(256, kNoName);
+          k.scope_parents.assign(256, -1);
+          for (auto& [id, n] : names)
+            if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
+          for (auto& [id, parent] : parents)
+            if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+          instr::InstrRuntime::get().register_kernel(function, std::move(k));
+        });
+  m.def("instr_alloc", [](uint64_t size, uint64_t alignment, nb::handle stream) {
+    uint64_t s = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
+    return instr::InstrRuntime::get().alloc(size, alignment, s);
+  });
+  m.def("instr_launch_exit", [](uint64_t function, uint64_t stream) {
+    instr::InstrRuntime::get().launch_exit(
+        function, stream, ThreadContext::launch_context(),
+        LaunchStage::active_sessions.load(std::memory_order_relaxed));
+  });
+  m.def("instr_stats", [] {
+    instr::InstrStats s = instr::InstrRuntime::get().stats();
+    nb::dict d;
+    d["launches"] = s.launches;
+    d["decoded"] = s.decoded;
+    d["overflows"] = s.overflows;
+    d["unknown_kernels"] = s.unknown_kernels;
+    d["copy_errors"] = s.copy_errors;
+    d["samples"] = s.samples;
+    d["wrapped_units"] = s.wrapped_units;
+    d["overwritten_events"] = s.overwritten_events;
+    d["unmatched_events"] = s.unmatched_events;
+    d["corrupt_ctas"] = s.corrupt_ctas;
+    d["bytes_copied"] = s.bytes_copied;
+    d["pool_bytes"] = s.pool_bytes;
+    d["max_in_flight_bytes"] = s.max_in_flight_bytes;
+    d["errors"] = instr::InstrRuntime::get().errors();
+    return d;
+  });
+  // Regions of a kernel recorded elsewhere (include/proton/instrument.cuh, or a dumped
+  // Triton buffer), decoded now and added under the current context of every active session.
+  m.def("instr_add_host",
+        [](const std::string& name, nb::bytes data, uint32_t num_warps, uint32_t scratch,
+           std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
+           std::vector<std::pair<uint32_t, uint32_t>> parents, uint32_t clock_khz) {
+          instr::KernelInfo k;
+          k.name = NameTable::global().intern(name);
+          k.layout = instr::KernelLayout{num_warps, scratch, std::move(units), 0};
+          k.scope_names.assign(256, kNoName);
+          k.scope_parents.assign(256, -1);
+          for (auto& [id, n] : names)
+            if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
+          for (auto& [id, parent] : parents)
+            if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+          instr::DecodeResult r = instr::decode_scratch(
+              {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, k.layout);
+          instr::SessionRegionSink().deliver(
+              LaunchStage::active_sessions.load(std::memory_order_relaxed),
+              ThreadContext::launch_context(), k, r, 0, clock_khz);
+          nb::dict d;
+          d["samples"] = r.samples.size();
+          d["ctas"] = r.ctas.size();
+          d["wrapped_units"] = r.wrapped_units;
+          d["unmatched_events"] = r.unmatched_events;
+          d["corrupt_ctas"] = r.corrupt_ctas;
+          d["errors"] = r.errors;
+          return d;
+        });
+  // Decodes raw profile-scratch bytes with the runtime's decoder (probes, tests, tools).
+  m.def("instr_decode", [](nb::bytes data, uint32_t num_warps, uint32_t scratch,
+                           std::vector<uint32_t> units) {
+    instr::KernelLayout layout{num_warps, scratch, std::move(units), 0};
+    instr::DecodeResult r = instr::decode_scratch(
+        {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, layout);
+    nb::list samples;
+    for (const auto& s : r.samples)
+      samples.append(nb::make_tuple(s.cta, s.sm, s.unit, s.scope, s.start_cycle, s.end_cycle));
+    nb::list ctas;
+    for (const auto& c : r.ctas)
+      ctas.append(nb::make_tuple(c.cta, c.sm, c.init_ns, c.pre_final_ns, c.post_final_ns));
+    nb::dict d;
+    d["samples"] = samples;
+    d["ctas"] = ctas;
+    d["wrapped_units"] = r.wrapped_units;
+    d["overwritten_events"] = r.overwritten_events;
+    d["unmatched_events"] = r.unmatched_events;
+    d["skipped_ctas"] = r.skipped_ctas;
+    d["corrupt_ctas"] = r.corrupt_ctas;
+    d["errors"] = r.errors;
+    return d;
+  });
+}
+
+}  // namespace proton

@@ -1,0 +1,44 @@
+// Intra-kernel regions on the call tree: one node per region (nested as the kernel nests them)
+// under the kernel's node, with the metrics triton.profiler writes on them.
+//
+//   cycles             sum over every (CTA, warp) that ran the region, of end - start clocks
+//   count              closed regions summed (one per warp per execution)
+//   normalized_cycles  cycles / (warps x CTAs) of the launch, summed over launches: the
+//                      region's cycles per unit, as Triton 3.6 normalises them
+//   device_id, device_type   strings ("0", "1" = CUDA), as Triton 3.6 writes them for cycles
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/ids.h"
+#include "data/call_tree.h"
+
+namespace proton {
+
+/// One region's totals for one launch; `path` is its name and its enclosing regions' names,
+/// outermost first.
+struct RegionTotals {
+  std::vector<NameId> path;
+  uint64_t cycles = 0;
+  uint64_t count = 0;
+};
+
+/// One region execution on one warp, in GPU global-timer ns (the clock of CUPTI's kernel
+/// records), for the timeline.
+struct RegionSpan {
+  NameId name = kNoName;
+  uint32_t sm = 0;
+  uint32_t cta = 0;
+  uint32_t warp = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+/// Adds one launch's regions below `kernel`. `units` = warps x CTAs of the launch (> 0).
+void add_region_totals(CallTree& tree, CallTree::NodeId kernel,
+                       std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
+                       DeviceType type);
+
+}  // namespace proton

@@ -1,0 +1,69 @@
+// Intra-kernel regions on the Chrome trace: each (SM, CTA, warp) gets a lane in its GPU's
+// process, below the stream lanes, so Perfetto shows a kernel's box and, under it, the regions
+// each warp ran, on one clock.
+#include <string>
+
+#include "common/name_table.h"
+#include "io/chrome_trace_writer.h"
+#include "io/json_writer.h"
+
+namespace proton {
+
+namespace {
+
+// Region lanes start far above stream ids, so the two never share a tid.
+constexpr uint64_t kRegionLaneBase = uint64_t{1} << 32;
+
+uint64_t lane_key(const TraceEvent& e) {
+  return (uint64_t{e.stream & 0xffffu} << 48) | ((e.correlation & 0xffffffffu) << 16) |
+         (e.thread & 0xffffu);
+}
+
+}  // namespace
+
+void ChromeTraceWriter::append_region(const TraceEvent& e) {
+  auto& lanes = region_lanes_[e.device];
+  auto [it, inserted] = lanes.try_emplace(lane_key(e), 0);
+  if (inserted) it->second = kRegionLaneBase + lanes.size() - 1;
+  if (!first_event_) buf_.push_back(',');
+  first_event_ = false;
+  buf_ += "\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":";
+  buf_ += quoted_name(e.name);
+  append_gpu_place(e.device, it->second, e.start_ns);
+  buf_ += ",\"dur\":";
+  append_duration(e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0);
+  buf_ += ",\"args\":{\"kernel\":";
+  buf_ += quoted_name(e.op);
+  buf_ += ",\"sm\":";
+  buf_ += std::to_string(e.stream);
+  buf_ += ",\"cta\":";
+  buf_ += std::to_string(e.correlation);
+  buf_ += ",\"warp\":";
+  buf_ += std::to_string(e.thread);
+  buf_ += ",\"call_stack\":";
+  buf_ += call_stack(e.context);
+  buf_ += "}}";
+}
+
+void ChromeTraceWriter::append_region_lane_names() {
+  for (const auto& [device, lanes] : region_lanes_) {
+    std::string pid = std::to_string(device);
+    for (const auto& [key, tid] : lanes) {
+      std::string name = "SM " + std::to_string(key >> 48) + " / CTA " +
+                         std::to_string((key >> 16) & 0xffffffffu) + " / warp " +
+                         std::to_string(key & 0xffffu);
+      std::string quoted;
+      JsonWriter::append_string(quoted, name);
+      for (const auto& [what, arg] :
+           {std::pair<const char*, std::string>{"thread_name", "\"name\":" + quoted},
+            {"thread_sort_index", "\"sort_index\":" + std::to_string(tid)}}) {
+        if (!first_event_) buf_.push_back(',');
+        first_event_ = false;
+        buf_ += "\n{\"ph\":\"M\",\"pid\":" + pid + ",\"tid\":" + std::to_string(tid) +
+                ",\"name\":\"" + what + "\",\"args\":{" + arg + "}}";
+      }
+    }
+  }
+}
+
+}  // namespace proton

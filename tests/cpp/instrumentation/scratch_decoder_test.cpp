@@ -1,0 +1,149 @@
+#include "backends/instrumentation/scratch_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include "scratch_builder.h"
+
+namespace proton::instr {
+namespace {
+
+using testing::Event;
+using testing::ScratchBuilder;
+
+KernelLayout layout_of(const ScratchBuilder& b, uint32_t warps, std::vector<uint32_t> units = {}) {
+  return KernelLayout{warps, b.slice_bytes(), std::move(units), 0};
+}
+
+TEST(ScratchDecoder, PairsStartAndEndPerWarpAndCta) {
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  for (uint32_t w = 0; w < 4; ++w)
+    ev[w] = {{false, 0, 100 + w}, {true, 0, 300 + w}};
+  b.add_cta(0, 7, ev);
+  b.add_cta(1, 9, ev, 5000);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 4));
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  ASSERT_EQ(r.ctas.size(), 2u);
+  EXPECT_EQ(r.ctas[1].sm, 9u);
+  EXPECT_EQ(r.ctas[1].init_ns, 5000u);
+  EXPECT_EQ(r.ctas[0].first_clock, 100u);
+  ASSERT_EQ(r.samples.size(), 8u);
+  for (const RegionSample& s : r.samples)
+    EXPECT_EQ(s.end_cycle - s.start_cycle, 200u);
+  EXPECT_EQ(r.samples[3].unit, 3u);
+  EXPECT_EQ(r.samples[5].cta, 1u);
+  EXPECT_EQ(r.unmatched_events, 0u);
+}
+
+TEST(ScratchDecoder, NestedScopesAndLongClock) {
+  ScratchBuilder b(1, 1024, 1);
+  uint64_t hi = uint64_t{0x123} << 32;
+  b.add_cta(0, 0,
+            {{{false, 1, hi + 10}, {false, 2, hi + 20}, {true, 2, hi + 50}, {true, 1, hi + 90}}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[0].scope, 2u);
+  EXPECT_EQ(r.samples[0].end_cycle - r.samples[0].start_cycle, 30u);
+  EXPECT_EQ(r.samples[1].start_cycle, hi + 10);
+  EXPECT_EQ(r.samples[1].end_cycle - r.samples[1].start_cycle, 80u);
+}
+
+TEST(ScratchDecoder, Clock32WrapIsUndone) {
+  ScratchBuilder b(1, 1024, 1);
+  b.add_cta(0, 0, {{{false, 0, 0xfffffff0u}, {true, 0, 0x10u}}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].end_cycle - r.samples[0].start_cycle, 0x20u);
+}
+
+TEST(ScratchDecoder, CircularWrapKeepsNewestEventsInOrder) {
+  // 64-byte data, one unit: 8 events fit. Write 11 regions (22 events): the first 14 are lost.
+  ScratchBuilder b(1, 64, 1);
+  std::vector<Event> ev;
+  for (uint64_t i = 0; i < 11; ++i) {
+    ev.push_back({false, 0, 1000 * i});
+    ev.push_back({true, 0, 1000 * i + 10 + i});
+  }
+  b.add_cta(0, 0, {ev});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  EXPECT_EQ(r.wrapped_units, 1u);
+  EXPECT_EQ(r.overwritten_events, 14u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.samples[i].start_cycle, 1000 * (7 + i));
+    EXPECT_EQ(r.samples[i].end_cycle - r.samples[i].start_cycle, 10 + 7 + i);
+  }
+}
+
+TEST(ScratchDecoder, WrapThatCutsARegionCountsTheOrphanEnd) {
+  ScratchBuilder b(1, 32, 1);  // 4 events
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}, {false, 0, 3}, {true, 0, 4}, {false, 1, 5}}});
+  // The cursor is at event 1: survivors are (end 0 @2), (start 0 @3), (end 0 @4), (start 1 @5).
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].start_cycle, 3u);
+  EXPECT_EQ(r.unmatched_events, 2u);  // the orphan end and the unclosed start
+}
+
+TEST(ScratchDecoder, SelectedWarpsUseTheirOwnIndices) {
+  ScratchBuilder b(8, 1024, 2);
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 5}}, {{false, 0, 1}, {true, 0, 9}}});
+  // The builder wrote indices at slots 0 and 1; selected warps 0 and 1 read them.
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 8, {0, 1}));
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[1].unit, 1u);
+  EXPECT_EQ(r.samples[1].end_cycle - r.samples[1].start_cycle, 8u);
+}
+
+TEST(ScratchDecoder, UnprofiledCtaIsSkippedQuietly) {
+  ScratchBuilder b(1, 64, 1);
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}}}, 1000, 0);
+  b.add_cta(1, 0, {{{false, 0, 1}, {true, 0, 2}}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  EXPECT_EQ(r.skipped_ctas, 1u);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.samples.size(), 1u);
+}
+
+TEST(ScratchDecoder, CorruptCtaIsReportedAndTheRestKept) {
+  ScratchBuilder b(1, 64, 1);
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}}});
+  b.add_cta(1, 0, {{{false, 0, 1}, {true, 0, 2}}}, 1000, 0x12345678);
+  b.add_cta(2, 0, {{{false, 0, 1}, {true, 0, 2}}});
+  ScratchBuilder::put32(b.bytes().data() + 2 * b.slice_bytes() + 12, 1u << 30);  // data size
+  b.add_cta(3, 0, {{{false, 0, 1}, {true, 0, 4}}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  EXPECT_EQ(r.corrupt_ctas, 2u);
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_NE(r.errors[0].find("bad preamble"), std::string::npos);
+  EXPECT_NE(r.errors[1].find("does not fit"), std::string::npos);
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples[1].cta, 3u);
+}
+
+TEST(ScratchDecoder, TruncatedBufferKeepsWholeSlices) {
+  ScratchBuilder b(1, 64, 1);
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}}});
+  b.add_cta(1, 0, {{{false, 0, 1}, {true, 0, 2}}});
+  b.bytes().resize(b.bytes().size() - 5);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("truncated"), std::string::npos);
+  EXPECT_EQ(r.samples.size(), 1u);
+}
+
+TEST(ScratchDecoder, BadLayoutIsAnErrorNotACrash) {
+  std::vector<uint8_t> bytes(100, 0xff);
+  EXPECT_FALSE(decode_scratch(bytes, KernelLayout{4, 10, {}, 0}).errors.empty());
+  EXPECT_FALSE(decode_scratch(bytes, KernelLayout{0, 100, {}, 0}).errors.empty());
+  EXPECT_FALSE(decode_scratch(bytes, KernelLayout{2, 100, {5}, 0}).errors.empty());
+}
+
+TEST(ScratchDecoder, DataStartsAfterTheIndicesAsTritonLowersIt) {
+  // Four warps: the data begins at byte 56 (Triton 3.6's LLVM IR), not at a 128-byte boundary.
+  EXPECT_EQ(data_offset_for(KernelLayout{4, 8320, {}, 0}, 8192), 56u);
+  EXPECT_EQ(data_offset_for(KernelLayout{4, 8320, {}, 128}, 8192), 128u);
+}
+
+}  // namespace
+}  // namespace proton::instr

@@ -1,0 +1,221 @@
+"""Intra-kernel instrumentation on a real GPU (issue 16's "what must be shown").
+
+Each test runs Triton kernels with pl regions under proton.start(backend="instrumentation") and
+reads the tree back: regions under the right kernel and call path, selected warps, circular
+wrap-around, autotuning, two sessions, kernel time (CUPTI) and region cycles in one profile,
+and the CUDA C++ header example.
+"""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+triton = pytest.importorskip("triton")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import proton  # noqa: E402
+from proton.hooks import instrumentation as instr  # noqa: E402
+import instrumentation_kernels as K  # noqa: E402
+
+CTAS, ITERS, BLOCK, WARPS = 64, 16, 256, 4
+
+
+def run_loop(kernel, launches=1, **extra):
+    x, out, grid, kw = K.loop_args(torch, ctas=CTAS, iters=ITERS, block=BLOCK)
+    for _ in range(launches):
+        kernel[grid](x, out, num_warps=WARPS, **kw, **extra)
+    return out
+
+
+def kernel_node(profile, *path, name):
+    node = profile.node(*path) if path else profile.root
+    found = [c for c in node["children"] if c["frame"]["name"].startswith(name)]
+    assert found, profile.render()
+    return found[0]
+
+
+def test_regions_under_the_kernel_of_their_call_path(out_name, read_profile):
+    session = proton.start(out_name, backend="instrumentation")
+    with proton.scope("outer"):
+        run_loop(K.loop_one_region, launches=3)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    kernel = kernel_node(p, "outer", name="loop_one_region")
+    loop = p.node("loop", start=kernel)
+    m = loop["metrics"]
+    assert m["count"] == 3 * CTAS * WARPS
+    assert m["cycles"] > 0
+    assert m["normalized_cycles"] == pytest.approx(m["cycles"] / (CTAS * WARPS), rel=1e-6)
+    assert m["device_id"] == "0" and m["device_type"] == "1"  # triton.profiler's spelling
+    # Kernel time from CUPTI and region cycles in one profile.
+    assert kernel["metrics"].get("time (ns)", 0) > 0, p.render()
+    assert kernel["metrics"]["count"] == 3
+    s = instr.stats()
+    assert s["overflows"] == 0 and s["copy_errors"] == 0, s
+
+
+def test_selected_warps_only(out_name, read_profile):
+    session = proton.start(out_name, backend="instrumentation",
+                           mode="default:sampling_strategy=selective:sampling_options=0,2")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    loop = p.node("loop", start=kernel_node(p, name="loop_one_region"))
+    assert loop["metrics"]["count"] == CTAS * 2
+
+
+def test_circular_wrap_around_keeps_the_newest(out_name, read_profile):
+    before = instr.stats()
+    # 256 bytes for 4 warps: 8 events per warp; 16 iterations write 32.
+    session = proton.start(out_name, backend="instrumentation", mode="default:buffer_size=256")
+    run_loop(K.loop_region_per_iter)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    after = instr.stats()
+    p = read_profile()
+    it = p.node("iter", start=kernel_node(p, name="loop_region_per_iter"))
+    assert it["metrics"]["count"] == CTAS * WARPS * 4  # the 4 newest regions of each warp
+    assert after["wrapped_units"] - before["wrapped_units"] == CTAS * WARPS
+    assert after["overwritten_events"] - before["overwritten_events"] == CTAS * WARPS * 24
+
+
+def test_region_per_iteration_counts_every_iteration(out_name, read_profile):
+    session = proton.start(out_name, backend="instrumentation")
+    run_loop(K.loop_region_per_iter)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    it = p.node("iter", start=kernel_node(p, name="loop_region_per_iter"))
+    assert it["metrics"]["count"] == CTAS * WARPS * ITERS
+
+
+def test_autotuned_kernel(out_name, read_profile):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4),
+                              triton.Config({"BLOCK": 256}, num_warps=8)], key=["n"])
+    @triton.jit
+    def tuned(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        with pl.scope("body"):
+            v = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(out_ptr + offs, v * 2, mask=offs < n)
+
+    x = torch.randn(1 << 16, device="cuda")
+    out = torch.empty_like(x)
+    session = proton.start(out_name, backend="instrumentation")
+    for _ in range(3):
+        tuned[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    kernel = kernel_node(p, name="tuned")
+    assert p.node("body", start=kernel)["metrics"]["count"] > 0
+    assert torch.allclose(out, x * 2)
+
+
+def test_two_sessions_both_get_regions(out_name, read_profile, tmp_path):
+    second = str(tmp_path / "second")
+    s1 = proton.start(out_name, backend="instrumentation")
+    s2 = proton.start(second, backend="instrumentation")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(s2)
+    run_loop(K.loop_one_region)  # s1 alone now
+    torch.cuda.synchronize()
+    proton.finalize(s1)
+    p1, p2 = read_profile(), read_profile(second)
+    c1 = p1.node("loop", start=kernel_node(p1, name="loop_one_region"))["metrics"]["count"]
+    c2 = p2.node("loop", start=kernel_node(p2, name="loop_one_region"))["metrics"]["count"]
+    assert (c1, c2) == (2 * CTAS * WARPS, CTAS * WARPS)
+
+
+def test_many_launches_without_a_synchronize_each(out_name, read_profile):
+    before = instr.stats()
+    session = proton.start(out_name, backend="instrumentation")
+    run_loop(K.loop_one_region, launches=1000)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    after = instr.stats()
+    decoded = after["decoded"] - before["decoded"]
+    overflows = after["overflows"] - before["overflows"]
+    assert decoded + overflows == 1000
+    assert overflows == 0, after
+    p = read_profile()
+    loop = p.node("loop", start=kernel_node(p, name="loop_one_region"))
+    assert loop["metrics"]["count"] == 1000 * CTAS * WARPS
+
+
+def test_with_hook_triton(out_name, read_profile):
+    session = proton.start(out_name, backend="instrumentation", hook="triton")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    p = read_profile()
+    assert p.node("loop", start=kernel_node(p, name="loop_one_region"))["metrics"]["count"] == \
+        CTAS * WARPS
+
+
+def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
+    import json
+
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    kernels = [e for e in trace if e.get("cat") == "kernel" and "loop_one_region" in e["name"]]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    assert len(kernels) == 1 and len(regions) == CTAS * WARPS
+    k = kernels[0]
+    lanes = {(e["args"]["sm"], e["args"]["cta"], e["args"]["warp"]) for e in regions}
+    assert len(lanes) == CTAS * WARPS
+    # Inside the kernel's box, on one clock (1 us of slack for clock-rate rounding).
+    for e in regions:
+        assert k["ts"] - 1 <= e["ts"] and e["ts"] + e["dur"] <= k["ts"] + k["dur"] + 1, (e, k)
+    names = [e for e in trace if e.get("ph") == "M" and e.get("name") == "thread_name"
+             and "warp" in e["args"]["name"]]
+    assert len(names) == CTAS * WARPS
+
+
+def test_record_cost_is_calibrated():
+    c = instr.calibrate()
+    assert 0 <= c["record_cycles"] < 500, c
+    assert "record_cycles" in instr.stats()
+
+
+def test_kernel_without_session_runs_uninstrumented():
+    out = run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    x, _, _, _ = K.loop_args(torch, ctas=CTAS, iters=ITERS, block=BLOCK)
+    assert out.shape[0] == CTAS * BLOCK
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_cuda_header_example(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "examples/cuda_regions/run_example.py"),
+                          str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+
+    tree = json.load(open(tmp_path / "cuda_regions.hatchet"))[0]
+    example = next(c for c in tree["children"] if c["frame"]["name"] == "example")
+    kernel = next(c for c in example["children"] if c["frame"]["name"] == "saxpy_steps")
+    loop = next(c for c in kernel["children"] if c["frame"]["name"] == "loop")
+    step = next(c for c in loop["children"] if c["frame"]["name"] == "step")
+    ctas = (1 << 20) // 128
+    assert loop["metrics"]["count"] == ctas * 4
+    assert step["metrics"]["count"] == ctas * 4 * 16
+    assert loop["metrics"]["cycles"] >= step["metrics"]["cycles"]

@@ -1,0 +1,265 @@
+"""Instrumented kernels compile on this machine (no GPU) for GPUTarget("cuda", 90, 32).
+
+Runs against whichever Triton is importable: 3.6 installed, 3.9 with PYTHONPATH=/work/triton39.
+Checks what each Triton version's plumbing needs: the passes are registered where that version
+looks for them, the compiled kernel carries profile_scratch_size and proton.record ops, a kernel
+compiled with no session carries none, and nothing stays installed after the session.
+"""
+
+import os
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+import proton  # noqa: E402
+from proton.hooks import instrumentation as instr  # noqa: E402
+
+from instr_stub_driver import stub_driver  # noqa: E402
+
+pytestmark = pytest.mark.triton
+
+
+def _kernels():
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def regions(x, N: tl.constexpr):
+        pl.enter_scope("load")
+        v = tl.load(x + tl.arange(0, N))
+        pl.exit_scope("load")
+        with pl.scope("store"):
+            tl.store(x + tl.arange(0, N), v + 1)
+
+    return regions
+
+
+def _compile(fn, cache_dir, **opts):
+    from triton.backends.compiler import GPUTarget
+    from triton import knobs
+
+    os.environ["TRITON_CACHE_DIR"] = str(cache_dir)
+    knobs.cache.dir = str(cache_dir)
+    src = triton.compiler.ASTSource(fn=fn, signature={"x": "*fp32"}, constexprs={"N": 128})
+    options = {"num_warps": 4, "instrumentation_mode": knobs.compilation.instrumentation_mode}
+    options.update(opts)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+@pytest.fixture
+def lang():
+    import proton.language as pl
+
+    pl.enable_semantic("triton")
+    yield pl
+    pl.disable_semantic("triton")
+
+
+def _triton_state():
+    from triton import knobs
+    from triton.runtime import _allocation
+    from triton.backends import backends
+
+    state = {"mode": knobs.compilation.instrumentation_mode,
+             "allocator": _allocation._profile_allocator.get(),
+             "compiler": getattr(backends["nvidia"].compiler, "instrumentation", None)}
+    try:
+        from triton._instrumentation import _callbacks
+        state["registered"] = dict(_callbacks)
+    except ImportError:
+        pass
+    return state
+
+
+def test_instrumented_kernel_carries_records_and_scratch(tmp_path, lang):
+    fn = _kernels()
+    with stub_driver():
+        before = _triton_state()
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            k = _compile(fn, tmp_path / "cache_on")
+        finally:
+            proton.finalize(session)
+        after = _triton_state()
+        plain = _compile(fn, tmp_path / "cache_off")
+    assert k.metadata.profile_scratch_size == 8320  # 4 warps, shared buffer: 56 B header + 8 KB
+    assert k.metadata.profile_scratch_align == 128
+    assert 'proton.record start "load"' in k.asm["ttgir"]
+    assert 'proton.record end "store"' in k.asm["ttgir"]
+    assert "globaltimer" in k.asm["llir"]
+    assert plain.metadata.profile_scratch_size == 0
+    assert "proton.record" not in plain.asm["ttgir"]
+    assert after == before  # passes, allocator, mode: all restored
+
+
+def test_plumbing_detected_by_feature(tmp_path, lang):
+    from triton._C.libtriton import proton as tp
+    from triton.backends import backends
+
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            try:
+                from triton._instrumentation import _callbacks
+            except ImportError:
+                _callbacks = None
+            if _callbacks is not None:  # 3.9: registered instrumentation points
+                assert ("ttgpuir-to-llvmir", "nvidia") in _callbacks
+                assert ("llvmir-to-llvm", "nvidia") in _callbacks
+                assert not hasattr(tp, "add_allocate_proton_global_scratch_buffer")
+            else:  # 3.6 / 3.8: the backend's compiler attribute
+                assert hasattr(backends["nvidia"].compiler.instrumentation, "patch")
+                assert hasattr(tp, "add_allocate_proton_global_scratch_buffer")
+            from triton.runtime import _allocation
+            assert _allocation._profile_allocator.get() is proton._proton.instr_alloc
+        finally:
+            proton.finalize(session)
+
+
+@pytest.mark.parametrize("mode_text, scratch", [
+    ("default:buffer_size=4096", 4096 + 56),
+    ("default:buffer_type=global", None),
+    ("default:sampling_strategy=selective:sampling_options=0,2", None),
+])
+def test_modes_reach_the_passes(tmp_path, lang, mode_text, scratch):
+    fn = _kernels()
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation", mode=mode_text)
+        try:
+            k = _compile(fn, tmp_path / "cache")
+        finally:
+            proton.finalize(session)
+    assert k.metadata.profile_scratch_size > 0
+    if scratch is not None:
+        assert k.metadata.profile_scratch_size in (scratch, 4224)
+    if "global" in mode_text:
+        assert k.metadata.shared == 0 or k.metadata.profile_scratch_size > 60000
+
+
+def test_many_sessions_in_one_process_leave_nothing_behind(tmp_path, lang):
+    fn = _kernels()
+    with stub_driver():
+        before = _triton_state()
+        for i in range(3):
+            s1 = proton.start(str(tmp_path / f"a{i}"), backend="instrumentation")
+            s2 = proton.start(str(tmp_path / f"b{i}"), backend="instrumentation")
+            proton.finalize(s1)
+            from proton import _instr_state
+            assert _instr_state.on  # s2 still instruments
+            proton.finalize(s2)
+            assert not _instr_state.on
+            assert _triton_state() == before
+        plain = _compile(fn, tmp_path / "cache_plain")
+    assert plain.metadata.profile_scratch_size == 0
+
+
+def test_sessions_with_different_modes_are_refused(tmp_path):
+    with stub_driver():
+        s1 = proton.start(str(tmp_path / "a"), backend="instrumentation")
+        try:
+            with pytest.raises(ValueError, match="differs"):
+                proton.start(str(tmp_path / "b"), backend="instrumentation",
+                             mode="default:buffer_size=1024")
+        finally:
+            proton.finalize()
+
+
+def test_bad_mode_fails_before_a_session_exists(tmp_path):
+    with pytest.raises(ValueError, match="unknown granularity"):
+        proton.start(str(tmp_path / "a"), backend="instrumentation", mode="default:granularity=x")
+    with pytest.raises(ValueError, match="only 'warp'"):
+        proton.start(str(tmp_path / "a"), backend="instrumentation",
+                     mode="default:granularity=warp_group")
+    assert not instr._Registry.sessions
+
+
+def test_events_need_a_newer_triton_or_work(tmp_path, lang):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def evented(x, N: tl.constexpr):
+        e = pl.allocate_event("copy")
+        pl.start_event(e)
+        tl.store(x + tl.arange(0, N), tl.load(x + tl.arange(0, N)) + 1)
+        pl.end_event(e)
+
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            if pl._HAS_EVENTS:
+                k = _compile(evented, tmp_path / "cache_ev")
+                assert k.metadata.profile_scratch_size > 0
+            else:
+                with pytest.raises(Exception) as e:
+                    _compile(evented, tmp_path / "cache_ev")
+                assert triton.__version__ in str(e.value) and "3.8" in str(e.value)
+        finally:
+            proton.finalize(session)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("unclosed", ["'load'", "never closed"]),
+    ("mismatched", ["'b'", "without a matching enter_scope", "'a'"]),
+])
+def test_unpaired_regions_fail_at_compile_time_naming_kernel_and_region(tmp_path, lang, body,
+                                                                       words):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def unclosed(x, N: tl.constexpr):
+        pl.enter_scope("load")
+        tl.store(x + tl.arange(0, N), tl.load(x + tl.arange(0, N)) + 1)
+
+    @triton.jit
+    def mismatched(x, N: tl.constexpr):
+        pl.enter_scope("a")
+        pl.exit_scope("b")
+        tl.store(x + tl.arange(0, N), 1.0)
+
+    fn = {"unclosed": unclosed, "mismatched": mismatched}[body]
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            with pytest.raises(ValueError) as e:
+                _compile(fn, tmp_path / "cache")
+        finally:
+            proton.finalize(session)
+    assert f"kernel '{body}'" in str(e.value)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_region_checker_on_text():
+    text = ('tt.func public @k() {\n proton.record start "a"\n scf.for {\n'
+            ' proton.record start "it"\n proton.record end "it"\n }\n proton.record end "a"\n')
+    assert instr.unbalanced_regions(text) == []
+    assert instr.unbalanced_regions('proton.record end "x"') == [
+        ("x", "exit_scope without a matching enter_scope")]
+
+
+def test_scope_names_and_parents_from_the_compiled_kernel(tmp_path, lang):
+    import triton.language as tl
+    import proton.language as pl
+
+    @triton.jit
+    def nested(x, N: tl.constexpr):
+        with pl.scope("outer"):
+            with pl.scope("inner"):
+                v = tl.load(x + tl.arange(0, N))
+            tl.store(x + tl.arange(0, N), v + 1)
+
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            k = _compile(nested, tmp_path / "cache")
+        finally:
+            proton.finalize(session)
+    path = tmp_path / "nested.ttgir"
+    path.write_text(k.asm["ttgir"])
+    names, parents = instr._scope_tree(str(path))
+    by_name = {n: i for i, n in names}
+    assert set(by_name) == {"outer", "inner"}
+    assert (by_name["inner"], by_name["outer"]) in parents
