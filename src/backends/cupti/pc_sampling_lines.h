@@ -1,0 +1,87 @@
+// PC -> source line for PC sampling: the binaries, kept from module-load callbacks, and the
+// mapping, asked of CUPTI once per (binary, function, PC).
+//
+// cuptiGetSassToSourceCorrelation needs the cubin itself, and samples name it only by CRC, so
+// every module loaded while sampling is copied here (bounded: the oldest binaries go first;
+// their PCs then keep their samples per PC range). A module unload keeps the copy: samples of
+// its last kernels may still be in CUPTI's buffers, and a reload with the same CRC finds it.
+//
+// Threads: module callbacks (any application thread) add binaries; the drain thread maps PCs.
+// mu_ guards everything.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "common/ids.h"
+
+namespace proton::cupti {
+
+class PcLineMap {
+ public:
+  /// (cubin, size, function, pc) -> line, file, dir; false without line information.
+  struct SourceLine {
+    uint32_t line = 0;
+    std::string file;
+    std::string dir;
+  };
+  using Correlate = std::function<bool(const void* cubin, size_t size, const char* function,
+                                       uint64_t pc, SourceLine& out)>;
+
+  explicit PcLineMap(uint64_t max_binary_bytes) : max_bytes_(max_binary_bytes) {}
+
+  void set_correlate(Correlate c) {
+    std::lock_guard lock(mu_);
+    correlate_ = std::move(c);
+  }
+  /// Keeps a copy of a loaded binary under `crc` (a second load of the same CRC is free).
+  void add_binary(uint64_t crc, const void* data, size_t size);
+  /// The location name "dir/file:line@function" of a PC, kNoName without line information or
+  /// binary. Cached per (crc, function, pc).
+  NameId locate(uint64_t crc, NameId function, const char* function_name, uint64_t pc);
+
+  struct Stats {
+    uint64_t binaries = 0;
+    uint64_t binary_bytes = 0;
+    uint64_t evicted = 0;
+    uint64_t lookups = 0;  // CUPTI correlation calls
+    uint64_t cached = 0;   // locations in the cache
+  };
+  Stats stats() const;
+  void clear();
+
+ private:
+  struct Key {
+    uint64_t crc;
+    uint64_t pc;
+    NameId function;
+    bool operator==(const Key& o) const {
+      return crc == o.crc && pc == o.pc && function == o.function;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.crc * 0x9E3779B97F4A7C15ull ^ k.pc * 31 ^ k.function);
+    }
+  };
+  // A line cache that grew past this is dropped and rebuilt: every entry is re-derivable.
+  static constexpr size_t kMaxCached = 1u << 20;
+
+  mutable std::mutex mu_;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  std::unordered_map<uint64_t, std::vector<char>> binaries_;  // crc -> cubin copy
+  std::deque<uint64_t> order_;                                // load order, for eviction
+  std::unordered_map<Key, NameId, KeyHash> cache_;
+  Correlate correlate_;
+  Stats stats_;
+};
+
+}  // namespace proton::cupti
