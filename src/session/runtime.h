@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "attribution/record_processor.h"
 #include "backends/backend.h"
+#include "attribution/record_processor.h"
 #include "session/session.h"
 
 namespace proton {
@@ -83,12 +83,14 @@ class Runtime final : public RecordSink {
   void write_tree(Session& s, uint32_t phase, const std::string& format,
                   const std::string& path);                           // requires api_mu_
   std::string encode_tree(Session& s, uint32_t phase, bool msgpack);  // requires api_mu_
-  void flush_completed_phases(Session& s);                   // requires api_mu_ (periodic flushing)
-  bool phase_complete(Session& s, uint32_t phase);           // requires api_mu_
-  void start_trace(Session& s);                              // requires api_mu_
-  void start_pc_sampling(const PcSamplingOptions& options);  // requires api_mu_
+  void flush_completed_phases(Session& s);          // requires api_mu_ (periodic flushing)
+  bool phase_complete(Session& s, uint32_t phase);  // requires api_mu_
+  void start_trace(Session& s);                     // requires api_mu_
   std::vector<DeviceInfo> devices_of(const uint64_t (&seen)[2]);  // requires api_mu_
   std::string tree_data(SessionId id, uint32_t phase, bool msgpack);
+
+  // mode="pcsampling": starts the backend's PC sampling, or says in one line why not.
+  void start_pc_sampling(const PcSamplingOptions& options);  // requires api_mu_
 
   std::mutex api_mu_;
   mutable std::shared_mutex sessions_mu_;  // guards sessions_ (the pointers, not the sessions)
