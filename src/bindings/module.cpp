@@ -21,6 +21,7 @@
 #ifdef PROTON_HAVE_CUPTI
 #include "backends/cupti/cupti_floor.h"
 #include "backends/cupti/diagnostics.h"
+#include "backends/cupti/pc_sampling_stats.h"
 #endif
 
 namespace nb = nanobind;
@@ -273,6 +274,34 @@ NB_MODULE(_proton, m) {
                                {{"enter_ns", &Timing::enter_ns},
                                 {"exit_ns", &Timing::exit_ns},
                                 {"probe_ns", &Timing::probe_ns}});
+    return d;
+  });
+  // PC sampling's counters (pc_sampling_stats.h): samples, full hardware buffers, sizes.
+  m.def("_pc_sampling_stats", [] {
+    using S = cupti::PcSamplingStats;
+    S s = cupti::pc_sampling_stats();
+    nb::dict d = counters_dict(s, {{"buffer_bytes", &S::buffer_bytes},
+                                   {"scratch_bytes", &S::scratch_bytes},
+                                   {"contexts", &S::contexts},
+                                   {"drains", &S::drains},
+                                   {"get_data_calls", &S::get_data_calls},
+                                   {"samples", &S::samples},
+                                   {"pc_records", &S::pc_records},
+                                   {"buffer_full", &S::buffer_full},
+                                   {"dropped", &S::dropped},
+                                   {"non_user", &S::non_user},
+                                   {"adaptations", &S::adaptations},
+                                   {"bad_records", &S::bad_records},
+                                   {"binaries", &S::binaries},
+                                   {"binary_bytes", &S::binary_bytes},
+                                   {"line_lookups", &S::line_lookups}});
+    d["running"] = s.running;
+    d["error"] = s.error;
+    d["period_log2"] = s.period_log2;
+    d["start_period_log2"] = s.start_period_log2;
+    d["sleep_span_ms"] = s.sleep_span_ms;
+    d["stall_reasons"] = s.stall_reasons;
+    d["drain_ms_total"] = s.drain_ms_total;
     return d;
   });
 #endif

@@ -138,7 +138,8 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
   sink_ = sink;
   options_ = options;
   sizes_ = choose_pc_sizes(options, sms);
-  lines_.clear();
+  // lines_ keeps its binaries across start/finalize cycles: modules loaded earlier stay
+  // loaded, and their load callbacks will not come again.
   if (api.cuptiGetSassToSourceCorrelation != nullptr) {
     const CuptiApi* a = api_;
     lines_.set_correlate([a](const void* cubin, size_t size, const char* fn, uint64_t pc,
@@ -156,6 +157,27 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
       if (p.dirName != nullptr) out.dir = p.dirName;
       std::free(p.fileName);
       std::free(p.dirName);
+      return true;
+    });
+  }
+  if (api.cuptiGetCubinCrc != nullptr) {
+    // Triton's cache: kernels compiled (and loaded) before start still get their lines.
+    std::vector<std::string> dirs;
+    const char* cache = std::getenv("TRITON_CACHE_DIR");
+    const char* home = std::getenv("HOME");
+    if (cache != nullptr && *cache != 0) {
+      dirs.emplace_back(cache);
+    } else if (home != nullptr && *home != 0) {
+      dirs.push_back(std::string(home) + "/.triton/cache");
+    }
+    const CuptiApi* a = api_;
+    lines_.set_binary_folders(std::move(dirs), [a](const void* data, size_t size, uint64_t& crc) {
+      CUpti_GetCubinCrcParams cp{};
+      cp.size = CUpti_GetCubinCrcParamsSize;
+      cp.cubin = data;
+      cp.cubinSize = size;
+      if (a->cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS) return false;
+      crc = cp.cubinCrc;
       return true;
     });
   }

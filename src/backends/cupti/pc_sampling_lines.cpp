@@ -1,13 +1,61 @@
 #include "backends/cupti/pc_sampling_lines.h"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+#include "common/clock.h"
 #include "common/name_table.h"
 
 namespace proton::cupti {
 
+void PcLineMap::set_binary_folders(std::vector<std::string> dirs, CrcOf crc_of) {
+  std::lock_guard lock(mu_);
+  folders_ = std::move(dirs);
+  crc_of_ = std::move(crc_of);
+  last_scan_ns_ = 0;
+}
+
+void PcLineMap::scan_folders() {
+  if (folders_.empty() || !crc_of_) return;
+  uint64_t now = steady_ns();
+  if (last_scan_ns_ != 0 && now - last_scan_ns_ < kRescanNs) return;
+  last_scan_ns_ = now;
+  namespace fs = std::filesystem;
+  for (const std::string& dir : folders_) {
+    std::error_code ec;
+    fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 2) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      const fs::path& p = it->path();
+      if (p.extension() != ".cubin" || scanned_.count(p.string()) != 0) continue;
+      scanned_[p.string()] = true;
+      std::ifstream in(p, std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+      uint64_t crc = 0;
+      if (bytes.empty() || !crc_of_(bytes.data(), bytes.size(), crc)) continue;
+      if (binaries_.count(crc) != 0 || bytes.size() > max_bytes_) continue;
+      add_binary_locked(crc, std::move(bytes));
+      ++stats_.from_folders;
+    }
+  }
+}
+
 void PcLineMap::add_binary(uint64_t crc, const void* data, size_t size) {
   if (data == nullptr || size == 0 || size > max_bytes_) return;
+  const char* p = static_cast<const char*>(data);
   std::lock_guard lock(mu_);
   if (binaries_.count(crc) != 0) return;
+  add_binary_locked(crc, std::vector<char>(p, p + size));
+}
+
+void PcLineMap::add_binary_locked(uint64_t crc, std::vector<char> bytes) {
+  size_t size = bytes.size();
   while (bytes_ + size > max_bytes_ && !order_.empty()) {
     auto it = binaries_.find(order_.front());
     order_.pop_front();
@@ -16,8 +64,7 @@ void PcLineMap::add_binary(uint64_t crc, const void* data, size_t size) {
     binaries_.erase(it);
     ++stats_.evicted;
   }
-  const char* p = static_cast<const char*>(data);
-  binaries_.emplace(crc, std::vector<char>(p, p + size));
+  binaries_.emplace(crc, std::move(bytes));
   order_.push_back(crc);
   bytes_ += size;
 }
@@ -27,6 +74,10 @@ NameId PcLineMap::locate(uint64_t crc, NameId function, const char* function_nam
   Key key{crc, pc, function};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   auto bin = binaries_.find(crc);
+  if (bin == binaries_.end()) {
+    scan_folders();
+    bin = binaries_.find(crc);
+  }
   if (bin == binaries_.end() || !correlate_) {
     // Not cached: the binary may be loaded later (a sample drained before its module's
     // callback ran cannot happen, but a reload after eviction can).
@@ -61,6 +112,7 @@ void PcLineMap::clear() {
   binaries_.clear();
   order_.clear();
   cache_.clear();
+  scanned_.clear();
   bytes_ = 0;
 }
 

@@ -41,6 +41,12 @@ class PcLineMap {
     std::lock_guard lock(mu_);
     correlate_ = std::move(c);
   }
+  /// Binaries loaded before sampling started never reach add_binary (their load callback
+  /// came earlier). Triton keeps every cubin it compiled in its cache folder: for a CRC we do
+  /// not hold, `dirs` are scanned for *.cubin files (each file read once, a rescan at most
+  /// every kRescanNs) and each is registered under the CRC `crc_of` computes.
+  using CrcOf = std::function<bool(const void* data, size_t size, uint64_t& crc)>;
+  void set_binary_folders(std::vector<std::string> dirs, CrcOf crc_of);
   /// Keeps a copy of a loaded binary under `crc` (a second load of the same CRC is free).
   void add_binary(uint64_t crc, const void* data, size_t size);
   /// The location name "dir/file:line@function" of a PC, kNoName without line information or
@@ -51,8 +57,9 @@ class PcLineMap {
     uint64_t binaries = 0;
     uint64_t binary_bytes = 0;
     uint64_t evicted = 0;
-    uint64_t lookups = 0;  // CUPTI correlation calls
-    uint64_t cached = 0;   // locations in the cache
+    uint64_t lookups = 0;       // CUPTI correlation calls
+    uint64_t cached = 0;        // locations in the cache
+    uint64_t from_folders = 0;  // binaries found in Triton's cache folder
   };
   Stats stats() const;
   void clear();
@@ -74,7 +81,15 @@ class PcLineMap {
   // A line cache that grew past this is dropped and rebuilt: every entry is re-derivable.
   static constexpr size_t kMaxCached = 1u << 20;
 
+  void scan_folders();                                            // requires mu_
+  void add_binary_locked(uint64_t crc, std::vector<char> bytes);  // requires mu_
+  static constexpr uint64_t kRescanNs = 2'000'000'000;
+
   mutable std::mutex mu_;
+  std::vector<std::string> folders_;
+  CrcOf crc_of_;
+  std::unordered_map<std::string, bool> scanned_;  // files already read
+  uint64_t last_scan_ns_ = 0;
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
   std::unordered_map<uint64_t, std::vector<char>> binaries_;  // crc -> cubin copy

@@ -2,7 +2,11 @@
 // the binary store and line cache, and the choice of period and buffer.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -123,6 +127,31 @@ TEST(PcLines, CachesPerPcAndKeepsBinariesAcrossUnloadAndReload) {
   lines.add_binary(7, "ELF1", 4);  // the same module loaded again: kept once
   EXPECT_EQ(lines.stats().binaries, 1u);
   EXPECT_EQ(lines.stats().binary_bytes, 4u);
+}
+
+TEST(PcLines, BinariesLoadedBeforeStartAreFoundInTritonsCacheFolder) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("proton_pc_lines_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "HASH");
+  std::ofstream(dir / "HASH" / "kern.cubin", std::ios::binary) << "ELF2";
+  std::ofstream(dir / "HASH" / "kern.json") << "{}";
+  PcLineMap lines(1000);
+  lines.set_correlate([](const void*, size_t, const char*, uint64_t, PcLineMap::SourceLine& out) {
+    out.line = 4;
+    out.file = "/t/kern.py";
+    return true;
+  });
+  int crcs = 0;
+  lines.set_binary_folders({dir.string()}, [&](const void* data, size_t size, uint64_t& crc) {
+    ++crcs;
+    crc = size == 4 && std::memcmp(data, "ELF2", 4) == 0 ? 42 : 0;
+    return true;
+  });
+  EXPECT_EQ(lines.locate(42, id("kern"), "kern", 0), id("/t/kern.py:4@kern"));
+  EXPECT_EQ(lines.stats().from_folders, 1u);
+  EXPECT_EQ(lines.locate(43, id("kern"), "kern", 0), kNoName);  // unknown: no rescan yet
+  EXPECT_EQ(crcs, 1) << "each file is read once";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PcLines, OldestBinariesGoFirstBeyondTheBound) {
