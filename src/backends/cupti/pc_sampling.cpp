@@ -85,6 +85,7 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
 struct PcSampler::Context {
   CUcontext ctx = nullptr;
   uint32_t period_log2 = 0;
+  uint32_t reenable_log2 = 0;  // != 0: disable and enable again with this period
   StallIndex index{{}};
   size_t reasons = 0;
   // GetData's buffer, and the one CUPTI fills at disable (SAMPLING_DATA_BUFFER).
@@ -368,14 +369,39 @@ void PcSampler::drain_locked(Context& c, bool final) {
       // buffer keeps up from now on.
       ++batch_.buffer_full;
       ++stats_.buffer_full;
-      if (options_.adapt && !final && c.period_log2 < 31 && set_period(c, c.period_log2 + 1)) {
-        ++stats_.adaptations;
+      if (options_.adapt && !final && c.period_log2 < 31) {
+        // Set on the enabled context if CUPTI allows it; else re-enable it after this drain.
+        if (set_period(c, c.period_log2 + 1)) {
+          ++stats_.adaptations;
+        } else {
+          c.reenable_log2 = c.period_log2 + 1;
+        }
       }
     }
     PcDecodeStats d = translate_pc_data(c.get.data, limits, c.index, 0, intern, loc, batch_);
     stats_.pc_records += d.records;
     stats_.bad_records += d.bad_records;
     if (c.get.data.remainingNumPcs == 0 || c.get.data.totalNumPcs == 0) break;
+  }
+}
+
+void PcSampler::reenable_locked() {
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    uint32_t log2 = contexts_[i]->reenable_log2;
+    if (log2 == 0) continue;
+    CUcontext ctx = contexts_[i]->ctx;
+    disable_locked(*contexts_[i]);
+    deliver();
+    contexts_.erase(contexts_.begin() + static_cast<std::ptrdiff_t>(i));
+    sizes_.period_log2 = log2;
+    std::string why;
+    if (enable(ctx, why)) {
+      ++stats_.adaptations;
+      stats_.period_log2 = std::max(stats_.period_log2, log2);
+      std::swap(contexts_[i], contexts_.back());  // back where it was
+    } else {
+      stats_.error = "re-enabling after a full buffer: " + why;
+    }
   }
 }
 
@@ -440,6 +466,7 @@ void PcSampler::run() {
     for (auto& c : contexts_)
       drain_locked(*c, false);
     deliver();
+    reenable_locked();
     ++stats_.drains;
     stats_.drain_ms_total += (steady_ns() - t0) / 1e6;
   }

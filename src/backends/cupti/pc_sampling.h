@@ -77,8 +77,9 @@ class PcSampler {
   void drain_locked(Context& c, bool final);     // requires mu_
   void disable_locked(Context& c);               // requires mu_
   bool set_period(Context& c, uint32_t log2);    // requires mu_
-  void deliver();                                // requires mu_
-  void run();                                    // the drain thread
+  void reenable_locked();  // requires mu_: contexts whose period could not be set live
+  void deliver();          // requires mu_
+  void run();              // the drain thread
   NameId locate(uint64_t crc, NameId fn, const char* name, uint64_t pc);
 
   const CuptiApi* api_ = nullptr;
