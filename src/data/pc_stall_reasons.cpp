@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "common/name_table.h"
-
 namespace proton {
 
 namespace {
@@ -106,23 +104,6 @@ StallFamily stall_family(std::string_view name) {
 
 bool stall_is_issue(std::string_view name) {
   return iequals(stall_short_name(name), "selected");
-}
-
-PcStallTable PcStallTable::from_names(const std::vector<std::string>& raw) {
-  PcStallTable t;
-  t.reasons.reserve(raw.size());
-  for (const std::string& name : raw) {
-    Reason r;
-    r.raw = name;
-    r.short_name = std::string(stall_short_name(name));
-    r.not_issued = stall_is_not_issued(name);
-    r.issued = !r.not_issued && stall_is_issue(name);
-    r.family = stall_family(name);
-    if (!r.not_issued) r.metric = NameTable::global().intern("stalled_" + r.short_name);
-    t.has_not_issued = t.has_not_issued || r.not_issued;
-    t.reasons.push_back(std::move(r));
-  }
-  return t;
 }
 
 }  // namespace proton

@@ -32,6 +32,8 @@ options:
   -f, --format FMT      frame names: full, file_function_line, function_line, file_function
                         (also accepts an output format below, as a shorthand)
   --print-sorted        after the tree, list frames sorted by the first metric
+  --source KERNEL       PC sampling: KERNEL's source lines with samples and top stall
+                        reasons, like perf annotate (profiles of mode="pcsampling")
   --diff-profile OTHER  show PROFILE minus OTHER, aligned by call path (also -diff)
   --output-format FMT   tree (default), folded (flamegraph.pl), speedscope (JSON for
                         speedscope.app) or html (self-contained interactive flame graph)
@@ -200,6 +202,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       options.full_names = true;
     } else if (o == "--show-metadata" && !t.has_value) {
       options.show_metadata = true;
+    } else if (o == "--source") {
+      options.source = value();
     } else {
       throw UsageError("unknown option '" + arg + "' (see --help)");
     }

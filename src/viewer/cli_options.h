@@ -31,6 +31,7 @@ struct ViewOptions {
   ColorMode color = ColorMode::kAuto;
   bool full_names = false;
   bool show_metadata = false;
+  std::optional<std::string> source;  // --source KERNEL: annotated source (source_view.h)
 };
 
 struct MergeOptions {
