@@ -385,6 +385,27 @@ void PcSampler::drain_locked(Context& c, bool final) {
   }
 }
 
+void PcSampler::enable_or_warn(CUcontext ctx) {
+  std::string why;
+  if (!enable(ctx, why) && !warned_) {
+    warned_ = true;
+    stats_.error = why;
+    std::fprintf(stderr,
+                 "proton: PC sampling is off for a new CUDA context: %s; kernel timing goes on\n",
+                 why.c_str());
+  }
+}
+
+void PcSampler::enable_pending_locked() {
+  std::vector<CUcontext> pending;
+  {
+    std::lock_guard lock(pending_mu_);
+    pending.swap(pending_contexts_);
+  }
+  for (CUcontext ctx : pending)
+    enable_or_warn(ctx);
+}
+
 void PcSampler::reenable_locked() {
   for (size_t i = 0; i < contexts_.size(); ++i) {
     uint32_t log2 = contexts_[i]->reenable_log2;
@@ -463,6 +484,7 @@ void PcSampler::run() {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_ms));
     if (stopping_) break;
     uint64_t t0 = steady_ns();
+    enable_pending_locked();
     for (auto& c : contexts_)
       drain_locked(*c, false);
     deliver();
@@ -533,17 +555,16 @@ void PcSampler::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* dat
         return;
       }
       case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: {
-        std::string why;
-        std::lock_guard lock(mu_);
-        if (stopping_) return;
-        if (!enable(data->context, why) && !warned_) {
-          warned_ = true;
-          stats_.error = why;
-          std::fprintf(stderr,
-                       "proton: PC sampling is off for a new CUDA context: %s; kernel timing "
-                       "goes on\n",
-                       why.c_str());
+        // Enabled here, on the creating thread, before its first kernel, unless the drain
+        // thread holds mu_ (inside GetData, which may want a driver lock this thread holds):
+        // then the drain thread enables it at its next tick.
+        std::unique_lock lock(mu_, std::try_to_lock);
+        if (!lock.owns_lock()) {
+          std::lock_guard pending(pending_mu_);
+          pending_contexts_.push_back(data->context);
+          return;
         }
+        if (!stopping_) enable_or_warn(data->context);
         return;
       }
       case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {

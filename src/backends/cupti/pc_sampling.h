@@ -77,9 +77,11 @@ class PcSampler {
   void drain_locked(Context& c, bool final);     // requires mu_
   void disable_locked(Context& c);               // requires mu_
   bool set_period(Context& c, uint32_t log2);    // requires mu_
-  void reenable_locked();  // requires mu_: contexts whose period could not be set live
-  void deliver();          // requires mu_
-  void run();              // the drain thread
+  void reenable_locked();              // requires mu_: contexts whose period could not be set live
+  void deliver();                      // requires mu_
+  void run();                          // the drain thread
+  void enable_or_warn(CUcontext ctx);  // requires mu_
+  void enable_pending_locked();        // requires mu_
   NameId locate(uint64_t crc, NameId fn, const char* name, uint64_t pc);
 
   const CuptiApi* api_ = nullptr;
@@ -98,6 +100,9 @@ class PcSampler {
   PcSampleBatch batch_;                             // guarded by mu_: the drain's scratch
   PcSamplingStats stats_;                           // guarded by mu_
   bool warned_ = false;                             // guarded by mu_
+  // Contexts created while the drain thread held mu_ (on_resource), enabled at its next tick.
+  std::mutex pending_mu_;  // guards pending_contexts_ only; taken after mu_ or alone
+  std::vector<CUcontext> pending_contexts_;
   std::thread thread_;
   PcLineMap lines_{PcSamplingOptions{}.binary_bytes};
 };
