@@ -6,13 +6,13 @@
 
 #include "attribution/graph_exec_table.h"
 #include "attribution/record_processor.h"
-#include "backends/cupti/callback_probe.h"
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/diagnostics.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
 #include "backends/cupti/pc_sampling.h"
+#include "backends/cupti/subscriber_hook.h"
 #include "common/clock.h"
 
 namespace proton {
@@ -154,7 +154,7 @@ bool CuptiBackend::subscribe(std::string& why) {
   // cuptiSubscribe_v2 (CUDA 12.6+) also tells us who holds CUPTI when we cannot have it.
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
   CUptiResult r;
-  CUpti_CallbackFunc callback = choose_callback();  // on_cupti_callback unless diagnosing
+  CUpti_CallbackFunc callback = subscriber_callback();  // on_cupti_callback unless a bench probe
   if (api_->cuptiSubscribe_v2 != nullptr) {
     CUpti_SubscriberParams params{};
     params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
