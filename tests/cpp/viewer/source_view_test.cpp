@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "test_util.h"
@@ -22,8 +23,9 @@ std::string line_node(const std::string& name, int n, const std::string& stalls)
 std::string kernel_node(const std::string& file) {
   return R"J({"frame":{"name":"attn_kernel","type":"function"},"metrics":{"time (ns)":100,)J"
          R"J("count":1,"device_id":"0","device_type":"CUDA"},"children":[)J" +
-         line_node(file + ":3@attn_kernel", 80,
-                   R"J("num_stalled_samples":70,"stalled_long_scoreboard":70,"stalled_selected":10)J") +
+         line_node(
+             file + ":3@attn_kernel", 80,
+             R"J("num_stalled_samples":70,"stalled_long_scoreboard":70,"stalled_selected":10)J") +
          "," +
          line_node(file + ":5@attn_kernel", 20, R"J("stalled_wait":15,"stalled_selected":5)J") +
          "," + line_node("pc:0x100-0x1ff@attn_kernel", 4, R"J("stalled_misc":4)J") + "]}";
@@ -87,6 +89,17 @@ TEST_F(SourceView, WithoutTheFileOnlySampledLinesShow) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("w = v * 2"), std::string::npos);
   EXPECT_NE(r.out.find("     3  "), std::string::npos) << r.out;
+}
+
+TEST_F(SourceView, TheHtmlExportShowsTheSourceOnClick) {
+  std::string html = (dir_ / "p.html").string();
+  auto r = run({"--output-format", "html", "-o", html, profile_});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(html);
+  std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("\"sources\""), std::string::npos);
+  EXPECT_NE(page.find("long_scoreboard 87.5%"), std::string::npos);
+  EXPECT_NE(page.find("id=\"source\""), std::string::npos);
 }
 
 TEST_F(SourceView, AnUnknownKernelIsAUsageError) {
