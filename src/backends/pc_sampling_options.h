@@ -25,7 +25,9 @@ struct PcSamplingOptions {
   // Largest hardware buffer the automatic sizing may choose.
   uint64_t max_buffer_bytes = uint64_t{64} << 20;
   // Binaries kept for PC -> line mapping (copies of loaded cubins), oldest dropped beyond this.
-  uint64_t binary_bytes = uint64_t{256} << 20;
+  // (64 MB: the host-memory budget of PC sampling is 32 MB above CUPTI's own; binaries are
+  // copied only while sampling, and Triton's cached ones only when a sample names them.)
+  uint64_t binary_bytes = uint64_t{64} << 20;
 };
 
 /// "pcsampling", "pcsampling:interval=N", with more ":key=value" options (buffer_mb, sleep_ms,

@@ -294,6 +294,14 @@ void Runtime::finalize(SessionId id, std::string_view format) {
   std::vector<std::string> formats = resolve_formats(s, format);  // throws before any change
   set_active(id, false);
   flush_backend();
+  if (s.pc_sampling() && backend_running_) {
+    // The last PC-sampling session: stop sampling now, so that what CUPTI hands over only when
+    // it is disabled still reaches this profile.
+    bool others = false;
+    for (auto& o : sessions_)
+      others = others || (o && o.get() != &s && o->pc_sampling());
+    if (!others) backend_->stop_pc_sampling();
+  }
   write_output(s, formats);  // throws, keeping the session, when a file cannot be written
   LaunchStage::trace_sessions.fetch_and(~(SessionMask{1} << id));
   LaunchStage::python_sessions.fetch_and(~(SessionMask{1} << id));

@@ -34,16 +34,31 @@ void PcLineMap::scan_folders() {
       const fs::path& p = it->path();
       if (p.extension() != ".cubin" || scanned_.count(p.string()) != 0) continue;
       scanned_[p.string()] = true;
-      std::ifstream in(p, std::ios::binary);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
+      std::vector<char> bytes = read_file(p.string());
       uint64_t crc = 0;
       if (bytes.empty() || !crc_of_(bytes.data(), bytes.size(), crc)) continue;
-      if (binaries_.count(crc) != 0 || bytes.size() > max_bytes_) continue;
-      add_binary_locked(crc, std::move(bytes));
-      ++stats_.from_folders;
+      folder_index_.emplace(crc, p.string());  // the bytes are kept only once asked for
     }
   }
+}
+
+std::vector<char> PcLineMap::read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool PcLineMap::load_from_folders(uint64_t crc) {
+  auto it = folder_index_.find(crc);
+  if (it == folder_index_.end()) {
+    scan_folders();
+    it = folder_index_.find(crc);
+    if (it == folder_index_.end()) return false;
+  }
+  std::vector<char> bytes = read_file(it->second);
+  if (bytes.empty() || bytes.size() > max_bytes_) return false;
+  add_binary_locked(crc, std::move(bytes));
+  ++stats_.from_folders;
+  return true;
 }
 
 void PcLineMap::add_binary(uint64_t crc, const void* data, size_t size) {
@@ -74,10 +89,7 @@ NameId PcLineMap::locate(uint64_t crc, NameId function, const char* function_nam
   Key key{crc, pc, function};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   auto bin = binaries_.find(crc);
-  if (bin == binaries_.end()) {
-    scan_folders();
-    bin = binaries_.find(crc);
-  }
+  if (bin == binaries_.end() && load_from_folders(crc)) bin = binaries_.find(crc);
   if (bin == binaries_.end() || !correlate_) {
     // Not cached: the binary may be loaded later (a sample drained before its module's
     // callback ran cannot happen, but a reload after eviction can).
@@ -113,6 +125,7 @@ void PcLineMap::clear() {
   order_.clear();
   cache_.clear();
   scanned_.clear();
+  folder_index_.clear();
   bytes_ = 0;
 }
 

@@ -44,7 +44,8 @@ class PcLineMap {
   /// Binaries loaded before sampling started never reach add_binary (their load callback
   /// came earlier). Triton keeps every cubin it compiled in its cache folder: for a CRC we do
   /// not hold, `dirs` are scanned for *.cubin files (each file read once, a rescan at most
-  /// every kRescanNs) and each is registered under the CRC `crc_of` computes.
+  /// every kRescanNs) and indexed under the CRC `crc_of` computes; a file's bytes are kept
+  /// only once a sample asks for its CRC.
   using CrcOf = std::function<bool(const void* data, size_t size, uint64_t& crc)>;
   void set_binary_folders(std::vector<std::string> dirs, CrcOf crc_of);
   /// Keeps a copy of a loaded binary under `crc` (a second load of the same CRC is free).
@@ -83,12 +84,15 @@ class PcLineMap {
 
   void scan_folders();                                            // requires mu_
   void add_binary_locked(uint64_t crc, std::vector<char> bytes);  // requires mu_
+  bool load_from_folders(uint64_t crc);                           // requires mu_
+  static std::vector<char> read_file(const std::string& path);
   static constexpr uint64_t kRescanNs = 2'000'000'000;
 
   mutable std::mutex mu_;
   std::vector<std::string> folders_;
   CrcOf crc_of_;
-  std::unordered_map<std::string, bool> scanned_;  // files already read
+  std::unordered_map<std::string, bool> scanned_;           // files already read
+  std::unordered_map<uint64_t, std::string> folder_index_;  // crc -> cubin file in folders_
   uint64_t last_scan_ns_ = 0;
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
