@@ -201,6 +201,7 @@ def in_process_table(sizes, rounds, use_floor):
                         floor_note = f"no floor: {e}"
                         variants.pop(i)
                         continue
+                print(f"  {wname} round {r} {v.name}", flush=True)
                 v.start()
                 t = timed(fn)
                 info = v.stop()
@@ -285,8 +286,7 @@ def slow_line_kernel(idx_ptr, src_ptr, out_ptr, n, iters, BLOCK: tl.constexpr):
     i = tl.load(idx_ptr + offs, mask=mask, other=0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for _ in range(iters):
-        v = tl.load(src_ptr + i, mask=mask, other=0.0)  # SLOW: a dependent global gather
-        i = (i + v.to(tl.int32) + 7919) % n
+        v = tl.load(src_ptr + i, mask=mask, other=0.0); i = (i + v.to(tl.int32) + 7919) % n  # SLOW
         acc += v
     tl.store(out_ptr + offs, acc, mask=mask)
 '''
@@ -301,7 +301,9 @@ def probe(out_dir):
     report = {"gpu": torch.cuda.get_device_name(0)}
     src = out_dir / "slow_line_kernel.py"
     src.write_text(SLOW_LINE_SRC)
-    slow_line = next(i for i, l in enumerate(SLOW_LINE_SRC.lstrip("\n").splitlines(), 1) if "# SLOW" in l)
+    # The gather and the use that waits for it share one line: samples land on the waiting
+    # instruction (the use), so a load alone on its line would not hold them.
+    slow_line = next(i for i, l in enumerate(SLOW_LINE_SRC.splitlines(), 1) if "# SLOW" in l)
     spec = importlib.util.spec_from_file_location("slow_line_kernel", src)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -418,9 +420,11 @@ def main():
             sizes["only"] = ["gemm", "tiny_triton", "tiny_torch"]
         t0 = time.perf_counter()
         report["probe"] = probe(out)
-        report["table"] = in_process_table(sizes, rounds=2, use_floor=True)
+        (out / "pc_probe.json").write_text(json.dumps(report, indent=1, default=str))  # if a later stage crashes
         report["memory"] = {v: run_child(v, "gemm", sizes, 60) for v in ("none", "pcs", "floor")}
-        print("memory", json.dumps(report["memory"]))
+        print("memory", json.dumps(report["memory"]), flush=True)
+        (out / "pc_probe.json").write_text(json.dumps(report, indent=1, default=str))
+        report["table"] = in_process_table(sizes, rounds=2, use_floor=True)
         if not args.no_triton:
             report["triton_gemm"] = run_child("triton", "gemm", sizes, 45)
             base = report["memory"]["none"].get("run_s")

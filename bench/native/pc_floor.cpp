@@ -25,6 +25,9 @@ struct Floor {
   std::vector<CUpti_PCSamplingPCData> pcs;
   std::vector<CUpti_PCSamplingStallReason> stalls;
   CUpti_PCSamplingData data{};
+  std::vector<CUpti_PCSamplingPCData> final_pcs;
+  std::vector<CUpti_PCSamplingStallReason> final_stalls;
+  CUpti_PCSamplingData final_data{};
   std::thread thread;
   std::mutex mu;
   std::condition_variable cv;
@@ -89,7 +92,14 @@ bool pc_floor_start(const PcFloorConfig& config, std::string& why) {
   np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
   np.ctx = f->ctx;
   np.numStallReasons = &n;
-  api->cuptiPCSamplingGetNumStallReasons(&np);
+  if (api->cuptiPCSamplingGetNumStallReasons(&np) != CUPTI_SUCCESS || n == 0 || n > 1024) {
+    why = "cuptiPCSamplingGetNumStallReasons failed";
+    CUpti_PCSamplingDisableParams dp{};
+    dp.size = CUpti_PCSamplingDisableParamsSize;
+    dp.ctx = f->ctx;
+    api->cuptiPCSamplingDisable(&dp);
+    return false;
+  }
   std::vector<uint32_t> indices(n);
   std::vector<std::vector<char>> names(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
   std::vector<char*> name_ptrs(n);
@@ -113,8 +123,14 @@ bool pc_floor_start(const PcFloorConfig& config, std::string& why) {
   f->data.size = sizeof(CUpti_PCSamplingData);
   f->data.collectNumPcs = kPcs;
   f->data.pPcData = f->pcs.data();
+  f->final_pcs = f->pcs;
+  f->final_stalls.assign(f->stalls.size(), CUpti_PCSamplingStallReason{});
+  for (size_t i = 0; i < kPcs; ++i)
+    f->final_pcs[i].stallReason = &f->final_stalls[i * (n == 0 ? 1 : n)];
+  f->final_data = f->data;
+  f->final_data.pPcData = f->final_pcs.data();
 
-  CUpti_PCSamplingConfigurationInfo cfg[8] = {};
+  CUpti_PCSamplingConfigurationInfo cfg[9] = {};
   cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
   cfg[0].attributeData.samplingPeriodData.samplingPeriod = config.period_log2;
   cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
@@ -136,10 +152,13 @@ bool pc_floor_start(const PcFloorConfig& config, std::string& why) {
       CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
   cfg[7].attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
       config.sleep_span_ms;
+  // Where CUPTI puts what it still holds at disable (the product sets it too).
+  cfg[8].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  cfg[8].attributeData.samplingDataBufferData.samplingDataBuffer = &f->final_data;
   CUpti_PCSamplingConfigurationInfoParams cp{};
   cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
   cp.ctx = f->ctx;
-  cp.numAttributes = 8;
+  cp.numAttributes = 9;
   cp.pPCSamplingConfigurationInfo = cfg;
   r = api->cuptiPCSamplingSetConfigurationAttribute(&cp);
   if (r != CUPTI_SUCCESS) {

@@ -29,11 +29,12 @@ KERNEL_SRC = textwrap.dedent('''
         i = tl.load(idx_ptr + offs, mask=mask, other=0)
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for _ in range(iters):
-            v = tl.load(src_ptr + i, mask=mask, other=0.0)  # SLOW: dependent global gather
-            i = (i + v.to(tl.int32) + 7919) % n
+            v = tl.load(src_ptr + i, mask=mask, other=0.0); i = (i + v.to(tl.int32) + 7919) % n  # SLOW
             acc += v
         tl.store(out_ptr + offs, acc, mask=mask)
 ''').lstrip("\n")
+# The gather and the use that waits for it share a line: a stall is sampled on the waiting
+# instruction (the use), so the slow line is where the loaded value is consumed.
 SLOW_LINE = next(n for n, line in enumerate(KERNEL_SRC.splitlines(), 1) if "# SLOW" in line)
 MEMORY_STALLS = ("long_scoreboard", "lg_throttle", "short_scoreboard", "mio_throttle",
                  "tex_throttle", "drain", "imc_miss")
