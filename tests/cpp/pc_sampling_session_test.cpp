@@ -94,6 +94,47 @@ TEST_F(PcSessions, StartAndFinalizeTwice) {
   }
 }
 
+// A backend that samples: what CUPTI hands over only at disable arrives in stop_pc_sampling().
+class SamplingBackend : public testing::FakeBackend {
+ public:
+  using FakeBackend::FakeBackend;
+  bool start(RecordProcessor* sink, const BackendOptions& o, std::string& why) override {
+    processor = sink;
+    return FakeBackend::start(sink, o, why);
+  }
+  bool start_pc_sampling(const PcSamplingOptions&, std::string&) override {
+    ++starts;
+    return true;
+  }
+  void stop_pc_sampling() override {
+    if (starts == stops) return;
+    ++stops;
+    if (at_disable) processor->process_pc_samples(*at_disable);
+  }
+  RecordProcessor* processor = nullptr;
+  const PcSampleBatch* at_disable = nullptr;
+  int starts = 0, stops = 0;
+};
+
+TEST_F(PcSessions, SamplesHandedOverAtDisableReachTheLastSessionsProfile) {
+  testing::FakeBackend::Log log;
+  auto owned = std::make_unique<SamplingBackend>(&log);
+  SamplingBackend* b = owned.get();
+  fake_ = b;
+  rt_.set_backend_for_testing(std::move(owned));
+  PcSampleBatch last = samples("k", "k.py:2@k", 9);
+  b->at_disable = &last;
+  SessionId s = rt_.start(config("disable", "pcsampling"));
+  EXPECT_EQ(b->starts, 1);
+  launch("k", 50);
+  rt_.finalize(s, "");
+  EXPECT_EQ(b->stops, 1) << "the last pcsampling session stops sampling before writing";
+  json j = read("disable");
+  const json* line = child(*child(j[0], "k"), "k.py:2@k");
+  ASSERT_TRUE(line);
+  EXPECT_EQ((*line)["metrics"]["num_samples"], 9);
+}
+
 TEST(PcSamplingMode, Parses) {
   EXPECT_FALSE(parse_pc_sampling_mode("").enabled);
   EXPECT_FALSE(parse_pc_sampling_mode("graph").enabled);
