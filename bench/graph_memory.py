@@ -60,7 +60,10 @@ def child(cfg):
     if before:
         g = capture()
     if floor:
-        lib._proton._floor_start(**kwargs)
+        import variants  # bench/variants.py: the floors live in the bench module (bench/native)
+
+        lib = variants.bench_module()
+        lib._floor_start(**kwargs)
     elif lib:
         lib.start(out, **kwargs)
     if not before:
@@ -80,7 +83,7 @@ def child(cfg):
     elapsed = time.perf_counter() - t0
     kernels = None
     if floor:
-        lib._proton._floor_stop()
+        lib._floor_stop()
     elif lib:
         lib.finalize()
         with open(out + ".hatchet") as f:

@@ -49,13 +49,8 @@ class CuptiFloor(Variant):
     name = "floor"
 
     def load(self):
-        try:
-            from proton import _proton
-        except ImportError as e:
-            raise Unavailable(f"proton's extension does not import: {e}") from e
-        self.lib = _proton
-        if not (hasattr(_proton, "_floor_start") and hasattr(_proton, "_floor_stop")):
-            raise Unavailable("this build of proton has no _floor_start/_floor_stop")
+        # The floor is an instrument, not product: it lives in the bench module.
+        self.lib = bench_module()
 
     def start(self, out_dir):
         self.lib._floor_start()
@@ -80,9 +75,6 @@ class CuptiFloorCallbacks(CuptiFloor):
 
     def load(self):
         super().load()
-        # Builds older than the floor variants (callbacks=, api_records=) lack _floor_counts too.
-        if not hasattr(self.lib, "_floor_counts"):
-            raise Unavailable("this build's _floor_start has no floor variants")
 
     def start(self, out_dir):
         self.lib._floor_start(**self.options)
@@ -93,7 +85,7 @@ def _subclass(base, name, doc, **attrs):
     return type(name, (base,), {"name": name, "__doc__": doc, **attrs})
 
 
-# The floor's other ways of learning which launch made a kernel (src/backends/cupti/cupti_floor.h).
+# The floor's other ways of learning which launch made a kernel (bench/native/cupti_floor.h).
 FLOOR_VARIANTS = [
     _subclass(CuptiFloorCallbacks, "floor_cb_all", "The floor plus every launch callback proton "
               "knows, runtime and driver (proton's choice before CUDA 13), doing nothing.",
@@ -125,6 +117,9 @@ class Proton(Variant):
 
     def start(self, out_dir):
         options = {"hook": self.hook} if self.hook else {}
+        # PROTON_DIAG_CALLBACK names the bench module's callback probe (bench/native), handed to
+        # proton through its subscriber hook; every other variant gets proton's own callback.
+        set_callback_probe(self.env.get("PROTON_DIAG_CALLBACK", ""))
         with _environment(self.env):
             self.lib.start(os.path.join(out_dir, "profile"), context=self.context, data="tree",
                            **options)
@@ -193,11 +188,7 @@ class ProtonTimed(Proton):
 
     def load(self):
         super().load()
-        from proton import _proton
-
-        if not hasattr(_proton, "_callback_timing"):
-            raise Unavailable("this build has no _callback_timing")
-        self.timing = _proton._callback_timing
+        self.timing = bench_module().callback_timing
         self.samples = []
 
     def stop(self):
@@ -290,6 +281,39 @@ def _hatchet_kernel_count(node):
     metrics = node.get("metrics", {})
     own = int(metrics.get("count", 0)) if "device_id" in metrics else 0
     return own + sum(_hatchet_kernel_count(c) for c in node.get("children", []))
+
+
+def bench_module():
+    """The bench-only native module (bench/native: CUPTI floors, callback probe), built by
+    scripts/gpu-test into build/bench; never part of the installed package."""
+    import importlib
+    import pathlib
+    import sys
+
+    built = pathlib.Path(__file__).resolve().parent.parent / "build" / "bench" / "bench" / "native"
+    if built.is_dir() and str(built) not in sys.path:
+        sys.path.append(str(built))
+    try:
+        return importlib.import_module("_proton_bench")
+    except ImportError as e:
+        raise Unavailable(f"the bench module _proton_bench is not built (cmake "
+                          f"-DPROTON_BUILD_BENCH=ON, see bench/native/CMakeLists.txt): {e}") from e
+
+
+def set_callback_probe(mode):
+    """Makes the next proton.start subscribe the bench module's callback probe ("timed",
+    "empty") around proton's own callback, or proton's own callback ("")."""
+    from proton import _proton
+
+    if not hasattr(_proton, "_set_subscriber_callback"):
+        if mode:
+            raise Unavailable("this build of proton has no subscriber-callback hook")
+        return
+    if not mode:
+        _proton._set_subscriber_callback(0)
+        return
+    probe = bench_module().callback_probe(mode, _proton._subscriber_callback_address())
+    _proton._set_subscriber_callback(probe)
 
 
 def _import(module):

@@ -173,4 +173,10 @@ RecordProcessor::Stats RecordProcessor::stats() const {
   return s;
 }
 
+void RecordProcessor::process_pc_samples(const PcSampleBatch& batch) {
+  std::lock_guard lock(mu_);
+  SinkBatch b(sink_);
+  sink_.pc_samples(batch);
+}
+
 }  // namespace proton

@@ -27,6 +27,7 @@
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
 #include "common/id_map.h"
+#include "data/pc_sample.h"
 
 namespace proton {
 
@@ -46,6 +47,8 @@ class RecordSink {
   /// A CPU scope opening or closing (tag.flags has kTagScopeEnter or kTagScopeExit) for the
   /// trace sessions in tag.sessions, delivered in the thread's order with its launches.
   virtual void scope_event(const LaunchTag& tag) {}
+  /// PC samples of one drain (mode="pcsampling"), for the sessions that sample.
+  virtual void pc_samples(const PcSampleBatch& batch) {}
 };
 
 class RecordProcessor {
@@ -64,6 +67,9 @@ class RecordProcessor {
   /// Attributes one batch. Thread-safe; batches are serialised.
   void process(std::span<const KernelRecord> records);
   void report_dropped(uint64_t count);
+  /// Hands a drain of PC samples to the sink, serialised with kernel batches (a sample's
+  /// attribution reads the kernel time delivered so far). Thread-safe.
+  void process_pc_samples(const PcSampleBatch& batch);
   /// Attributes every waiting record (end of a flush) and forgets tags that expect an
   /// unknown number of kernels only if `forget_open_tags`.
   void settle(bool forget_open_tags = false);

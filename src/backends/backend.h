@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attribution/flush_policy.h"
+#include "backends/pc_sampling_options.h"
 #include "common/clock.h"
 #include "data/device_info.h"
 
@@ -79,6 +80,15 @@ class Backend {
   /// clock when they start to put GPU and CPU events on one time line. The default is for
   /// backends that already report steady-clock (CLOCK_MONOTONIC) timestamps.
   virtual uint64_t timestamp_ns() { return steady_ns(); }
+
+  /// PC sampling (mode="pcsampling", docs/pc-sampling.md), on a started backend: samples go
+  /// to the RecordProcessor given to start(). Returns false with `why` (one line naming the
+  /// cause) when this backend or GPU cannot sample; kernel timing goes on either way.
+  virtual bool start_pc_sampling(const PcSamplingOptions& options, std::string& why) {
+    why = "the " + std::string(name()) + " backend has no PC sampling";
+    return false;
+  }
+  virtual void stop_pc_sampling() {}
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

@@ -21,8 +21,8 @@
 #include "session/runtime.h"
 
 #ifdef PROTON_HAVE_CUPTI
-#include "backends/cupti/cupti_floor.h"
 #include "backends/cupti/diagnostics.h"
+#include "backends/cupti/pc_sampling_stats.h"
 #endif
 
 namespace nb = nanobind;
@@ -273,47 +273,6 @@ NB_MODULE(_proton, m) {
   python::register_launch_hook(m);
 
 #ifdef PROTON_HAVE_CUPTI
-  // The benchmark floor and its variants (cupti_floor.h): callbacks / api_records name a
-  // set of the backend's launch ids, "none", "all", "runtime", "driver" or "profiler" (those
-  // the backend enables by default).
-  m.def(
-      "_floor_start",
-      [](std::string_view callbacks, std::string_view api_records, bool external, bool count,
-         bool graph_level, uint32_t flush_ms) {
-        auto launch_set = [](std::string_view what, std::string_view arg) {
-          if (what == "none") return LaunchSet::kNone;
-          if (what == "all") return LaunchSet::kAll;
-          if (what == "runtime") return LaunchSet::kRuntime;
-          if (what == "driver") return LaunchSet::kDriver;
-          if (what == "profiler") return LaunchSet::kProfiler;
-          throw nb::value_error((std::string(arg) +
-                                 " must be 'none', 'all', 'runtime', 'driver' or 'profiler', "
-                                 "not '" +
-                                 std::string(what) + "'")
-                                    .c_str());
-        };
-        FloorConfig config{launch_set(callbacks, "callbacks"),
-                           launch_set(api_records, "api_records"), external, count, flush_ms};
-        BackendOptions options;
-        options.graph_level = graph_level;
-        std::string why;
-        if (!cupti_floor_start(why, options, config)) throw std::runtime_error(why);
-      },
-      nb::arg("callbacks") = "none", nb::arg("api_records") = "none", nb::arg("external") = false,
-      nb::arg("count") = false, nb::arg("graph_level") = false, nb::arg("flush_ms") = 0);
-  m.def("_floor_stop", &cupti_floor_stop);
-  m.def("_floor_counts", [] {
-    using C = FloorCounts;
-    return counters_dict(cupti_floor_counts(), {{"records", &C::records},
-                                                {"kernels", &C::kernels},
-                                                {"api_records", &C::api_records},
-                                                {"external_records", &C::external_records},
-                                                {"runtime_callbacks", &C::runtime_callbacks},
-                                                {"driver_callbacks", &C::driver_callbacks},
-                                                {"kernels_runtime_id", &C::kernels_runtime_id},
-                                                {"kernels_driver_id", &C::kernels_driver_id}});
-  });
-  m.def("_floor_records", &cupti_floor_records);
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
     using D = cupti::Diagnostics;
     return counters_dict(cupti::diagnostics(),
@@ -325,16 +284,37 @@ NB_MODULE(_proton, m) {
                           {"graph_level_fallbacks", &D::graph_level_fallbacks},
                           {"graph_trace_enables", &D::graph_trace_enables}});
   });
-  m.def("_callback_timing", [] {  // PROTON_DIAG_CALLBACK's probe (callback_probe.h)
-    using Timing = cupti::CallbackTiming;
-    Timing t = cupti::callback_timing();
-    nb::dict d = counters_dict(
-        t, {{"enter_calls", &Timing::enter_calls}, {"exit_calls", &Timing::exit_calls}});
-    d["mode"] = t.mode;
-    put_fields<Timing, double>(d, t,
-                               {{"enter_ns", &Timing::enter_ns},
-                                {"exit_ns", &Timing::exit_ns},
-                                {"probe_ns", &Timing::probe_ns}});
+  // The bench module's callback probe takes the subscriber's place through this hook
+  // (subscriber_hook.h): the product's callback as an address to wrap, and the stand-in to use
+  // at the next start (0: the product's own).
+  m.def("_subscriber_callback_address", &cupti::product_callback_address);
+  m.def("_set_subscriber_callback", &cupti::set_subscriber_callback_address);
+  // PC sampling's counters (pc_sampling_stats.h): samples, full hardware buffers, sizes.
+  m.def("_pc_sampling_stats", [] {
+    using S = cupti::PcSamplingStats;
+    S s = cupti::pc_sampling_stats();
+    nb::dict d = counters_dict(s, {{"buffer_bytes", &S::buffer_bytes},
+                                   {"scratch_bytes", &S::scratch_bytes},
+                                   {"contexts", &S::contexts},
+                                   {"drains", &S::drains},
+                                   {"get_data_calls", &S::get_data_calls},
+                                   {"samples", &S::samples},
+                                   {"pc_records", &S::pc_records},
+                                   {"buffer_full", &S::buffer_full},
+                                   {"dropped", &S::dropped},
+                                   {"non_user", &S::non_user},
+                                   {"adaptations", &S::adaptations},
+                                   {"bad_records", &S::bad_records},
+                                   {"binaries", &S::binaries},
+                                   {"binary_bytes", &S::binary_bytes},
+                                   {"line_lookups", &S::line_lookups}});
+    d["running"] = s.running;
+    d["error"] = s.error;
+    d["period_log2"] = s.period_log2;
+    d["start_period_log2"] = s.start_period_log2;
+    d["sleep_span_ms"] = s.sleep_span_ms;
+    d["stall_reasons"] = s.stall_reasons;
+    d["drain_ms_total"] = s.drain_ms_total;
     return d;
   });
 #endif

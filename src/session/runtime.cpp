@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "attribution/launch_stage.h"
+#include "backends/pc_sampling_options.h"
 #include "common/clock.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
@@ -135,8 +136,10 @@ Runtime::Runtime() = default;
 
 SessionId Runtime::start(const SessionConfig& config) {
   check_option("context", config.context, {"shadow", "python"});
-  if (!parse_periodic_flushing(config.mode).enabled) {
-    check_option("mode", config.mode, {"", "graph"});
+  // mode="pcsampling[:interval=N...]": PC sampling beside kernel timing (throws when malformed).
+  PcSamplingOptions pc_sampling = parse_pc_sampling_mode(config.mode);
+  if (!parse_periodic_flushing(config.mode).enabled && !pc_sampling.enabled) {
+    check_option("mode", config.mode, {"", "graph", "pcsampling"});
   }
   SessionConfig effective = config;
   if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
@@ -182,6 +185,7 @@ SessionId Runtime::start(const SessionConfig& config) {
     public_ids_[id] = next_public_id_++;
   }
   ensure_backend(config, backend_options);
+  if (pc_sampling.enabled) start_pc_sampling(pc_sampling);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
   if (sessions_[id]->config().context == "python") {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
@@ -296,6 +300,14 @@ void Runtime::finalize(SessionId public_id, std::string_view format) {
   std::vector<std::string> formats = resolve_formats(s, format);  // throws before any change
   set_active(id, false);
   flush_backend();
+  if (s.pc_sampling() && backend_running_) {
+    // The last PC-sampling session: stop sampling now, so that what CUPTI hands over only when
+    // it is disabled still reaches this profile.
+    bool others = false;
+    for (auto& o : sessions_)
+      others = others || (o && o.get() != &s && o->pc_sampling());
+    if (!others) backend_->stop_pc_sampling();
+  }
   write_output(s, formats);  // throws, keeping the session, when a file cannot be written
   LaunchStage::trace_sessions.fetch_and(~(SessionMask{1} << id));
   LaunchStage::python_sessions.fetch_and(~(SessionMask{1} << id));
@@ -354,6 +366,7 @@ std::string Runtime::encode_tree(Session& s, uint32_t phase, bool msgpack) {
   }
   std::vector<DeviceInfo> devices = devices_of(seen);
   std::lock_guard lock(s.mu);
+  s.settle_pc_samples();  // mode="pcsampling": every waiting sample onto the tree
   CallTree empty;
   const CallTree* tree = s.phase_tree(phase);
   if (tree == nullptr) tree = &empty;  // cleared or already written: an empty profile
@@ -586,6 +599,23 @@ void Runtime::set_backend_for_testing(std::unique_ptr<Backend> backend) {
   if (backend_ && has_sessions()) {
     std::string why;
     backend_running_ = backend_->start(&processor_, options_from_env(), why);
+  }
+}
+
+void Runtime::start_pc_sampling(const PcSamplingOptions& options) {
+  if (!backend_running_) return;  // "no GPU backend" was said already
+  std::string why;
+  if (!backend_->start_pc_sampling(options, why)) {
+    // One line, and the program runs on with kernel timing.
+    std::fprintf(stderr, "proton: PC sampling is off (%s); recording kernel timing only\n",
+                 why.c_str());
+  }
+}
+
+void Runtime::pc_samples(const PcSampleBatch& batch) {
+  // Called by the processor between begin_batch() and end_batch() (sessions_mu_ held shared).
+  for (auto& s : sessions_) {
+    if (s && s->pc_sampling()) s->add_pc_samples(batch);
   }
 }
 

@@ -98,6 +98,7 @@ class Runtime final : public RecordSink {
   void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override;
   void dropped(uint64_t count) override;
   void scope_event(const LaunchTag& tag) override;
+  void pc_samples(const PcSampleBatch& batch) override;
 
  private:
   Runtime();
@@ -116,6 +117,9 @@ class Runtime final : public RecordSink {
   void start_trace(Session& s);                     // requires api_mu_
   std::vector<DeviceInfo> devices_of(const uint64_t (&seen)[2]);  // requires api_mu_
   std::string tree_data(SessionId id, uint32_t phase, bool msgpack);
+
+  // mode="pcsampling": starts the backend's PC sampling, or says in one line why not.
+  void start_pc_sampling(const PcSamplingOptions& options);  // requires api_mu_
 
   std::mutex api_mu_;
   mutable std::shared_mutex sessions_mu_;  // guards sessions_ (the pointers, not the sessions)

@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include "backends/pc_sampling_options.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -77,6 +79,7 @@ Session::Session(SessionId id, SessionConfig config, uint32_t epoch)
       data_(parse_data(config_.data)),
       flushing_(parse_periodic_flushing(config_.mode)),
       python_context_(config_.context == "python") {
+  if (parse_pc_sampling_mode(config_.mode).enabled) pc_ = std::make_unique<PcAttribution>();
   if (flushing_.enabled && !data_.tree) {
     throw std::invalid_argument(
         "mode 'periodic_flushing' writes call trees; it needs data='tree' "
@@ -126,6 +129,7 @@ std::vector<uint32_t> Session::live_phases() const {
 }
 
 void Session::clear_phases(uint32_t phase, bool up_to) {
+  if (pc_) pc_->forget_phases(phase, up_to);
   if (up_to) {
     trees_.erase(trees_.begin(), trees_.upper_bound(phase));
   } else {
@@ -229,6 +233,16 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
     CallTree::NodeId kernel = tree->child(tree->node_for_context(ctx), name);
     tree->add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
                      r.device_type);
+    if (pc_) {
+      // PC samples name the function, never the launch: note where it ran and for how long.
+      for (const auto& [phase, t] : trees_) {
+        if (t.get() == tree) {
+          pc_->note_kernel(r.name, phase, kernel,
+                           r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+          break;
+        }
+      }
+    }
     for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
       try {
         tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);
@@ -269,6 +283,27 @@ void Session::add_metrics(ContextId ctx, std::span<const std::pair<NameId, Metri
   CallTree::NodeId node = t.node_for_context(ctx);
   for (const auto& [name, value] : metrics)
     t.add_metric(node, name, value);
+}
+
+PcAttribution::TreeOf Session::pc_tree_of() {
+  // UINT32_MAX: the current phase (where samples of unknown functions go).
+  return [this](uint32_t phase) -> CallTree* {
+    if (!data_.tree) return nullptr;
+    return phase == UINT32_MAX ? &tree() : phase_tree(phase);
+  };
+}
+
+void Session::add_pc_samples(const PcSampleBatch& batch) {
+  std::lock_guard lock(mu);
+  if (!pc_) return;
+  pc_->add(batch);
+  pc_->distribute(pc_tree_of(), /*final=*/false);
+}
+
+void Session::settle_pc_samples() {
+  if (!pc_ || !data_.tree) return;
+  pc_->distribute(pc_tree_of(), /*final=*/true);
+  pc_->write_counters(tree());
 }
 
 }  // namespace proton

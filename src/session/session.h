@@ -17,6 +17,7 @@
 #include "data/call_tree.h"
 #include "data/region_metrics.h"
 #include "session/region_alignment.h"
+#include "data/pc_attribution.h"
 
 namespace proton {
 
@@ -108,12 +109,21 @@ class Session {
   void finish_trace(uint64_t now_ns);
   bool trace_finished() const { return trace_finished_; }
 
+  // PC sampling (mode="pcsampling"): samples wait in pc_ until their kernels' time is known
+  // (data/pc_attribution.h). All require mu except pc_sampling().
+  bool pc_sampling() const { return pc_ != nullptr; }
+  void add_pc_samples(const PcSampleBatch& batch);  // takes mu
+  /// Places every waiting sample and writes the sampling counters (before a tree is encoded).
+  void settle_pc_samples();
+  const PcAttribution* pc_attribution() const { return pc_.get(); }
+
   uint64_t dropped_records = 0;
   uint64_t unattributed_kernels = 0;
   uint64_t late_kernels = 0;  // kernels of phases already cleared or written out
 
  private:
   CallTree* tree_for(const LaunchTag& tag);  // requires mu
+  PcAttribution::TreeOf pc_tree_of();        // requires mu while the result is used
 
   SessionId id_;
   SessionConfig config_;
@@ -130,6 +140,7 @@ class Session {
   int64_t gpu_offset_ns_ = 0;
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;
+  std::unique_ptr<PcAttribution> pc_;  // guarded by mu; null unless mode="pcsampling"
 };
 
 }  // namespace proton

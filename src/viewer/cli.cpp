@@ -10,6 +10,7 @@
 #include "viewer/flame_export.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/html_export.h"
+#include "viewer/source_view.h"
 #include "viewer/merge.h"
 #include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
@@ -219,6 +220,16 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
   if (options.list) {
     Profile profile = load_hatchet(options.file);
     list_metrics(out, profile);
+    return 0;
+  }
+  if (options.source) {  // PC sampling's annotated source (source_view.h)
+    std::string text =
+        render_source(collect_source(load_hatchet(options.file), *options.source), true);
+    if (options.output_path.empty()) {
+      out << text;
+    } else {
+      write_file_atomically(options.output_path, text);
+    }
     return 0;
   }
   std::vector<std::string> requests = options.metrics;

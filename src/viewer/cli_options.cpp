@@ -33,6 +33,8 @@ options:
   -f, --format FMT      frame names: full, file_function_line, function_line, file_function
                         (also accepts an output format below, as a shorthand)
   --print-sorted        after the tree, list frames sorted by the first metric
+  --source KERNEL       PC sampling: KERNEL's source lines with samples and top stall
+                        reasons, like perf annotate (profiles of mode="pcsampling")
   --diff-profile OTHER  show PROFILE minus OTHER, aligned by call path (also -diff)
   --output-format FMT   tree (default), folded (flamegraph.pl), speedscope (JSON for
                         speedscope.app) or html (self-contained interactive flame graph)
@@ -218,6 +220,8 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
     } else if (o == "--stragglers") {
       options.stragglers =
           t.has_value ? static_cast<size_t>(std::max(1, parse_int(o, t.value))) : size_t{10};
+    } else if (o == "--source") {
+      options.source = value();
     } else {
       throw UsageError("unknown option '" + arg + "' (see --help)");
     }

@@ -34,6 +34,7 @@ struct ViewOptions {
   // Several profiles (one per rank): shown merged (rank_merge.h); files[0] == file.
   std::vector<std::string> files;
   std::optional<size_t> stragglers;  // --stragglers[=N]: the N most imbalanced frames
+  std::optional<std::string> source;  // --source KERNEL: annotated source (source_view.h)
 };
 
 struct MergeOptions {

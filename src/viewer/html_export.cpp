@@ -3,6 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "viewer/errors.h"
+#include "viewer/source_view.h"
+
 namespace proton::viewer {
 
 std::string html_escape(std::string_view text) {
@@ -49,6 +52,16 @@ std::string to_html(const Profile& profile, const Column& column, const std::vec
     built[i] = std::move(json);
   }
   Json data = {{"metric", column.header}, {"title", title}, {"tree", std::move(built[0])}};
+  // PC sampling: clicking a kernel shows its annotated source (source_view.h), as --source.
+  Json sources = Json::object();
+  try {
+    for (const KernelSource& k : collect_source(profile, "")) {
+      sources[display_name(k.kernel, names)] = render_source({k}, true);
+    }
+  } catch (const UsageError&) {
+    // no kernel has samples: no source panel
+  }
+  if (!sources.empty()) data["sources"] = std::move(sources);
   std::string text = data.dump(-1, ' ', false, Json::error_handler_t::replace);
   // "</script>" inside a name must not end the data element; "<\/" is the same JSON string.
   std::string safe;

@@ -30,6 +30,7 @@ header h1 { font-size: 14px; margin: 0; }
 .f:hover { border-color: #222; }
 .f.focus { font-weight: 600; }
 .f.hl { background: #d63384 !important; color: #fff; }
+#source { margin: 0 12px 12px; font-size: 12px; }
 #detail { margin: 0 12px 12px; color: #333; min-height: 1.4em; font-family: ui-monospace, monospace; }
 </style></head>
 <body>
@@ -38,6 +39,7 @@ header h1 { font-size: 14px; margin: 0; }
 <button id="reset" type="button">Reset zoom</button></header>
 <div id="detail"></div>
 <div id="chart"></div>
+<pre id="source"></pre>
 <script id="profile-data" type="application/json">)HTML";
 
 constexpr std::string_view kScript = R"HTML(</script>
@@ -121,7 +123,11 @@ constexpr std::string_view kScript = R"HTML(</script>
     }
     detail.textContent = focus.n + " — " + data.metric + " " + fmt(focus.v) + " (" + share(focus) + ")";
   }
-  function zoom(n) { focus = n; render(); }
+  function zoom(n) {
+    focus = n; render();
+    // PC sampling: a kernel's annotated source lines (proton-viewer --source), when it has any.
+    document.getElementById("source").textContent = (data.sources && data.sources[n.n]) || "";
+  }
 
   chart.addEventListener("click", (e) => {
     const el = e.target.closest(".f");

@@ -37,6 +37,7 @@ std::string fill(void* handle, CuptiApi& api) {
   PROTON_CUPTI_REQUIRED(PROTON_RESOLVE_REQUIRED)
 #define PROTON_RESOLVE_OPTIONAL(name) resolve(handle, #name, api.name);
   PROTON_CUPTI_OPTIONAL(PROTON_RESOLVE_OPTIONAL)
+  PROTON_CUPTI_PC_SAMPLING(PROTON_RESOLVE_OPTIONAL)
   return {};
 }
 

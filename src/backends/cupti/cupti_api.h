@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <string>
 #include <vector>
@@ -42,6 +43,18 @@ namespace proton::cupti {
   X(cuptiActivityPushExternalCorrelationId) \
   X(cuptiActivityPopExternalCorrelationId)
 
+// PC sampling (pc_sampling.*, mode="pcsampling"): CUDA 11.3+; null when absent, and then PC
+// sampling says so and kernel timing goes on.
+#define PROTON_CUPTI_PC_SAMPLING(X)           \
+  X(cuptiPCSamplingEnable)                    \
+  X(cuptiPCSamplingDisable)                   \
+  X(cuptiPCSamplingSetConfigurationAttribute) \
+  X(cuptiPCSamplingGetData)                   \
+  X(cuptiPCSamplingGetNumStallReasons)        \
+  X(cuptiPCSamplingGetStallReasons)           \
+  X(cuptiGetSassToSourceCorrelation)          \
+  X(cuptiGetCubinCrc)
+
 #define PROTON_DRIVER_REQUIRED(X) \
   X(cuInit)                       \
   X(cuDriverGetVersion)           \
@@ -57,6 +70,7 @@ namespace proton::cupti {
 struct CuptiApi {
   PROTON_CUPTI_REQUIRED(PROTON_DECLARE_ENTRY)
   PROTON_CUPTI_OPTIONAL(PROTON_DECLARE_ENTRY)
+  PROTON_CUPTI_PC_SAMPLING(PROTON_DECLARE_ENTRY)
   std::string path;  // the file that was loaded, for messages
 };
 

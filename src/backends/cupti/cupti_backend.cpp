@@ -6,12 +6,13 @@
 
 #include "attribution/graph_exec_table.h"
 #include "attribution/record_processor.h"
-#include "backends/cupti/callback_probe.h"
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/diagnostics.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
+#include "backends/cupti/pc_sampling.h"
+#include "backends/cupti/subscriber_hook.h"
 #include "common/clock.h"
 
 namespace proton {
@@ -158,7 +159,7 @@ bool CuptiBackend::subscribe(std::string& why) {
   // cuptiSubscribe_v2 (CUDA 12.6+) also tells us who holds CUPTI when we cannot have it.
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
   CUptiResult r;
-  CUpti_CallbackFunc callback = choose_callback();  // on_cupti_callback unless diagnosing
+  CUpti_CallbackFunc callback = subscriber_callback();  // on_cupti_callback unless a bench probe
   if (api_->cuptiSubscribe_v2 != nullptr) {
     CUpti_SubscriberParams params{};
     params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
@@ -231,12 +232,15 @@ void CuptiBackend::flush() {
   api_->cuptiActivityFlushAll(0);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   wait_for_deliveries();
+  // PC samples after the kernel records: their attribution reads the kernels' time.
+  PcSampler::global().drain();
   processor_->settle();
 }
 
 void CuptiBackend::stop() {
   if (!running_) return;
-  flusher_.stop();  // before anything it flushes is torn down
+  flusher_.stop();     // before anything it flushes is torn down
+  stop_pc_sampling();  // its last samples still reach processor_
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);
@@ -274,6 +278,34 @@ void CuptiBackend::consume(uint8_t* buffer, size_t valid_bytes) noexcept {
     // Out of memory while attributing: the buffer is lost, the program goes on.
     ++incomplete_buffers_;
   }
+}
+
+bool CuptiBackend::start_pc_sampling(const PcSamplingOptions& options, std::string& why) {
+  if (!running_) {
+    why = "the CUPTI backend is not running";
+    return false;
+  }
+  if (PcSampler::global().running()) return true;
+  if (!set_pc_sampling_callbacks(*api_, subscriber_, true, why)) return false;
+  CUdevice dev = 0;
+  int sms = 0;
+  if (driver_->cuDeviceGet(&dev, 0) == CUDA_SUCCESS) {
+    driver_->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  }
+  if (!PcSampler::global().start(*api_, *driver_, processor_, options, static_cast<uint32_t>(sms),
+                                 why)) {
+    std::string ignored;
+    set_pc_sampling_callbacks(*api_, subscriber_, false, ignored);
+    return false;
+  }
+  return true;
+}
+
+void CuptiBackend::stop_pc_sampling() {
+  if (!PcSampler::global().running()) return;
+  PcSampler::global().stop();
+  std::string ignored;
+  set_pc_sampling_callbacks(*api_, subscriber_, false, ignored);
 }
 
 uint64_t CuptiBackend::timestamp_ns() {

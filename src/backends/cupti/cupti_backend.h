@@ -34,6 +34,9 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   DeviceInfo device(uint32_t id) override;
   /// cuptiGetTimestamp: the clock of kernel records (traces align it with the steady clock).
   uint64_t timestamp_ns() override;
+  /// PC sampling (pc_sampling.h) on top of kernel timing.
+  bool start_pc_sampling(const PcSamplingOptions& options, std::string& why) override;
+  void stop_pc_sampling() override;
 
  private:
   void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;

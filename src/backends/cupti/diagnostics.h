@@ -18,17 +18,11 @@ struct Diagnostics {
   uint64_t periodic_flushes = 0;       // flushes the periodic check decided on (flush_policy.h)
 };
 
-/// The subscriber callback as PROTON_DIAG_CALLBACK chose it (callback_probe.h).
-struct CallbackTiming {
-  std::string mode;          // "", "timed" or "empty"
-  uint64_t enter_calls = 0;  // launch-API callbacks at API enter (timed mode only)
-  uint64_t exit_calls = 0;
-  double enter_ns = 0;  // mean time in the callback per call, TSC reads included
-  double exit_ns = 0;
-  double probe_ns = 0;  // what two back-to-back TSC reads cost
-};
-
 Diagnostics diagnostics();
-CallbackTiming callback_timing();
+
+/// subscriber_hook.h without CUPTI types, for the Python module: the product's subscriber
+/// callback as an address, and the stand-in (0: none) the next start subscribes instead.
+uintptr_t product_callback_address();
+void set_subscriber_callback_address(uintptr_t address);
 
 }  // namespace proton::cupti

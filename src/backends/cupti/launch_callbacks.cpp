@@ -6,6 +6,7 @@
 #include "attribution/launch_stage.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
+#include "backends/cupti/pc_sampling.h"
 #include "common/hot.h"
 
 namespace proton::cupti {
@@ -171,6 +172,7 @@ void CUPTIAPI on_cupti_callback(void*, CUpti_CallbackDomain domain, CUpti_Callba
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API || domain == CUPTI_CB_DOMAIN_RUNTIME_API) [[likely]] {
     launch_api(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    pc_sampling_resource(cbid, static_cast<const CUpti_ResourceData*>(data));  // contexts, modules
     on_graph_resource(cbid, static_cast<const CUpti_ResourceData*>(data));
   } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
     on_nvtx(cbid, data);

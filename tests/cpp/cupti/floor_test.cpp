@@ -1,6 +1,6 @@
 // The benchmark floor must leave CUPTI as it found it, started or refused: each bench process
 // runs one variant, but a floor that kept its claim or subscriber would lock the profiler out.
-#include "backends/cupti/cupti_floor.h"
+#include "cupti_floor.h"
 
 #include <gtest/gtest.h>
 

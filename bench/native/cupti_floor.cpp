@@ -1,4 +1,4 @@
-#include "backends/cupti/cupti_floor.h"
+#include "cupti_floor.h"
 
 #include <array>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "backends/cupti/callback_probe.h"
+#include "callback_probe.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,10 +9,11 @@
 #include <x86intrin.h>
 #endif
 
-#include "backends/cupti/launch_callbacks.h"
+#include <stdexcept>
+
 #include "common/clock.h"
 
-namespace proton::cupti {
+namespace proton::bench {
 
 namespace {
 
@@ -36,12 +37,13 @@ struct Counter {
 Counter g_enter, g_exit;
 std::atomic<uint64_t> g_probe_ticks{0};  // two back-to-back reads, the fastest of many
 uint64_t g_start_ticks = 0, g_start_ns = 0;
-std::string g_mode;  // written by choose_callback (backend start, under the API lock)
+std::string g_mode;                     // written by choose_callback, before the profiler starts
+CUpti_CallbackFunc g_target = nullptr;  // the product's callback, wrapped by timed_callback
 
 void CUPTIAPI timed_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* data) {
   uint64_t t0 = ticks();
-  on_cupti_callback(userdata, domain, cbid, data);
+  g_target(userdata, domain, cbid, data);
   uint64_t t1 = ticks();
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   bool exit = static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT;
@@ -52,14 +54,15 @@ void CUPTIAPI empty_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 }  // namespace
 
-CUpti_CallbackFunc choose_callback() {
-  const char* v = std::getenv("PROTON_DIAG_CALLBACK");
-  g_mode = v == nullptr ? "" : v;
-  if (g_mode == "empty") return empty_callback;
-  if (g_mode != "timed") {
-    g_mode.clear();
-    return on_cupti_callback;  // the default path: nothing to reset or calibrate
+CUpti_CallbackFunc choose_callback(const std::string& mode, CUpti_CallbackFunc target) {
+  if (mode != "timed" && mode != "empty") {
+    throw std::invalid_argument("callback probe mode must be 'timed' or 'empty', not '" + mode +
+                                "'");
   }
+  g_mode = mode;
+  g_target = target;
+  if (g_mode == "empty") return empty_callback;
+  if (target == nullptr) throw std::invalid_argument("the timed probe needs the target callback");
   for (Counter* c : {&g_enter, &g_exit}) {
     c->calls.store(0, std::memory_order_relaxed);
     c->ticks.store(0, std::memory_order_relaxed);
@@ -94,4 +97,4 @@ CallbackTiming callback_timing() {
   return t;
 }
 
-}  // namespace proton::cupti
+}  // namespace proton::bench

@@ -1,0 +1,115 @@
+// _proton_bench: the benchmark's instruments, built only for bench/ (PROTON_BUILD_BENCH), never
+// shipped with the product. Floors measure what CUPTI itself costs so that Proton's overhead
+// can be stated above it.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "callback_probe.h"
+#include "cupti_floor.h"
+#include "pc_floor.h"
+
+namespace nb = nanobind;
+using namespace proton::bench;
+using proton::BackendOptions;
+using proton::FloorConfig;
+using proton::FloorCounts;
+using proton::LaunchSet;
+
+namespace {
+
+LaunchSet launch_set(std::string_view what, std::string_view arg) {
+  if (what == "none") return LaunchSet::kNone;
+  if (what == "all") return LaunchSet::kAll;
+  if (what == "runtime") return LaunchSet::kRuntime;
+  if (what == "driver") return LaunchSet::kDriver;
+  if (what == "profiler") return LaunchSet::kProfiler;
+  throw nb::value_error((std::string(arg) +
+                         " must be 'none', 'all', 'runtime', 'driver' or 'profiler', not '" +
+                         std::string(what) + "'")
+                            .c_str());
+}
+
+}  // namespace
+
+NB_MODULE(_proton_bench, m) {
+  m.doc() = "Proton's benchmark instruments (CUPTI floors); not part of the product";
+  m.def(
+      "pc_floor_start",
+      [](uint32_t period_log2, uint64_t buffer_bytes, uint32_t sleep_ms, uint32_t drain_ms) {
+        PcFloorConfig c;
+        c.period_log2 = period_log2;
+        c.buffer_bytes = buffer_bytes;
+        c.sleep_span_ms = sleep_ms;
+        c.drain_ms = drain_ms;
+        std::string why;
+        if (!pc_floor_start(c, why)) throw std::runtime_error(why);
+      },
+      nb::arg("period_log2") = 16, nb::arg("buffer_bytes") = uint64_t{4} << 20,
+      nb::arg("sleep_ms") = 20, nb::arg("drain_ms") = 20);
+  // The kernel-tracing floor and its variants (cupti_floor.h), moved out of the product: the
+  // names are those _proton had, so bench scripts only change the module they import.
+  m.def(
+      "_floor_start",
+      [](std::string_view callbacks, std::string_view api_records, bool external, bool count,
+         bool graph_level, uint32_t flush_ms) {
+        FloorConfig config{launch_set(callbacks, "callbacks"),
+                           launch_set(api_records, "api_records"), external, count, flush_ms};
+        BackendOptions options;
+        options.graph_level = graph_level;
+        std::string why;
+        if (!proton::cupti_floor_start(why, options, config)) throw std::runtime_error(why);
+      },
+      nb::arg("callbacks") = "none", nb::arg("api_records") = "none", nb::arg("external") = false,
+      nb::arg("count") = false, nb::arg("graph_level") = false, nb::arg("flush_ms") = 0);
+  m.def("_floor_stop", &proton::cupti_floor_stop);
+  m.def("_floor_counts", [] {
+    FloorCounts c = proton::cupti_floor_counts();
+    nb::dict d;
+    d["records"] = c.records;
+    d["kernels"] = c.kernels;
+    d["api_records"] = c.api_records;
+    d["external_records"] = c.external_records;
+    d["runtime_callbacks"] = c.runtime_callbacks;
+    d["driver_callbacks"] = c.driver_callbacks;
+    d["kernels_runtime_id"] = c.kernels_runtime_id;
+    d["kernels_driver_id"] = c.kernels_driver_id;
+    return d;
+  });
+  m.def("_floor_records", &proton::cupti_floor_records);
+
+  // The callback probe (callback_probe.h): a stand-in for the product's subscriber callback,
+  // whose address comes from _proton._subscriber_callback_address(); the returned address goes
+  // to _proton._set_subscriber_callback before proton.start.
+  m.def("callback_probe", [](const std::string& mode, uintptr_t target) {
+    return reinterpret_cast<uintptr_t>(
+        choose_callback(mode, reinterpret_cast<CUpti_CallbackFunc>(target)));
+  });
+  m.def("callback_timing", [] {
+    CallbackTiming t = callback_timing();
+    nb::dict d;
+    d["mode"] = t.mode;
+    d["enter_calls"] = t.enter_calls;
+    d["exit_calls"] = t.exit_calls;
+    d["enter_ns"] = t.enter_ns;
+    d["exit_ns"] = t.exit_ns;
+    d["probe_ns"] = t.probe_ns;
+    return d;
+  });
+
+  m.def("pc_floor_stop", [] {
+    PcFloorCounts c = pc_floor_stop();
+    nb::dict d;
+    d["drains"] = c.drains;
+    d["get_data_calls"] = c.get_data_calls;
+    d["samples"] = c.samples;
+    d["pc_records"] = c.pc_records;
+    d["buffer_full"] = c.buffer_full;
+    d["dropped"] = c.dropped;
+    d["stall_reasons"] = c.stall_reasons;
+    return d;
+  });
+}

@@ -1,0 +1,627 @@
+#include "backends/cupti/pc_sampling.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "attribution/record_processor.h"
+#include "backends/cupti/cupti_errors.h"
+#include "common/clock.h"
+#include "common/name_table.h"
+
+namespace proton::cupti {
+
+namespace {
+
+// PC records one GetData call can return. A drain loops while CUPTI says more remain, so this
+// only bounds one call; distinct PCs per 20 ms drain are a few thousand at most.
+constexpr size_t kPcsPerCall = 4096;
+// CUPTI's scratch buffer holds decoded records between two GetData calls.
+constexpr uint64_t kScratchBytes = uint64_t{8} << 20;
+// The default period: 2^16 cycles. Measured on an H100 (REFERENCE.md): a 2 MB buffer held
+// 2^17 at CUPTI's 100 ms span, while 2-8 MB at 2^14 overflowed.
+constexpr uint32_t kDefaultPeriod = 16;
+// Hardware buffer bytes one sleep span of 100 ms needs at 2^17 on 132 SMs, from the same
+// measurement (2 MB was enough; a quarter of 8 MB at 2^14 was not): the rate scales with
+// 2^-period and the SM count.
+constexpr double kBytesPer100msAt17 = 2.0 * (1 << 20);
+// The buffer holds this many sleep spans: CUPTI's worker may be late, kernels bursty.
+constexpr double kSafety = 4.0;
+constexpr uint64_t kMinBuffer = uint64_t{2} << 20;
+
+std::atomic<PcSampler*> g_active{nullptr};
+
+std::string pc_error(const CuptiApi& api, const char* call, CUptiResult r) {
+  std::string s = cupti_error(api, call, r);
+  if (r == CUPTI_ERROR_NOT_SUPPORTED) {
+    s += " (this GPU or driver has no PC sampling: it needs compute capability 7.0 or newer)";
+  } else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
+    s += " (profiling is restricted to admin users: see NVreg_RestrictProfilingToAdminUsers)";
+  }
+  return s;
+}
+
+uint64_t round_up_pow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v)
+    p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
+  PcSizes s;
+  s.sleep_span_ms = std::max<uint32_t>(1, o.sleep_span_ms);
+  s.period_log2 = o.period_log2 == 0 ? kDefaultPeriod : std::clamp<uint32_t>(o.period_log2, 5, 31);
+  s.scratch_bytes = kScratchBytes;
+  double sm_scale = sms == 0 ? 1.0 : sms / 132.0;
+  auto need = [&](uint32_t period) {
+    double rate = kBytesPer100msAt17 * std::ldexp(1.0, 17 - static_cast<int>(period)) * sm_scale;
+    return static_cast<uint64_t>(rate * (s.sleep_span_ms / 100.0) * kSafety);
+  };
+  if (o.buffer_bytes != 0) {
+    s.buffer_bytes = o.buffer_bytes;
+    return s;  // the user's choice; a full buffer is still detected and adapted to
+  }
+  uint32_t asked = s.period_log2;
+  while (s.period_log2 < 31 && need(s.period_log2) > o.max_buffer_bytes)
+    ++s.period_log2;
+  s.buffer_bytes = std::clamp(round_up_pow2(need(s.period_log2)), kMinBuffer, o.max_buffer_bytes);
+  if (s.period_log2 != asked) {
+    s.note = "sampling period raised from 2^" + std::to_string(asked) + " to 2^" +
+             std::to_string(s.period_log2) + " cycles so that a " +
+             std::to_string(s.buffer_bytes >> 20) + " MB hardware buffer holds " +
+             std::to_string(static_cast<int>(kSafety)) + " of CUPTI's " +
+             std::to_string(s.sleep_span_ms) + " ms decode spans (pcsampling:buffer_mb=N " +
+             "chooses a larger buffer)";
+  }
+  return s;
+}
+
+struct PcSampler::Context {
+  CUcontext ctx = nullptr;
+  uint32_t period_log2 = 0;
+  uint32_t reenable_log2 = 0;  // != 0: disable and enable again with this period
+  StallIndex index{{}};
+  size_t reasons = 0;
+  // GetData's buffer, and the one CUPTI fills at disable (SAMPLING_DATA_BUFFER).
+  struct Buffer {
+    std::vector<CUpti_PCSamplingPCData> pcs;
+    std::vector<CUpti_PCSamplingStallReason> stalls;
+    CUpti_PCSamplingData data{};
+    void init(size_t n_pcs, size_t n_reasons) {
+      pcs.assign(n_pcs, CUpti_PCSamplingPCData{});
+      stalls.assign(n_pcs * std::max<size_t>(1, n_reasons), CUpti_PCSamplingStallReason{});
+      for (size_t i = 0; i < n_pcs; ++i) {
+        pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+        pcs[i].stallReason = &stalls[i * std::max<size_t>(1, n_reasons)];
+      }
+      data = CUpti_PCSamplingData{};
+      data.size = sizeof(CUpti_PCSamplingData);
+      data.collectNumPcs = n_pcs;
+      data.pPcData = pcs.data();
+    }
+    void reset() {
+      // CUPTI writes stallReasonCount per record: restore the capacities it reads.
+      data.totalNumPcs = 0;
+      data.remainingNumPcs = 0;
+      data.hardwareBufferFull = 0;
+      data.droppedSamples = 0;
+      data.totalSamples = 0;
+      data.nonUsrKernelsTotalSamples = 0;
+    }
+  };
+  Buffer get;
+  Buffer final_data;
+};
+
+PcSampler& PcSampler::global() {
+  static PcSampler* s = new PcSampler();  // leaked: resource callbacks may come during exit
+  return *s;
+}
+
+bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProcessor* sink,
+                      const PcSamplingOptions& options, uint32_t sms, std::string& why) {
+  if (running()) return true;
+  if (api.cuptiPCSamplingEnable == nullptr || api.cuptiPCSamplingGetData == nullptr ||
+      api.cuptiPCSamplingSetConfigurationAttribute == nullptr ||
+      api.cuptiPCSamplingGetStallReasons == nullptr ||
+      api.cuptiPCSamplingGetNumStallReasons == nullptr || api.cuptiPCSamplingDisable == nullptr) {
+    why = api.path + " has no PC sampling API (CUDA 11.3 or newer is needed)";
+    return false;
+  }
+  api_ = &api;
+  driver_ = &driver;
+  sink_ = sink;
+  options_ = options;
+  sizes_ = choose_pc_sizes(options, sms);
+  // lines_ keeps its binaries across start/finalize cycles: modules loaded earlier stay
+  // loaded, and their load callbacks will not come again.
+  if (api.cuptiGetSassToSourceCorrelation != nullptr) {
+    const CuptiApi* a = api_;
+    lines_.set_correlate([a](const void* cubin, size_t size, const char* fn, uint64_t pc,
+                             PcLineMap::SourceLine& out) {
+      CUpti_GetSassToSourceCorrelationParams p{};
+      p.size = CUpti_GetSassToSourceCorrelationParamsSize;
+      p.cubin = cubin;
+      p.cubinSize = size;
+      p.functionName = fn;
+      p.pcOffset = pc;
+      if (a->cuptiGetSassToSourceCorrelation(&p) != CUPTI_SUCCESS) return false;
+      out.line = p.lineNumber;
+      // CUPTI allocates both strings for the caller to free.
+      if (p.fileName != nullptr) out.file = p.fileName;
+      if (p.dirName != nullptr) out.dir = p.dirName;
+      std::free(p.fileName);
+      std::free(p.dirName);
+      return true;
+    });
+  }
+  if (api.cuptiGetCubinCrc != nullptr) {
+    // Triton's cache: kernels compiled (and loaded) before start still get their lines.
+    std::vector<std::string> dirs;
+    const char* cache = std::getenv("TRITON_CACHE_DIR");
+    const char* home = std::getenv("HOME");
+    if (cache != nullptr && *cache != 0) {
+      dirs.emplace_back(cache);
+    } else if (home != nullptr && *home != 0) {
+      dirs.push_back(std::string(home) + "/.triton/cache");
+    }
+    const CuptiApi* a = api_;
+    lines_.set_binary_folders(std::move(dirs), [a](const void* data, size_t size, uint64_t& crc) {
+      CUpti_GetCubinCrcParams cp{};
+      cp.size = CUpti_GetCubinCrcParamsSize;
+      cp.cubin = data;
+      cp.cubinSize = size;
+      if (a->cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS) return false;
+      crc = cp.cubinCrc;
+      return true;
+    });
+  }
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = false;
+    warned_ = false;
+    stats_ = PcSamplingStats{};
+    stats_.period_log2 = stats_.start_period_log2 = sizes_.period_log2;
+    stats_.buffer_bytes = sizes_.buffer_bytes;
+    stats_.scratch_bytes = sizes_.scratch_bytes;
+    stats_.sleep_span_ms = sizes_.sleep_span_ms;
+    contexts_.clear();
+    table_.reset();
+    g_active.store(this, std::memory_order_release);
+    // The current context now; later ones through CONTEXT_CREATED. With none current (CUDA
+    // not initialised yet), the first context created is sampled from its creation on.
+    CUcontext ctx = nullptr;
+    if (driver_->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr && !enable(ctx, why)) {
+      g_active.store(nullptr, std::memory_order_release);
+      stats_.error = why;
+      return false;
+    }
+  }
+  if (!sizes_.note.empty()) std::fprintf(stderr, "proton: PC sampling: %s\n", sizes_.note.c_str());
+  running_.store(true, std::memory_order_release);
+  thread_ = std::thread([this] { run(); });
+  return true;
+}
+
+bool PcSampler::enable(CUcontext ctx, std::string& why) {
+  for (auto& c : contexts_) {
+    if (c->ctx == ctx) return true;
+  }
+  CUpti_PCSamplingEnableParams ep{};
+  ep.size = CUpti_PCSamplingEnableParamsSize;
+  ep.ctx = ctx;
+  CUptiResult r = api_->cuptiPCSamplingEnable(&ep);
+  if (r != CUPTI_SUCCESS) {
+    why = pc_error(*api_, "cuptiPCSamplingEnable", r);
+    return false;
+  }
+  auto c = std::make_unique<Context>();
+  c->ctx = ctx;
+  auto fail = [&](const std::string& message) {
+    why = message;
+    CUpti_PCSamplingDisableParams dp{};
+    dp.size = CUpti_PCSamplingDisableParamsSize;
+    dp.ctx = ctx;
+    api_->cuptiPCSamplingDisable(&dp);
+    return false;
+  };
+  // Stall reasons, read once per context at enable (40 on an H100).
+  size_t n = 0;
+  CUpti_PCSamplingGetNumStallReasonsParams np{};
+  np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
+  np.ctx = ctx;
+  np.numStallReasons = &n;
+  r = api_->cuptiPCSamplingGetNumStallReasons(&np);
+  if (r != CUPTI_SUCCESS) return fail(pc_error(*api_, "cuptiPCSamplingGetNumStallReasons", r));
+  if (n == 0 || n > 1024) return fail("CUPTI reports " + std::to_string(n) + " stall reasons");
+  std::vector<uint32_t> indices(n);
+  std::vector<std::vector<char>> storage(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
+  std::vector<char*> names(n);
+  for (size_t i = 0; i < n; ++i)
+    names[i] = storage[i].data();
+  CUpti_PCSamplingGetStallReasonsParams sp{};
+  sp.size = CUpti_PCSamplingGetStallReasonsParamsSize;
+  sp.ctx = ctx;
+  sp.numStallReasons = n;
+  sp.stallReasonIndex = indices.data();
+  sp.stallReasons = names.data();
+  r = api_->cuptiPCSamplingGetStallReasons(&sp);
+  if (r != CUPTI_SUCCESS) return fail(pc_error(*api_, "cuptiPCSamplingGetStallReasons", r));
+  std::vector<std::string> raw(n);
+  for (size_t i = 0; i < n; ++i) {
+    storage[i].back() = '\0';
+    raw[i] = storage[i].data();
+  }
+  if (!table_) {
+    raw_reasons_ = raw;
+    table_ = std::make_shared<const PcStallTable>(PcStallTable::from_names(raw));
+    stats_.stall_reasons = static_cast<uint32_t>(n);
+  }
+  // Our table is the first context's; another GPU's reasons map by name.
+  std::vector<uint32_t> by_position(raw_reasons_.size(), UINT32_MAX);
+  for (size_t i = 0; i < n; ++i) {
+    auto it = std::find(raw_reasons_.begin(), raw_reasons_.end(), raw[i]);
+    if (it != raw_reasons_.end()) by_position[it - raw_reasons_.begin()] = indices[i];
+  }
+  {
+    // StallIndex maps hardware index -> position: build from positions' hardware indices.
+    std::vector<uint32_t> hw(by_position.size());
+    for (size_t i = 0; i < hw.size(); ++i)
+      hw[i] = by_position[i] == UINT32_MAX ? 1u << 20 : by_position[i];  // past the index cap
+    c->index = StallIndex(hw);
+  }
+  c->reasons = n;
+  c->get.init(kPcsPerCall, n);
+  c->final_data.init(kPcsPerCall, n);
+  c->period_log2 = sizes_.period_log2;
+
+  std::vector<CUpti_PCSamplingConfigurationInfo> cfg(8);
+  for (auto& a : cfg)
+    a = CUpti_PCSamplingConfigurationInfo{};
+  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  cfg[0].attributeData.samplingPeriodData.samplingPeriod = sizes_.period_log2;
+  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  cfg[1].attributeData.stallReasonData.stallReasonCount = n;
+  cfg[1].attributeData.stallReasonData.pStallReasonIndex = indices.data();
+  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+  cfg[2].attributeData.scratchBufferSizeData.scratchBufferSize = sizes_.scratch_bytes;
+  cfg[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  cfg[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = sizes_.buffer_bytes;
+  cfg[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  cfg[4].attributeData.collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  cfg[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  cfg[5].attributeData.enableStartStopControlData.enableStartStopControl = 0;
+  cfg[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+  cfg[6].attributeData.outputDataFormatData.outputDataFormat =
+      CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+  cfg[7].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  cfg[7].attributeData.samplingDataBufferData.samplingDataBuffer = &c->final_data.data;
+  CUpti_PCSamplingConfigurationInfo span{};
+  span.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
+  span.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+      sizes_.sleep_span_ms;
+  cfg.push_back(span);
+  CUpti_PCSamplingConfigurationInfoParams cp{};
+  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cp.ctx = ctx;
+  cp.numAttributes = cfg.size();
+  cp.pPCSamplingConfigurationInfo = cfg.data();
+  r = api_->cuptiPCSamplingSetConfigurationAttribute(&cp);
+  if (r != CUPTI_SUCCESS) {
+    std::string which;
+    for (const auto& a : cfg) {
+      if (a.attributeStatus == CUPTI_SUCCESS) continue;
+      switch (a.attributeType) {
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+          which = "the interval 2^" + std::to_string(sizes_.period_log2) +
+                  " cycles was refused (CUPTI takes 2^5 to 2^31)";
+          break;
+        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
+          which = "the hardware buffer of " + std::to_string(sizes_.buffer_bytes) +
+                  " bytes was refused";
+          break;
+        default:
+          if (which.empty()) which = "attribute " + std::to_string(a.attributeType) + " refused";
+      }
+    }
+    return fail(pc_error(*api_, "cuptiPCSamplingSetConfigurationAttribute", r) +
+                (which.empty() ? "" : ": " + which));
+  }
+  contexts_.push_back(std::move(c));
+  stats_.contexts = contexts_.size();
+  return true;
+}
+
+NameId PcSampler::locate(uint64_t crc, NameId fn, const char* name, uint64_t pc) {
+  return lines_.locate(crc, fn, name, pc);
+}
+
+void PcSampler::drain_locked(Context& c, bool final) {
+  // Each call returns what CUPTI's worker decoded so far; loop while it says more remain.
+  PcDecodeLimits limits{kPcsPerCall, c.reasons};
+  auto intern = [](const char* s) { return NameTable::global().intern(s); };
+  auto loc = [this](uint64_t crc, NameId fn, const char* name, uint64_t pc) {
+    return locate(crc, fn, name, pc);
+  };
+  for (int round = 0; round < 256; ++round) {
+    c.get.reset();
+    CUpti_PCSamplingGetDataParams gp{};
+    gp.size = CUpti_PCSamplingGetDataParamsSize;
+    gp.ctx = c.ctx;
+    gp.pcSamplingData = &c.get.data;
+    ++stats_.get_data_calls;
+    CUptiResult r = api_->cuptiPCSamplingGetData(&gp);
+    if (r != CUPTI_SUCCESS) break;
+    batch_.dropped_samples += c.get.data.droppedSamples;
+    batch_.non_user_samples += c.get.data.nonUsrKernelsTotalSamples;
+    stats_.dropped += c.get.data.droppedSamples;
+    stats_.non_user += c.get.data.nonUsrKernelsTotalSamples;
+    stats_.samples += c.get.data.totalSamples;
+    if (c.get.data.hardwareBufferFull) {
+      // CUPTI returns no samples for this interval: count it, and sample less often so the
+      // buffer keeps up from now on.
+      ++batch_.buffer_full;
+      ++stats_.buffer_full;
+      if (options_.adapt && !final && c.period_log2 < 31) {
+        // Set on the enabled context if CUPTI allows it; else re-enable it after this drain.
+        if (set_period(c, c.period_log2 + 1)) {
+          ++stats_.adaptations;
+        } else {
+          c.reenable_log2 = c.period_log2 + 1;
+        }
+      }
+    }
+    PcDecodeStats d = translate_pc_data(c.get.data, limits, c.index, 0, intern, loc, batch_);
+    stats_.pc_records += d.records;
+    stats_.bad_records += d.bad_records;
+    if (c.get.data.remainingNumPcs == 0 || c.get.data.totalNumPcs == 0) break;
+  }
+}
+
+void PcSampler::enable_or_warn(CUcontext ctx) {
+  std::string why;
+  if (!enable(ctx, why) && !warned_) {
+    warned_ = true;
+    stats_.error = why;
+    std::fprintf(stderr,
+                 "proton: PC sampling is off for a new CUDA context: %s; kernel timing goes on\n",
+                 why.c_str());
+  }
+}
+
+void PcSampler::enable_pending_locked() {
+  std::vector<CUcontext> pending;
+  {
+    std::lock_guard lock(pending_mu_);
+    pending.swap(pending_contexts_);
+  }
+  for (CUcontext ctx : pending)
+    enable_or_warn(ctx);
+}
+
+void PcSampler::reenable_locked() {
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    uint32_t log2 = contexts_[i]->reenable_log2;
+    if (log2 == 0) continue;
+    CUcontext ctx = contexts_[i]->ctx;
+    disable_locked(*contexts_[i]);
+    deliver();
+    contexts_.erase(contexts_.begin() + static_cast<std::ptrdiff_t>(i));
+    sizes_.period_log2 = log2;
+    std::string why;
+    if (enable(ctx, why)) {
+      ++stats_.adaptations;
+      stats_.period_log2 = std::max(stats_.period_log2, log2);
+      std::swap(contexts_[i], contexts_.back());  // back where it was
+    } else {
+      stats_.error = "re-enabling after a full buffer: " + why;
+    }
+  }
+}
+
+bool PcSampler::set_period(Context& c, uint32_t log2) {
+  CUpti_PCSamplingConfigurationInfo a{};
+  a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  a.attributeData.samplingPeriodData.samplingPeriod = log2;
+  CUpti_PCSamplingConfigurationInfoParams cp{};
+  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cp.ctx = c.ctx;
+  cp.numAttributes = 1;
+  cp.pPCSamplingConfigurationInfo = &a;
+  if (api_->cuptiPCSamplingSetConfigurationAttribute(&cp) != CUPTI_SUCCESS) return false;
+  c.period_log2 = log2;
+  stats_.period_log2 = std::max(stats_.period_log2, log2);
+  return true;
+}
+
+void PcSampler::disable_locked(Context& c) {
+  drain_locked(c, true);
+  c.final_data.reset();
+  CUpti_PCSamplingDisableParams dp{};
+  dp.size = CUpti_PCSamplingDisableParamsSize;
+  dp.ctx = c.ctx;
+  if (api_->cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) {
+    // What CUPTI still held goes into SAMPLING_DATA_BUFFER at disable.
+    PcDecodeLimits limits{kPcsPerCall, c.reasons};
+    auto intern = [](const char* s) { return NameTable::global().intern(s); };
+    auto loc = [this](uint64_t crc, NameId fn, const char* name, uint64_t pc) {
+      return locate(crc, fn, name, pc);
+    };
+    if (c.final_data.data.hardwareBufferFull) {
+      ++batch_.buffer_full;
+      ++stats_.buffer_full;
+    }
+    stats_.samples += c.final_data.data.totalSamples;
+    PcDecodeStats d = translate_pc_data(c.final_data.data, limits, c.index, 0, intern, loc, batch_);
+    stats_.pc_records += d.records;
+    stats_.bad_records += d.bad_records;
+  }
+}
+
+void PcSampler::deliver() {
+  if (batch_.samples.empty() && batch_.buffer_full == 0 && batch_.dropped_samples == 0) return;
+  batch_.reasons = table_;
+  if (sink_ != nullptr && table_) {
+    try {
+      sink_->process_pc_samples(batch_);
+    } catch (...) {
+      // Out of memory while aggregating: this drain is lost, sampling goes on.
+    }
+  }
+  batch_.clear();
+}
+
+void PcSampler::run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_ms));
+    if (stopping_) break;
+    uint64_t t0 = steady_ns();
+    enable_pending_locked();
+    for (auto& c : contexts_)
+      drain_locked(*c, false);
+    deliver();
+    reenable_locked();
+    ++stats_.drains;
+    stats_.drain_ms_total += (steady_ns() - t0) / 1e6;
+  }
+}
+
+void PcSampler::drain() {
+  if (!running()) return;
+  // CUPTI's worker decodes the hardware buffer every sleep span: wait one out so that what
+  // ran before this flush has been decoded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(sizes_.sleep_span_ms + 2));
+  std::lock_guard lock(mu_);
+  for (auto& c : contexts_)
+    drain_locked(*c, false);
+  deliver();
+}
+
+void PcSampler::stop() {
+  if (!running()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  g_active.store(nullptr, std::memory_order_release);
+  for (auto& c : contexts_)
+    disable_locked(*c);
+  deliver();
+  contexts_.clear();
+  if (stats_.buffer_full > 0) {
+    std::fprintf(stderr,
+                 "proton: PC sampling: the hardware buffer filled %llu time(s) and CUPTI returned "
+                 "no samples for those intervals (counted on the profile's root as "
+                 "pc_sampling_buffer_full); the period went from 2^%u to 2^%u cycles\n",
+                 static_cast<unsigned long long>(stats_.buffer_full), stats_.start_period_log2,
+                 stats_.period_log2);
+  }
+  PcLineMap::Stats ls = lines_.stats();
+  stats_.binaries = ls.binaries;
+  stats_.binary_bytes = ls.binary_bytes;
+  stats_.line_lookups = ls.lookups;
+  running_.store(false, std::memory_order_release);
+  sink_ = nullptr;
+}
+
+void PcSampler::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) noexcept {
+  if (data == nullptr) return;
+  try {
+    switch (cbid) {
+      case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
+        const auto* m = static_cast<const CUpti_ModuleResourceData*>(data->resourceDescriptor);
+        if (m == nullptr || m->pCubin == nullptr || m->cubinSize == 0 ||
+            api_->cuptiGetCubinCrc == nullptr) {
+          return;
+        }
+        CUpti_GetCubinCrcParams cp{};
+        cp.size = CUpti_GetCubinCrcParamsSize;
+        cp.cubin = m->pCubin;
+        cp.cubinSize = m->cubinSize;
+        if (api_->cuptiGetCubinCrc(&cp) == CUPTI_SUCCESS) {
+          lines_.add_binary(cp.cubinCrc, m->pCubin, m->cubinSize);
+        }
+        return;
+      }
+      case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: {
+        // Enabled here, on the creating thread, before its first kernel, unless the drain
+        // thread holds mu_ (inside GetData, which may want a driver lock this thread holds):
+        // then the drain thread enables it at its next tick.
+        std::unique_lock lock(mu_, std::try_to_lock);
+        if (!lock.owns_lock()) {
+          std::lock_guard pending(pending_mu_);
+          pending_contexts_.push_back(data->context);
+          return;
+        }
+        if (!stopping_) enable_or_warn(data->context);
+        return;
+      }
+      case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
+        std::lock_guard lock(mu_);
+        for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
+          if ((*it)->ctx != data->context) continue;
+          disable_locked(**it);
+          deliver();
+          contexts_.erase(it);
+          break;
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  } catch (...) {
+    // Never through CUPTI: a failed allocation loses this binary's lines or this context.
+  }
+}
+
+PcSamplingStats PcSampler::stats() const {
+  std::lock_guard lock(mu_);
+  PcSamplingStats s = stats_;
+  s.running = running();
+  if (s.running) {
+    PcLineMap::Stats ls = lines_.stats();
+    s.binaries = ls.binaries;
+    s.binary_bytes = ls.binary_bytes;
+    s.line_lookups = ls.lookups;
+  }
+  return s;
+}
+
+PcSamplingStats pc_sampling_stats() {
+  return PcSampler::global().stats();
+}
+
+void pc_sampling_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) noexcept {
+  PcSampler* s = g_active.load(std::memory_order_acquire);
+  if (s != nullptr) s->on_resource(cbid, data);
+}
+
+bool set_pc_sampling_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                               std::string& error) {
+  bool ok = true;
+  for (CUpti_CallbackId cbid :
+       {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
+    CUptiResult r =
+        api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    if (r != CUPTI_SUCCESS && ok) {
+      ok = false;
+      error = cupti_error(api, "cuptiEnableCallback(resource)", r);
+    }
+  }
+  return ok;
+}
+
+}  // namespace proton::cupti

@@ -1,0 +1,284 @@
+"""mode="pcsampling": source lines with stall reasons under the right kernel and call path, at
+the hardware's own cost (docs/pc-sampling.md, issue 22's "What must be shown")."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+triton = pytest.importorskip("triton")
+
+import proton  # noqa: E402
+from proton import _proton  # noqa: E402
+
+# The kernel lives in a file of its own so that the test knows its line numbers.
+KERNEL_SRC = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def slow_line_kernel(idx_ptr, src_ptr, out_ptr, n, iters, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        i = tl.load(idx_ptr + offs, mask=mask, other=0)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        for _ in range(iters):
+            v = tl.load(src_ptr + i, mask=mask, other=0.0); i = (i + v.to(tl.int32) + 7919) % n  # SLOW
+            acc += v
+        tl.store(out_ptr + offs, acc, mask=mask)
+''').lstrip("\n")
+# The gather and the use that waits for it share a line: a stall is sampled on the waiting
+# instruction (the use), so the slow line is where the loaded value is consumed.
+SLOW_LINE = next(n for n, line in enumerate(KERNEL_SRC.splitlines(), 1) if "# SLOW" in line)
+MEMORY_STALLS = ("long_scoreboard", "lg_throttle", "short_scoreboard", "mio_throttle",
+                 "tex_throttle", "drain", "imc_miss")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kernels") / "slow_line_kernel.py"
+    path.write_text(KERNEL_SRC)
+    spec = importlib.util.spec_from_file_location("slow_line_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n = 1 << 20
+    idx = torch.randint(0, n, (n,), device="cuda", dtype=torch.int32)
+    src = torch.rand(n, device="cuda")
+    out = torch.empty(n, device="cuda")
+
+    def run(iters):
+        mod.slow_line_kernel[(n // 1024,)](idx, src, out, n, iters, BLOCK=1024)
+
+    run(1)  # compiled and loaded before any session: lines come from Triton's cache
+    torch.cuda.synchronize()
+    return run
+
+
+def lines_of(kernel_node):
+    return {c["frame"]["name"]: c["metrics"] for c in kernel_node.get("children", [])
+            if "num_samples" in c.get("metrics", {})}
+
+
+def stalls(metrics):
+    return {k[len("stalled_"):]: v for k, v in metrics.items() if k.startswith("stalled_")}
+
+
+def only_kernel(prof, *path):
+    ks = prof.kernels(prof.node(*path), match="slow_line_kernel", direct=True)
+    assert len(ks) == 1, prof.render()
+    return ks[0]
+
+
+def test_triton_lines_land_under_the_kernel_of_their_scope(kernel, out_name, read_profile):
+    proton.start(out_name, mode="pcsampling")
+    with proton.scope("work"):
+        for _ in range(20):
+            kernel(32)
+    proton.finalize()
+    prof = read_profile()
+    lines = lines_of(only_kernel(prof, "work"))
+    assert lines, f"no source lines under the kernel: {prof.render()}\n{_proton._pc_sampling_stats()}"
+    assert all(name.endswith("@slow_line_kernel") for name in lines), list(lines)
+    assert any(f"slow_line_kernel.py:{SLOW_LINE}@" in name for name in lines), list(lines)
+    for name, m in lines.items():
+        assert sum(stalls(m).values()) == m["num_samples"], (name, m)
+        assert m["num_stalled_samples"] <= m["num_samples"], (name, m)
+
+
+def test_the_slow_line_holds_most_samples_and_memory_leads(kernel, out_name, read_profile):
+    proton.start(out_name, mode="pcsampling")
+    for _ in range(30):
+        kernel(128)
+    proton.finalize()
+    lines = lines_of(only_kernel(read_profile()))
+    top_name, top = max(lines.items(), key=lambda kv: kv[1]["num_samples"])
+    assert f"slow_line_kernel.py:{SLOW_LINE}@" in top_name, (top_name, lines)
+    top_stalls = {k: v for k, v in stalls(top).items() if k != "selected"}
+    leader = max(top_stalls, key=top_stalls.get)
+    assert leader in MEMORY_STALLS, top_stalls
+
+
+def test_cublas_kernels_keep_samples_per_pc_range(out_name, read_profile):
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    a @ a
+    torch.cuda.synchronize()
+    proton.start(out_name, mode="pcsampling")
+    with proton.scope("gemm"):
+        for _ in range(50):
+            a @ a
+    proton.finalize()
+    prof = read_profile()
+    gemm = prof.kernels(prof.node("gemm"))
+    assert gemm, prof.render()
+    samples = sum(m["num_samples"] for k in gemm for m in lines_of(k).values())
+    assert samples > 0, prof.render()
+    names = [n for k in gemm for n in lines_of(k)]
+    # cuBLAS ships without line tables: PC ranges, each named after its function.
+    assert any(n.startswith("pc:0x") for n in names), names[:10]
+
+
+def test_samples_across_cuda_graph_replays(kernel, out_name, read_profile):
+    s = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        kernel(16)  # warm on the capture stream
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g, stream=s):
+            kernel(32)
+    torch.cuda.synchronize()
+    proton.start(out_name, mode="pcsampling")
+    with proton.scope("replay"):
+        for _ in range(50):
+            g.replay()
+    proton.finalize()
+    prof = read_profile()
+    ks = prof.kernels(prof.node("replay"), match="slow_line_kernel")
+    assert ks, prof.render()
+    assert sum(m["num_samples"] for k in ks for m in lines_of(k).values()) > 0, prof.render()
+
+
+def test_two_call_paths_share_samples_by_their_time(kernel, out_name, read_profile):
+    proton.start(out_name, mode="pcsampling")
+    with proton.scope("long"):
+        for _ in range(20):
+            kernel(96)
+    with proton.scope("short"):
+        for _ in range(20):
+            kernel(24)
+    proton.finalize()
+    prof = read_profile()
+    k_long, k_short = only_kernel(prof, "long"), only_kernel(prof, "short")
+    s_long = sum(m["num_samples"] for m in lines_of(k_long).values())
+    s_short = sum(m["num_samples"] for m in lines_of(k_short).values())
+    assert s_long > 0 and s_short > 0, prof.render()
+    t_ratio = k_long["metrics"]["time (ns)"] / k_short["metrics"]["time (ns)"]
+    # The rule (docs/pc-sampling.md): a function's samples split by the call paths' GPU time of
+    # it over the same interval, so the sample ratio follows the time ratio.
+    assert s_long / s_short == pytest.approx(t_ratio, rel=0.1), (s_long, s_short, t_ratio)
+
+
+def test_a_full_hardware_buffer_is_reported_not_an_empty_profile(kernel, out_name, read_profile):
+    # 2^5 cycles into 1 MB: the buffer fills; adapting raises the period until it keeps up.
+    proton.start(out_name, mode="pcsampling:interval=32:buffer_mb=1")
+    for _ in range(1000):
+        kernel(64)
+    torch.cuda.synchronize()
+    proton.finalize()
+    stats = _proton._pc_sampling_stats()
+    prof = read_profile()
+    assert stats["buffer_full"] > 0, stats
+    assert prof.root_metrics.get("pc_sampling_buffer_full", 0) > 0, prof.root_metrics
+    assert stats["period_log2"] > stats["start_period_log2"], stats
+    samples = sum(m["num_samples"] for m in lines_of(only_kernel(prof)).values())
+    assert samples > 0, (stats, prof.render())
+
+
+def test_start_and_finalize_twice(kernel, tmp_path, read_profile):
+    for cycle in range(2):
+        name = str(tmp_path / f"cycle{cycle}")
+        proton.start(name, mode="pcsampling")
+        for _ in range(10):
+            kernel(32)
+        proton.finalize()
+        lines = lines_of(only_kernel(read_profile(name)))
+        assert sum(m["num_samples"] for m in lines.values()) > 0, (cycle, lines)
+
+
+def test_finalize_is_quick(kernel, out_name):
+    import time
+    proton.start(out_name, mode="pcsampling")
+    for _ in range(20):
+        kernel(32)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    proton.finalize()
+    assert time.perf_counter() - t0 < 0.5
+
+
+CUPTI_TAKEN = """
+import json, sys, torch, proton
+from torch.profiler import ProfilerActivity, profile
+x = torch.ones(16, device="cuda")
+torch.cuda.synchronize()
+outcome = {}
+with profile(activities=[ProfilerActivity.CUDA]):
+    try:
+        proton.start(sys.argv[1], mode="pcsampling")
+        x + x
+        proton.finalize()
+        outcome["started"] = True
+    except Exception as e:
+        outcome["error"] = f"{type(e).__name__}: {e}"
+    y = x + x
+torch.cuda.synchronize()
+outcome["program_went_on"] = float(y.sum().item()) == 32.0
+print("OUTCOME " + json.dumps(outcome))
+"""
+
+
+def outcome_of(result):
+    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("OUTCOME ")]
+    assert result.returncode == 0 and lines, f"program did not go on:\n{result.stderr[-4000:]}"
+    return json.loads(lines[-1][len("OUTCOME "):])
+
+
+def test_cupti_taken_by_another_tool_says_so_and_runs_on(out_name, run_script):
+    result = run_script(CUPTI_TAKEN, out_name)
+    outcome = outcome_of(result)
+    assert outcome["program_went_on"], outcome
+    said = [outcome.get("error", "")] + [ln for ln in result.stderr.splitlines()
+                                         if ln.startswith("proton:")]
+    assert any("CUPTI" in ln or "PC sampling" in ln for ln in said), result.stderr[-3000:]
+
+
+PC_SAMPLING_REFUSED = """
+import json, sys, torch, proton
+x = torch.ones(16, device="cuda")
+torch.cuda.synchronize()
+outcome = {}
+import _proton_bench  # the floor enables PC sampling on this context first
+_proton_bench.pc_floor_start()
+proton.start(sys.argv[1], mode="pcsampling")
+with proton.scope("s"):
+    y = x + x
+proton.finalize()
+_proton_bench.pc_floor_stop()
+outcome["program_went_on"] = float(y.sum().item()) == 32.0
+print("OUTCOME " + json.dumps(outcome))
+"""
+
+
+def test_pc_sampling_refused_means_kernel_timing_only(out_name, run_script):
+    if importlib.util.find_spec("_proton_bench") is None:
+        pytest.skip("needs the bench module (scripts/gpu-test builds it)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in [os.environ.get("PYTHONPATH", "")] + [str(pathlib.Path(m).parent) for m in
+                    [importlib.util.find_spec("_proton_bench").origin]] if p))
+    result = run_script(PC_SAMPLING_REFUSED, out_name, env=env)
+    outcome = outcome_of(result)
+    assert outcome["program_went_on"], outcome
+    msgs = [ln for ln in result.stderr.splitlines() if "PC sampling is off" in ln]
+    assert len(msgs) == 1, result.stderr[-3000:]
+    with open(out_name + ".hatchet") as f:
+        root = json.load(f)[0]
+    assert any(c["frame"]["name"] == "s" for c in root["children"]), "kernel timing went on"
+
+
+def test_no_gpu_visible_runs_on(out_name, run_script):
+    code = """
+import sys, proton
+proton.start(sys.argv[1], mode="pcsampling")
+with proton.scope("cpu"):
+    pass
+proton.finalize()
+print("OUTCOME {}")
+"""
+    result = run_script(code, out_name, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    outcome_of(result)
+    assert "proton:" in result.stderr, result.stderr
