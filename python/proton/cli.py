@@ -73,6 +73,10 @@ def _parser():
                    help="triton: attach each Triton kernel's launch_metadata "
                         "(name, flops*, bytes, ...) to its node")
     p.add_argument("-m", "--mode", default=None, help="backend mode (default: kernel timing)")
+    # Hardware counters (docs/counters.md): the mode "counters[:metrics=...]" under its own flag.
+    p.add_argument("--counters", nargs="?", const="", default=None, metavar="METRICS",
+                   help="hardware counters per kernel (default set, or comma-separated CUPTI "
+                        "metric names); same as -m counters[:metrics=METRICS]")
     p.add_argument("--module", dest="module", default=None, metavar="NAME",
                    help="run module NAME as __main__ (like python -m NAME)")
     p.add_argument("--no-nvtx", action="store_true",
@@ -152,6 +156,10 @@ def main(argv=None) -> int:
             parser.error(f"no such script: {target}")
     if opts.no_nvtx:
         os.environ["PROTON_NVTX"] = "0"
+    if opts.counters is not None:
+        if opts.mode is not None:
+            parser.error("--counters and -m/--mode both choose the mode: give one")
+        opts.mode = "counters" + (f":metrics={opts.counters}" if opts.counters else "")
 
     try:
         _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,

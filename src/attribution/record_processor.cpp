@@ -173,4 +173,18 @@ RecordProcessor::Stats RecordProcessor::stats() const {
   return s;
 }
 
+// Hardware counters (issue 20): decoded by the backend off the launching threads, attributed
+// by the sessions (they join values with kernels by correlation, data/counter_join.h).
+void RecordProcessor::deliver_counters(const LaunchCounters& batch) {
+  std::lock_guard lock(mu_);
+  SinkBatch sink_batch(sink_);
+  sink_.counters(batch);
+}
+
+void RecordProcessor::deliver_counter_samples(const CounterSamples& batch) {
+  std::lock_guard lock(mu_);
+  SinkBatch sink_batch(sink_);
+  sink_.counter_samples(batch);
+}
+
 }  // namespace proton

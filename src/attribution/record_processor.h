@@ -27,6 +27,7 @@
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
 #include "common/id_map.h"
+#include "data/counter_batch.h"
 
 namespace proton {
 
@@ -46,6 +47,10 @@ class RecordSink {
   /// A CPU scope opening or closing (tag.flags has kTagScopeEnter or kTagScopeExit) for the
   /// trace sessions in tag.sessions, delivered in the thread's order with its launches.
   virtual void scope_event(const LaunchTag& tag) {}
+  /// Hardware-counter values per launch (mode="counters"), for the sessions that collect them.
+  virtual void counters(const LaunchCounters& batch) {}
+  /// Device-wide counter samples (PM sampling), for the trace sessions that collect them.
+  virtual void counter_samples(const CounterSamples& batch) {}
 };
 
 class RecordProcessor {
@@ -64,6 +69,10 @@ class RecordProcessor {
   /// Attributes one batch. Thread-safe; batches are serialised.
   void process(std::span<const KernelRecord> records);
   void report_dropped(uint64_t count);
+  /// Hands a batch of counter values (or samples) to the sink. Thread-safe; serialised with
+  /// record batches.
+  void deliver_counters(const LaunchCounters& batch);
+  void deliver_counter_samples(const CounterSamples& batch);
   /// Attributes every waiting record (end of a flush) and forgets tags that expect an
   /// unknown number of kernels only if `forget_open_tags`.
   void settle(bool forget_open_tags = false);

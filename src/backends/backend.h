@@ -15,6 +15,7 @@
 
 #include "attribution/flush_policy.h"
 #include "common/clock.h"
+#include "data/counter_config.h"
 #include "data/device_info.h"
 
 namespace proton {
@@ -48,6 +49,10 @@ struct BackendOptions {
   // or newer, else kAll.
   enum class LaunchCallbacks : uint8_t { kAuto, kAll, kDriver };
   LaunchCallbacks launch_callbacks = LaunchCallbacks::kAuto;
+  // Hardware counters (mode="counters", data/counter_config.h): per-launch values through the
+  // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
+  // without counters, or a GPU that refuses them, says so once and times kernels as usual.
+  CounterConfig counters;
 };
 
 class Backend {
@@ -79,6 +84,13 @@ class Backend {
   /// clock when they start to put GPU and CPU events on one time line. The default is for
   /// backends that already report steady-clock (CLOCK_MONOTONIC) timestamps.
   virtual uint64_t timestamp_ns() { return steady_ns(); }
+
+  /// Why hardware counters asked for at start() are not collected ("" when they are, or were
+  /// not asked for). Set once by start(); the session layer reports it to the user.
+  virtual std::string counters_problem() const { return {}; }
+  /// True when that problem is the user's to fix (an unknown metric name, a set needing
+  /// replay): the session layer then refuses the session instead of timing without counters.
+  virtual bool counters_user_error() const { return false; }
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

@@ -1,4 +1,5 @@
 #include "backends/cupti/launch_callbacks.h"
+#include "backends/cupti/range_profiler.h"
 
 #include <array>
 #include <atomic>
@@ -62,7 +63,13 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   if (cb->callbackSite == CUPTI_API_EXIT) {
     // No epoch check here (it would cost the globals' line): an exit can only lower a stale
     // depth, and the next enter or launch_in_progress() sees the stale epoch and discards it.
-    if (t.nest_depth > 0 && --t.nest_depth == 0) t.nest_correlation = 0;
+    if (t.nest_depth > 0 && --t.nest_depth == 0) {
+      t.nest_correlation = 0;
+      // Hardware counters (range_profiler.h): close the launch's range. Null unless counters.
+      if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_relaxed)) [[unlikely]] {
+        rp->on_exit();
+      }
+    }
     return;
   }
   uint32_t epoch = hot::globals.callback_epoch.load(std::memory_order_relaxed);
@@ -86,6 +93,9 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   } catch (...) {
     // Only the first tag of a thread allocates; never let it unwind through CUPTI.
     g_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_relaxed)) [[unlikely]] {
+    rp->on_enter(cb->context, cb->correlationId);
   }
 }
 
