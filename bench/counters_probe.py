@@ -204,7 +204,7 @@ def main():
     timeouts = {"list": 20, "user": 30, "auto": 30, "graph": 20, "badname": 20, "pm": 25}
     for stage in args.stages.split(","):
         if stage == "ncu":
-            run(["ncu", "--metrics", NCU_METRICS, "--csv", "--launch-skip", "3",
+            run(["ncu", "--metrics", NCU_METRICS, "--csv", "--print-units", "base", "--launch-skip", "3",
                  "--launch-count", "4", py, script, args.out, "ncu_target"],
                 args.out, "ncu", 45)
         else:

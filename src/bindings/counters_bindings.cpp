@@ -8,8 +8,8 @@
 #include <vector>
 
 #ifdef PROTON_HAVE_CUPTI
-#include "backends/cupti/counter_host.h"
-#include "backends/cupti/range_profiler.h"
+#include "backends/cupti/counters_info.h"
+#include "counters_floor.h"  // bench/native: the floor of bench/counters.py
 #endif
 
 namespace nb = nanobind;
@@ -36,7 +36,7 @@ void register_counters(nb::module_& m) {
   m.def("_counters_stats", [] {
     nb::dict d;
 #ifdef PROTON_HAVE_CUPTI
-    cupti::RangeProfiler::Stats s = cupti::RangeProfiler::last_stats();
+    cupti::CounterRunStats s = cupti::counter_run_stats();
     d["ranges"] = s.ranges;
     d["batches"] = s.batches;
     d["decode_ns"] = s.decode_ns;
@@ -46,6 +46,9 @@ void register_counters(nb::module_& m) {
 #endif
     return d;
   });
+#ifdef PROTON_HAVE_CUPTI
+  bench::register_counters_floor(m);
+#endif
 }
 
 }  // namespace proton::python

@@ -26,7 +26,13 @@ CounterRule counter_rule(std::string_view metric) {
   return ends_with(metric, ".sum") ? CounterRule::kSum : CounterRule::kTimeWeighted;
 }
 
-CounterSchema::CounterSchema(std::vector<std::string> names) : names_(std::move(names)) {
+std::string_view counter_time_metric_for(std::string_view metric) {
+  return metric.substr(0, kPmPrefix.size()) == kPmPrefix ? kPmCounterTimeMetric
+                                                         : kCounterTimeMetric;
+}
+
+CounterSchema::CounterSchema(std::vector<std::string> names, std::string_view time_metric)
+    : names_(std::move(names)) {
   auto& table = NameTable::global();
   for (const std::string& n : names_) {
     CounterRule r = counter_rule(n);
@@ -34,7 +40,7 @@ CounterSchema::CounterSchema(std::vector<std::string> names) : names_(std::move(
     tree_ids_.push_back(r == CounterRule::kSum ? table.intern(n)
                                                : table.intern(n + std::string(kWeightedSuffix)));
   }
-  time_id_ = table.intern(kCounterTimeMetric);
+  time_id_ = table.intern(time_metric);
 }
 
 size_t attach_counters(CallTree& tree, CallTree::NodeId node, uint64_t duration_ns,

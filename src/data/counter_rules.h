@@ -31,12 +31,19 @@ CounterRule counter_rule(std::string_view metric);
 
 inline constexpr std::string_view kCounterTimeMetric = "counter time (ns)";
 inline constexpr std::string_view kWeightedSuffix = " (ns-weighted)";
+/// PM-sampling averages per kernel (names "pm:<metric>") have their own time column, so a
+/// kernel with both kinds keeps each average right.
+inline constexpr std::string_view kPmPrefix = "pm:";
+inline constexpr std::string_view kPmCounterTimeMetric = "pm:counter time (ns)";
+/// The time column a weighted metric ("<name> (ns-weighted)") is divided by.
+std::string_view counter_time_metric_for(std::string_view metric);
 
 /// The metrics of one counters run, in the order the backend reports values; interned once.
 class CounterSchema {
  public:
   CounterSchema() = default;
-  explicit CounterSchema(std::vector<std::string> names);
+  explicit CounterSchema(std::vector<std::string> names,
+                         std::string_view time_metric = kCounterTimeMetric);
 
   size_t size() const { return names_.size(); }
   const std::vector<std::string>& names() const { return names_; }

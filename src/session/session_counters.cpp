@@ -72,8 +72,8 @@ void Session::add_counter_samples(const CounterSamples& batch) {
   if (!pm_schema_) {
     std::vector<std::string> names;
     for (const std::string& n : batch.schema->names())
-      names.push_back("pm:" + n);
-    pm_schema_ = std::make_unique<CounterSchema>(std::move(names));
+      names.push_back(std::string(kPmPrefix) + n);
+    pm_schema_ = std::make_unique<CounterSchema>(std::move(names), kPmCounterTimeMetric);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cupti/counters_api.h"
+#include "backends/cupti/counters_info.h"
 
 namespace proton::cupti {
 
@@ -63,11 +64,3 @@ std::string unknown_metric_message(const std::string& metric, const std::string&
 
 }  // namespace proton::cupti
 
-namespace proton::cupti {
-
-/// The base metrics device 0 offers to the Range Profiler (`pm` false) or PM sampling, and
-/// its chip name: what proton.counters.list_metrics() shows. Loads CUPTI and the driver.
-bool list_counter_metrics(bool pm, std::string& chip, std::vector<std::string>& out,
-                          std::string& why);
-
-}  // namespace proton::cupti

@@ -1,6 +1,7 @@
 #include "backends/cupti/range_profiler.h"
 
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -253,9 +254,17 @@ void RangeProfiler::rotate(Context& c) noexcept {
 }
 
 void RangeProfiler::on_enter(CUcontext ctx, uint64_t correlation) noexcept {
+  if (tl_held != nullptr) {  // this thread missed an exit (paused mid-launch): let go first
+    static_cast<Context*>(tl_held)->mu.unlock();
+    tl_held = nullptr;
+  }
   Context* c = context_for(ctx);
   if (c == nullptr) return;
-  c->mu.lock();
+  if (!c->mu.try_lock_for(std::chrono::milliseconds(200))) {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.errors;  // this launch goes unmeasured
+    return;
+  }
   tl_held = c;
   tl_pushed = false;
   if (c->object == nullptr && !c->failed) {
@@ -319,8 +328,8 @@ void RangeProfiler::flush() {
   for (Context& c : contexts_) {
     CUcontext ctx = c.ctx.load(std::memory_order_acquire);
     if (ctx == nullptr) continue;
-    std::lock_guard lock(c.mu);
-    if (c.object == nullptr || c.in_batch == 0) continue;
+    std::unique_lock lock(c.mu, std::chrono::seconds(2));
+    if (!lock.owns_lock() || c.object == nullptr || c.in_batch == 0) continue;
     // Decode needs the context current on this thread.
     bool pushed = api_->cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
     rotate(c);
@@ -338,7 +347,7 @@ void RangeProfiler::stop() {
   for (Context& c : contexts_) {
     CUcontext ctx = c.ctx.load(std::memory_order_acquire);
     if (ctx == nullptr) continue;
-    std::lock_guard lock(c.mu);
+    std::unique_lock lock(c.mu, std::chrono::seconds(2));
     if (c.object != nullptr) {
       bool pushed = api_->cuCtxPushCurrent(ctx) == CUDA_SUCCESS;
       CUpti_RangeProfiler_Stop_Params s{};
@@ -454,6 +463,10 @@ void RangeProfiler::evaluate(Image& image) {
     stats_.dropped_ranges += unmatched;
   }
   if (sink_ != nullptr && batch.size() > 0) sink_->deliver_counters(batch);
+}
+
+CounterRunStats counter_run_stats() {
+  return RangeProfiler::last_stats();
 }
 
 RangeProfiler::Stats RangeProfiler::last_stats() {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backends/cupti/counter_host.h"
+#include "backends/cupti/counters_info.h"
 #include "data/counter_batch.h"
 #include "data/counter_config.h"
 
@@ -39,14 +40,7 @@ namespace proton::cupti {
 
 class RangeProfiler {
  public:
-  struct Stats {
-    uint64_t ranges = 0;          // ranges pushed (user) or launches seen (auto)
-    uint64_t batches = 0;         // decodes
-    uint64_t decode_ns = 0;       // time spent stopping, decoding and restarting (launching threads)
-    uint64_t evaluated = 0;       // ranges turned into values
-    uint64_t dropped_ranges = 0;  // reported by CUPTI, or unmatched
-    uint64_t errors = 0;          // failed CUPTI calls after start
-  };
+  using Stats = CounterRunStats;
 
   RangeProfiler() = default;
   ~RangeProfiler();
@@ -80,7 +74,9 @@ class RangeProfiler {
   };
   struct Context {
     std::atomic<CUcontext> ctx{nullptr};
-    std::mutex mu;  // held from on_enter to on_exit of one launch
+    // Held from on_enter to on_exit of one launch. Timed: a launch whose exit callback never
+    // came (callbacks disabled mid-launch by a pause) must not block every later one.
+    std::timed_mutex mu;
     CUpti_RangeProfiler_Object* object = nullptr;
     std::unique_ptr<Image> image;
     size_t in_batch = 0;
