@@ -76,8 +76,7 @@ bool stop_and_decode(Floor& f) {
   return f.api->cuptiRangeProfilerDecodeData(&decode) == CUPTI_SUCCESS && ok;
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
-                          const void* data) {
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   Floor* f = g_floor;
   if (f == nullptr || domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -111,8 +110,7 @@ constexpr CUpti_CallbackId kLaunches[] = {
 
 }  // namespace
 
-bool counters_floor_start(const std::vector<std::string>& metrics, size_t batch,
-                          std::string& why) {
+bool counters_floor_start(const std::vector<std::string>& metrics, size_t batch, std::string& why) {
   if (g_floor != nullptr) {
     why = "the counters floor is already running";
     return false;

@@ -129,8 +129,8 @@ CounterConfig parse_counter_config(std::string_view mode, bool trace_only) {
                                     "' (expected range, pm or both)");
       }
     } else {
-      throw std::invalid_argument("counters: unknown option '" + std::string(opt) +
-                                  "' (expected " + kOptions + ")");
+      throw std::invalid_argument("counters: unknown option '" + std::string(opt) + "' (expected " +
+                                  kOptions + ")");
     }
   }
   if (!c.user_metrics) c.metrics = default_counter_metrics();
@@ -149,8 +149,9 @@ std::string CounterConfig::canonical() const {
   }
   if (range == CounterRange::kAuto) s += ":range=auto";
   if (replay) s += ":replay";
-  s += range_profiler && pm_sampling ? ":sampling=both" : range_profiler ? ":sampling=range"
-                                                                          : ":sampling=pm";
+  s += range_profiler && pm_sampling ? ":sampling=both"
+       : range_profiler              ? ":sampling=range"
+                                     : ":sampling=pm";
   if (pm_sampling) s += ":interval_us=" + std::to_string(interval_us);
   return s;
 }

@@ -31,9 +31,9 @@ class CounterJoin {
     uint64_t duration_ns = 0;
   };
   struct Stats {
-    uint64_t joined = 0;          // launches whose values reached the tree
-    uint64_t dropped_values = 0;  // values that never met a kernel (capacity)
-    uint64_t dropped_kernels = 0; // kernels that never met values (capacity or settle)
+    uint64_t joined = 0;           // launches whose values reached the tree
+    uint64_t dropped_values = 0;   // values that never met a kernel (capacity)
+    uint64_t dropped_kernels = 0;  // kernels that never met values (capacity or settle)
   };
 
   explicit CounterJoin(size_t capacity = 1u << 16) : capacity_(capacity) {}

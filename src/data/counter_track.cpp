@@ -19,8 +19,8 @@ void CounterTrack::add(const CounterSamples& batch) {
   }
 }
 
-bool CounterTrack::average(uint32_t device, uint64_t start_ns, uint64_t end_ns,
-                           size_t min_samples, std::vector<double>& out) const {
+bool CounterTrack::average(uint32_t device, uint64_t start_ns, uint64_t end_ns, size_t min_samples,
+                           std::vector<double>& out) const {
   if (end_ns <= start_ns || names_.empty()) return false;
   // Samples are in time order: binary-search the first that ends after the kernel starts.
   auto first = std::partition_point(samples_.begin(), samples_.end(),

@@ -46,17 +46,17 @@ std::vector<std::string> counter_track_events(const CounterTrack& track, int64_t
         s.start_ns - prev->second > (s.end_ns - s.start_ns) + 1000) {
       for (const std::string& name : names) {
         out.push_back("{\"ph\":\"C\",\"pid\":" + std::to_string(s.device) + ",\"name\":\"" +
-                      escaped(name) + "\",\"ts\":" +
-                      ts_us(prev->second, gpu_offset_ns, base_steady_ns) +
+                      escaped(name) +
+                      "\",\"ts\":" + ts_us(prev->second, gpu_offset_ns, base_steady_ns) +
                       ",\"args\":{\"value\":0}}");
       }
     }
     last_end[s.device] = s.end_ns;
     for (size_t m = 0; m < names.size() && m < s.values.size(); ++m) {
       out.push_back("{\"ph\":\"C\",\"pid\":" + std::to_string(s.device) + ",\"name\":\"" +
-                    escaped(names[m]) + "\",\"ts\":" +
-                    ts_us(s.start_ns, gpu_offset_ns, base_steady_ns) + ",\"args\":{\"value\":" +
-                    number(s.values[m]) + "}}");
+                    escaped(names[m]) +
+                    "\",\"ts\":" + ts_us(s.start_ns, gpu_offset_ns, base_steady_ns) +
+                    ",\"args\":{\"value\":" + number(s.values[m]) + "}}");
     }
   }
   return out;

@@ -170,12 +170,12 @@ SessionId Runtime::start(const SessionConfig& config) {
   // The backend's counter setup is process-wide: a counters session must start it.
   if (backend_options.counters.enabled && backend_running_ &&
       backend_counters_ != backend_options.counters.canonical()) {
-    throw std::invalid_argument(
-        "mode='" + config.mode + "': hardware counters are set up when the GPU backend starts, "
-        "and it is already running " +
-        (backend_counters_.empty() ? std::string("without counters")
-                                   : "with '" + backend_counters_ + "'") +
-        ": finalize the other sessions first, or start this one first");
+    throw std::invalid_argument("mode='" + config.mode +
+                                "': hardware counters are set up when the GPU backend starts, "
+                                "and it is already running " +
+                                (backend_counters_.empty() ? std::string("without counters")
+                                                           : "with '" + backend_counters_ + "'") +
+                                ": finalize the other sessions first, or start this one first");
   }
   SessionId id = kMaxSessions;
   for (SessionId i = 0; i < kMaxSessions; ++i) {

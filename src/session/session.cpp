@@ -173,8 +173,8 @@ void Session::finish_trace(uint64_t now_ns) {
   summary.unattributed_kernels = unattributed_kernels;
   summary.unfinished_scopes = trace_->unfinished_scopes();
   if (counter_track_) {
-    trace_writer_->append_raw(counter_track_events(*counter_track_, gpu_offset_ns_,
-                                                   trace_base_steady_ns_));
+    trace_writer_->append_raw(
+        counter_track_events(*counter_track_, gpu_offset_ns_, trace_base_steady_ns_));
   }
   trace_finished_ = true;  // the events are in the writer now: never append them twice
   trace_writer_->finish(summary);

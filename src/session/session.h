@@ -119,7 +119,7 @@ class Session {
   /// End of a flush: kernels still waiting for values get none; long kernels get their PM
   /// averages (takes mu).
   void settle_counters();
-  const CounterJoin* counter_join() const { return counters_.get(); }  // requires mu
+  const CounterJoin* counter_join() const { return counters_.get(); }         // requires mu
   const CounterTrack* counter_track() const { return counter_track_.get(); }  // requires mu
 
  private:
@@ -136,7 +136,7 @@ class Session {
   };
   std::vector<LongKernel> long_kernels_;
   std::unique_ptr<CounterSchema> pm_schema_;  // "pm:" + the sampled metrics, for the tree
-  uint64_t trace_base_steady_ns_ = 0;  // the trace's ts 0, for counter-track events
+  uint64_t trace_base_steady_ns_ = 0;         // the trace's ts 0, for counter-track events
 
   CallTree* tree_for(const LaunchTag& tag);  // requires mu
 

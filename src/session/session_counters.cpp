@@ -40,7 +40,8 @@ void Session::join_counters(const LaunchTag& tag, CallTree::NodeId node, const K
     std::vector<double> values;
     CounterJoin::Target target{phase, node, duration};
     if (counters_->kernel(r.correlation, target, values) && counter_schema_ != nullptr) {
-      if (CallTree* t = phase_tree(phase)) attach_counters(*t, node, duration, *counter_schema_, values);
+      if (CallTree* t = phase_tree(phase))
+        attach_counters(*t, node, duration, *counter_schema_, values);
     }
   }
   if (counter_track_ && duration > 0 && long_kernels_.size() < kMaxLongKernels) {
@@ -91,7 +92,8 @@ void Session::settle_counters() {
       keep.push_back(k);
       continue;
     }
-    if (!counter_track_->average(k.device, k.start_ns, k.end_ns, kMinSamplesPerKernel, avg)) continue;
+    if (!counter_track_->average(k.device, k.start_ns, k.end_ns, kMinSamplesPerKernel, avg))
+      continue;
     if (CallTree* t = phase_tree(k.phase)) {
       attach_counters(*t, k.node, k.end_ns - k.start_ns, *pm_schema_, avg);
     }

@@ -44,8 +44,7 @@ double add(double a, double b) {
 }
 
 // Inclusive sum of several metrics (absent ones skipped); all NaN when none exists.
-std::vector<double> summed(const Profile& p, std::initializer_list<const char*> names,
-                           bool& any) {
+std::vector<double> summed(const Profile& p, std::initializer_list<const char*> names, bool& any) {
   std::vector<double> out(p.nodes.size(), kAbsent);
   any = false;
   for (const char* n : names) {
@@ -119,16 +118,15 @@ Column rate_column(std::string header, const std::vector<double>& amount,
   c.header = std::move(header);
   c.values.resize(amount.size());
   for (size_t i = 0; i < amount.size(); ++i)
-    c.values[i] = seconds[i] > 0 && !std::isnan(amount[i]) ? amount[i] / seconds[i] / scale
-                                                            : kAbsent;
+    c.values[i] =
+        seconds[i] > 0 && !std::isnan(amount[i]) ? amount[i] / seconds[i] / scale : kAbsent;
   return c;
 }
 
 }  // namespace
 
 double mismatch(double declared_value, double measured, double factor) {
-  if (std::isnan(declared_value) || std::isnan(measured) || declared_value <= 0 ||
-      measured <= 0) {
+  if (std::isnan(declared_value) || std::isnan(measured) || declared_value <= 0 || measured <= 0) {
     return kAbsent;
   }
   double ratio = declared_value / measured;
@@ -144,8 +142,8 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
       continue;
     }
     int32_t num = p.find_metric(name);
-    int32_t den = p.find_metric(request.starts_with("pm:") ? "pm:counter time (ns)"
-                                                            : "counter time (ns)");
+    int32_t den =
+        p.find_metric(request.starts_with("pm:") ? "pm:counter time (ns)" : "counter time (ns)");
     if (den < 0) needs(request, "'counter time (ns)'");
     auto n = p.inclusive(num);
     auto d = p.inclusive(den);
@@ -159,15 +157,15 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
   for (auto [stem, scale] : {std::pair{"dram_byte/s", 1.0}, std::pair{"dram_gbyte/s", 1e9},
                              std::pair{"dram_tbyte/s", 1e12}}) {
     if (request == stem) {
-      return rate_column(std::string(request), dram_bytes(p, request),
-                         counted_seconds(p, request), scale);
+      return rate_column(std::string(request), dram_bytes(p, request), counted_seconds(p, request),
+                         scale);
     }
   }
   for (auto [stem, scale] : {std::pair{"sass_flop/s", 1.0}, std::pair{"sass_gflop/s", 1e9},
                              std::pair{"sass_tflop/s", 1e12}}) {
     if (request == stem) {
-      return rate_column(std::string(request), sass_flops(p, request),
-                         counted_seconds(p, request), scale);
+      return rate_column(std::string(request), sass_flops(p, request), counted_seconds(p, request),
+                         scale);
     }
   }
   if (request == "dram_peak%") {
@@ -186,7 +184,8 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     std::set<std::string> unknown;
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       if (!p.nodes[i].is_kernel() || std::isnan(stored_bytes[i])) continue;
-      const DeviceInfo* d = p.device(p.nodes[i].text_of("device_type"), p.nodes[i].text_of("device_id"));
+      const DeviceInfo* d =
+          p.device(p.nodes[i].text_of("device_type"), p.nodes[i].text_of("device_id"));
       auto peak = d == nullptr ? std::nullopt : peak_for(*d, 8);
       if (!peak || peak->bytes_per_s <= 0) {
         unknown.insert(d == nullptr ? "a device not in the device map" : "arch '" + d->arch + "'");
@@ -202,8 +201,8 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     c.header = "dram_peak%";
     c.values.resize(min_time.size());
     for (size_t i = 0; i < min_time.size(); ++i)
-      c.values[i] = seconds[i] > 0 && !std::isnan(min_time[i]) ? 100.0 * min_time[i] / seconds[i]
-                                                               : kAbsent;
+      c.values[i] =
+          seconds[i] > 0 && !std::isnan(min_time[i]) ? 100.0 * min_time[i] / seconds[i] : kAbsent;
     return c;
   }
   if (request == "bytes_mismatch" || request == "flops_mismatch") {

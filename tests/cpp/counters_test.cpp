@@ -36,8 +36,9 @@ TEST(CounterConfig, DefaultSetAndOptions) {
   EXPECT_EQ(c.metrics[1][0], "dram__bytes_write.sum");
   EXPECT_EQ(c.metrics.back()[0], "lts__t_sector_hit_rate.pct");
 
-  c = parse_counter_config("Counters:metrics=a__b.sum,c__d.avg.pct_of_peak_sustained_elapsed:"
-                           "range=auto:replay:interval_us=50:sampling=both");
+  c = parse_counter_config(
+      "Counters:metrics=a__b.sum,c__d.avg.pct_of_peak_sustained_elapsed:"
+      "range=auto:replay:interval_us=50:sampling=both");
   EXPECT_TRUE(c.user_metrics);
   ASSERT_EQ(c.metrics.size(), 2u);
   EXPECT_EQ(c.metrics[1][0], "c__d.avg.pct_of_peak_sustained_elapsed");
@@ -85,7 +86,8 @@ TEST(CounterRules, SumsAndTimeWeightedAverages) {
   EXPECT_EQ(counter_time_metric_for("pm:a.pct (ns-weighted)"), kPmCounterTimeMetric);
   EXPECT_EQ(counter_time_metric_for("a.pct (ns-weighted)"), kCounterTimeMetric);
 
-  CounterSchema schema({"dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"});
+  CounterSchema schema(
+      {"dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"});
   CallTree tree;
   CallTree::NodeId scope = tree.child(CallTree::kRoot, id("scope"));
   CallTree::NodeId gemm = tree.child(scope, id("gemm"));
@@ -253,7 +255,8 @@ class Counters : public testing::RuntimeFixture {
 };
 
 TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
-  CounterSchema schema({"dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"});
+  CounterSchema schema(
+      {"dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"});
   SessionId s = rt_.start(config("c", "counters"));
   SessionId plain = rt_.start(config("plain"));
   auto& tc = ThreadContext::current();
@@ -282,7 +285,8 @@ TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
   EXPECT_DOUBLE_EQ(metric(*copy, "dram__bytes_read.sum"), 1000);
   // A session without counters never sees them.
   json proot = read("plain")[0];
-  EXPECT_FALSE((*child(*child(proot, "model"), "gemm"))["metrics"].contains("dram__bytes_read.sum"));
+  EXPECT_FALSE(
+      (*child(*child(proot, "model"), "gemm"))["metrics"].contains("dram__bytes_read.sum"));
 }
 
 TEST_F(Counters, BadModeIsRefusedBeforeAnythingStarts) {
@@ -328,10 +332,11 @@ TEST_F(Counters, PmSamplesBecomeCounterTracksAndKernelAverages) {
   json root = read("pm")[0];
   const json* k = child(root, "long_kernel");
   ASSERT_NE(k, nullptr);
-  EXPECT_NEAR(k->at("metrics")["pm:dram__throughput.avg.pct_of_peak_sustained_elapsed (ns-weighted)"]
-                  .get<double>() /
-                  k->at("metrics")["pm:counter time (ns)"].get<double>(),
-              60.0, 1e-6);
+  EXPECT_NEAR(
+      k->at("metrics")["pm:dram__throughput.avg.pct_of_peak_sustained_elapsed (ns-weighted)"]
+              .get<double>() /
+          k->at("metrics")["pm:counter time (ns)"].get<double>(),
+      60.0, 1e-6);
   json trace = read_json("pm.chrome_trace");
   size_t counters = 0;
   for (const json& e : trace["traceEvents"]) {

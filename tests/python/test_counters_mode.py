@@ -53,7 +53,7 @@ def test_cli_counters_flag(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("import proton\nwith proton.scope('x'):\n    pass\n")
     name = str(tmp_path / "p")
-    r = subprocess.run([sys.executable, "-m", "proton", "--counters=dram__bytes_read.sum", "-n",
+    r = subprocess.run([sys.executable, "-m", "proton", "--counter-metrics=dram__bytes_read.sum", "-n",
                         name, str(script)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-m", "proton", "--counters", "-m", "graph", str(script)],
@@ -63,6 +63,6 @@ def test_cli_counters_flag(tmp_path):
 
 def test_cli_parser_maps_the_flag():
     opts = cli._parser().parse_args(["--counters", "script.py"])
-    assert opts.counters == "" and opts.target == "script.py"
-    opts = cli._parser().parse_args(["--counters=a.sum,b.sum", "script.py"])
-    assert opts.counters == "a.sum,b.sum"
+    assert opts.counters and opts.target == "script.py"
+    opts = cli._parser().parse_args(["--counter-metrics", "a.sum,b.sum", "script.py"])
+    assert opts.counter_metrics == "a.sum,b.sum" and opts.target == "script.py"

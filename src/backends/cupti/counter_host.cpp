@@ -166,7 +166,8 @@ std::string unknown_metric_message(const std::string& metric, const std::string&
     if (m == base || (!unit.empty() && m.rfind(unit, 0) == 0)) close.push_back(m);
   }
   std::string msg = "unknown hardware metric '" + metric + "' for this GPU (" + chip + ")";
-  bool base_exists = std::find(base_metrics.begin(), base_metrics.end(), base) != base_metrics.end();
+  bool base_exists =
+      std::find(base_metrics.begin(), base_metrics.end(), base) != base_metrics.end();
   if (base_exists) {
     msg += ": '" + base + "' exists, but not with the suffix '" + metric.substr(base.size()) +
            "' (rollups: .sum .avg .min .max; submetrics such as .pct_of_peak_sustained_elapsed, "

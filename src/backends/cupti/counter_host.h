@@ -63,4 +63,3 @@ std::string unknown_metric_message(const std::string& metric, const std::string&
                                    const std::vector<std::string>& base_metrics);
 
 }  // namespace proton::cupti
-

@@ -56,8 +56,8 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   }
   if (passes > 1) {
     user_error = true;
-    why = "PM sampling runs in one pass and these metrics need " + std::to_string(passes) +
-          " on " + chip + ": ask for fewer";
+    why = "PM sampling runs in one pass and these metrics need " + std::to_string(passes) + " on " +
+          chip + ": ask for fewer";
     return false;
   }
   for (const std::string& m : metrics_)

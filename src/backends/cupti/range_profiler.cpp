@@ -59,9 +59,10 @@ bool RangeProfiler::start(const CountersApi& api, RecordProcessor* sink,
   }
   if (passes > 1 && !config.replay) {
     user_error = true;
-    why = "these metrics need " + std::to_string(passes) +
-          " passes on " + chip + "; counters run in one pass unless you ask for replay: add "
-          "':replay' to the mode (kernel replay: every kernel runs " + std::to_string(passes) +
+    why = "these metrics need " + std::to_string(passes) + " passes on " + chip +
+          "; counters run in one pass unless you ask for replay: add "
+          "':replay' to the mode (kernel replay: every kernel runs " +
+          std::to_string(passes) +
           " times, with a context synchronisation per launch), or ask for fewer metrics";
     return false;
   }
@@ -73,8 +74,9 @@ bool RangeProfiler::start(const CountersApi& api, RecordProcessor* sink,
   notice = "proton: hardware counters on " + chip + " (" + std::to_string(metrics_.size()) +
            " metrics, " + std::to_string(passes) + " pass" + (passes == 1 ? "" : "es") + "): ";
   if (config_.range == CounterRange::kUser) {
-    notice += "a range around each launch, no sync per launch; kernels running at the same time "
-              "on other streams count into it; launch calls of one context are serialised";
+    notice +=
+        "a range around each launch, no sync per launch; kernels running at the same time "
+        "on other streams count into it; launch calls of one context are serialised";
   } else {
     notice += "CUPTI auto ranges: one context synchronisation per kernel launch";
     if (passes > 1) {

@@ -83,9 +83,9 @@ class RangeProfiler {
     bool failed = false;
   };
   Context* context_for(CUcontext ctx) noexcept;  // creates the slot on first use
-  bool enable(Context& c, std::string& why);      // requires c.mu
-  bool configure(Context& c, std::string& why);   // requires c.mu: SetConfig + Start
-  void rotate(Context& c) noexcept;               // requires c.mu: stop, decode, hand over, restart
+  bool enable(Context& c, std::string& why);     // requires c.mu
+  bool configure(Context& c, std::string& why);  // requires c.mu: SetConfig + Start
+  void rotate(Context& c) noexcept;              // requires c.mu: stop, decode, hand over, restart
   std::unique_ptr<Image> take_image();
   void worker();
   void evaluate(Image& image);

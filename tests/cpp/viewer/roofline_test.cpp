@@ -70,9 +70,9 @@ TEST_F(Roofline, DeclaredAndMeasuredDisagreeingByMoreThanTwice) {
 
 TEST_F(Roofline, ExpandsToWhatTheProfileCanGive) {
   auto r = expand_roofline(p);
-  for (const char* want : {"time/ms", "gbyte/s", "dram_gbyte/s", "dram_peak%", "tflop/s",
-                           "sass_tflop/s", "util", "bytes_mismatch", "flops_mismatch",
-                           "sm__throughput.avg.pct_of_peak_sustained_elapsed"}) {
+  for (const char* want :
+       {"time/ms", "gbyte/s", "dram_gbyte/s", "dram_peak%", "tflop/s", "sass_tflop/s", "util",
+        "bytes_mismatch", "flops_mismatch", "sm__throughput.avg.pct_of_peak_sustained_elapsed"}) {
     EXPECT_NE(std::find(r.begin(), r.end(), want), r.end()) << want;
   }
   std::vector<std::string> warnings;
