@@ -79,6 +79,8 @@ try:
             res["pm_error"] = repr(e)
         res["tensor"] = [n for n in names if "tensor" in n]
     elif stage in ("user", "auto"):
+        import resource
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         mode = "counters" if stage == "user" else "counters:range=auto"
         base = {"gemm": timed(gemm, 50), "copy": timed(copy, 20), "tiny": timed(small, 5000)}
         res["baseline_s"] = base
@@ -98,6 +100,7 @@ try:
         proton.finalize()
         res["finalize_s"] = time.perf_counter() - t0
         res["stats"] = pc.stats()
+        res["rss_growth_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
         res["kernels"] = kernels(os.path.join(OUT, "prof_" + stage + ".hatchet"))
         res["copy_bytes_moved"] = 2 * src.numel() * 4 * 20
     elif stage == "graph":
@@ -152,11 +155,32 @@ try:
         res["counter_names"] = sorted({e["name"] for e in cev})
         res["counter_first"] = cev[:5]
         res["counter_ts_range"] = [min(e["ts"] for e in cev), max(e["ts"] for e in cev)] if cev else None
-        gk = [e for e in ev if e.get("ph") == "X" and "gemm" in e.get("name", "").lower() or "xmma" in e.get("name", "") or "nvjet" in e.get("name", "")]
         res["kernel_ts_range"] = [min(e["ts"] for e in kev), max(e["ts"] + e.get("dur", 0) for e in kev)] if kev else None
         res["kernel_events"] = len(kev)
         res["kernels"] = kernels(os.path.join(OUT, "prof_pm.hatchet"))
-        # kernel time with and without PM sampling (from the kernel records)
+    elif stage in ("floor", "timing"):
+        import resource
+        base = {"gemm": timed(gemm, 50), "tiny": timed(small, 5000)}
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if stage == "floor":
+            import proton._proton as P
+            P._counters_floor_start(["dram__bytes_read.sum", "dram__bytes_write.sum",
+                                     "sm__warps_active.avg.pct_of_peak_sustained_active",
+                                     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                                     "lts__t_sector_hit_rate.pct"], 512)
+        else:
+            proton.start(os.path.join(OUT, "prof_timing"))
+        g = timed(gemm, 50)
+        t = timed(small, 5000)
+        if stage == "floor":
+            res["floor_stats"] = dict(P._counters_floor_stop())
+        else:
+            proton.finalize()
+        res["baseline_s"] = base
+        res["variant_s"] = {"gemm": g, "tiny": t}
+        res["ratio"] = {"gemm": g / base["gemm"], "tiny": t / base["tiny"]}
+        res["per_tiny_launch_us"] = (t - base["tiny"]) / 5000 * 1e6
+        res["rss_growth_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
     elif stage == "ncu_target":
         for _ in range(3):
             gemm(); copy()
@@ -193,7 +217,7 @@ def run(cmd, out, name, timeout):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "counters"))
-    ap.add_argument("--stages", default="list,user,auto,graph,badname,pm,ncu")
+    ap.add_argument("--stages", default="list,user,floor,timing,auto,graph,badname,pm,ncu")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     script = os.path.join(args.out, "stage.py")
@@ -201,7 +225,8 @@ def main():
         f.write(STAGE)
     py = sys.executable
     # Typical: 8-15 s a stage; the limits only stop a hang from eating the lead's GPU time.
-    timeouts = {"list": 20, "user": 30, "auto": 30, "graph": 20, "badname": 20, "pm": 25}
+    timeouts = {"list": 20, "user": 30, "auto": 30, "graph": 20, "badname": 20, "pm": 25,
+                "floor": 20, "timing": 20}
     for stage in args.stages.split(","):
         if stage == "ncu":
             run(["ncu", "--metrics", NCU_METRICS, "--csv", "--print-units", "base", "--launch-skip", "3",
