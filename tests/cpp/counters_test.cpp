@@ -261,17 +261,24 @@ TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
   SessionId plain = rt_.start(config("plain"));
   auto& tc = ThreadContext::current();
   tc.enter_scope(id("model"));
-  launch("gemm", 1000);
+  launch("gemm", 1000);  // its record waits in the fake backend until the flush
   uint64_t first = correlation_;
-  launch("gemm", 3000);
-  uint64_t second = correlation_;
-  tc.exit_scope(id("model"));
-  launch("copy", 500);
-  uint64_t third = correlation_;
-  // Values of the first launch arrive before its kernel record, the others after.
-  deliver(schema, {first}, {100, 90});
-  rt_.deactivate(s, /*flush=*/true);
-  deliver(schema, {second, third}, {300, 50, 1000, 10});
+  // The next two records reach the sessions now, before their values.
+  std::vector<KernelRecord> early;
+  for (uint64_t ns : {3000, 500}) {
+    LaunchStage::tag(++correlation_);
+    KernelRecord r;
+    r.correlation = correlation_;
+    r.name = id(ns == 3000 ? "gemm" : "copy");
+    r.start_ns = 1000;
+    r.end_ns = 1000 + ns;
+    early.push_back(r);
+    if (ns == 3000) tc.exit_scope(id("model"));
+  }
+  uint64_t second = correlation_ - 1, third = correlation_;
+  rt_.processor().process(early);
+  // Values: the first launch's before its kernel record, the others after theirs.
+  deliver(schema, {first, second, third}, {100, 90, 300, 50, 1000, 10});
   rt_.finalize(s, "");
   rt_.finalize(plain, "");
   json root = read("c")[0];
@@ -282,11 +289,26 @@ TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
                    90.0 * 1000 + 50.0 * 3000);
   EXPECT_EQ((*gemm)["metrics"]["counter time (ns)"], 4000);
   const json* copy = child(root, "copy");
+  ASSERT_NE(copy, nullptr);
   EXPECT_DOUBLE_EQ(metric(*copy, "dram__bytes_read.sum"), 1000);
   // A session without counters never sees them.
   json proot = read("plain")[0];
   EXPECT_FALSE(
       (*child(*child(proot, "model"), "gemm"))["metrics"].contains("dram__bytes_read.sum"));
+}
+
+TEST_F(Counters, KernelsWhoseValuesNeverComeAreForgottenAtFlush) {
+  CounterSchema schema({"dram__bytes_read.sum"});
+  SessionId s = rt_.start(config("lost", "counters"));
+  launch("k", 10);
+  uint64_t c = correlation_;
+  rt_.deactivate(s, /*flush=*/true);  // the kernel arrives, no values: dropped from the join
+  deliver(schema, {c}, {5});          // too late: waits, never attached
+  rt_.finalize(s, "");
+  json root = read("lost")[0];
+  const json* k = child(root, "k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_FALSE((*k)["metrics"].contains("dram__bytes_read.sum"));
 }
 
 TEST_F(Counters, BadModeIsRefusedBeforeAnythingStarts) {
