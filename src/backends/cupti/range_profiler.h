@@ -10,9 +10,9 @@
 //                   synchronisation per launch); values map to launches by their order.
 // Ranges accumulate in a counter-data image of `batch` ranges. When it is full (and at flush),
 // the launching thread stops the profiler, decodes (this synchronises the context: one sync per
-// batch, not per launch), swaps in an empty image and restarts; a worker thread evaluates the
-// full image into metric values and hands them to the RecordProcessor, off the launching
-// thread. CUDA graph launches are one range (the whole replay).
+// batch, not per launch), copies the image out, re-initialises it in place and restarts; a
+// worker thread evaluates the copy into metric values and hands them to the RecordProcessor,
+// off the launching thread. CUDA graph launches are one range (the whole replay).
 //
 // Threads: start/flush/stop on the session thread; on_enter/on_exit on launching threads (one
 // context at a time, under its mutex); evaluate on the worker.
@@ -82,10 +82,14 @@ class RangeProfiler {
     size_t in_batch = 0;
     bool failed = false;
   };
-  Context* context_for(CUcontext ctx) noexcept;  // creates the slot on first use
-  bool enable(Context& c, std::string& why);     // requires c.mu
-  bool configure(Context& c, std::string& why);  // requires c.mu: SetConfig + Start
-  void rotate(Context& c) noexcept;              // requires c.mu: stop, decode, hand over, restart
+  Context* context_for(CUcontext ctx) noexcept;     // creates the slot on first use
+  bool enable(Context& c, std::string& why);        // requires c.mu
+  bool configure(Context& c, std::string& why);     // requires c.mu: init + SetConfig + Start
+  bool init_image(Context& c, std::string& why);    // requires c.mu
+  bool set_config(Context& c, std::string& why);    // requires c.mu
+  bool start_ranges(Context& c, std::string& why);  // requires c.mu
+  // Requires c.mu: stop, decode, hand a copy to the worker, restart on the same image.
+  void rotate(Context& c) noexcept;
   std::unique_ptr<Image> take_image();
   void worker();
   void evaluate(Image& image);
