@@ -65,9 +65,11 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     // depth, and the next enter or launch_in_progress() sees the stale epoch and discards it.
     if (t.nest_depth > 0 && --t.nest_depth == 0) {
       t.nest_correlation = 0;
-      // Hardware counters (range_profiler.h): close the launch's range. Null unless counters.
-      if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_relaxed)) [[unlikely]] {
-        rp->on_exit();
+      // Hardware counters (range_profiler.h): close the range this launch opened. The flag is
+      // on the thread's line, already read; the profiler's pointer only when it is set.
+      if (t.counter_range) [[unlikely]] {
+        t.counter_range = false;
+        if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) rp->on_exit();
       }
     }
     return;
@@ -94,8 +96,11 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     // Only the first tag of a thread allocates; never let it unwind through CUPTI.
     g_errors.fetch_add(1, std::memory_order_relaxed);
   }
-  if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_relaxed)) [[unlikely]] {
-    rp->on_enter(cb->context, cb->correlationId);
+  // Hardware counters (range_profiler.h): open a range around this launch. The hook sits on
+  // the globals' line, which the epoch check above already read.
+  if (void* hook = hot::globals.counter_hook.load(std::memory_order_relaxed)) [[unlikely]] {
+    static_cast<RangeProfiler*>(hook)->on_enter(cb->context, cb->correlationId);
+    t.counter_range = true;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "attribution/record_processor.h"
 #include "common/clock.h"
+#include "common/hot.h"
 
 namespace proton::cupti {
 
@@ -126,6 +127,7 @@ bool RangeProfiler::start(const CountersApi& api, RecordProcessor* sink,
     }
   }
   g_range_profiler.store(this, std::memory_order_release);
+  hot::globals.counter_hook.store(this, std::memory_order_release);
   return true;
 }
 
@@ -384,6 +386,7 @@ void RangeProfiler::flush() {
 
 void RangeProfiler::stop() {
   if (!running_) return;
+  hot::globals.counter_hook.store(nullptr, std::memory_order_release);
   g_range_profiler.store(nullptr, std::memory_order_release);
   flush();
   for (Context& c : contexts_) {
