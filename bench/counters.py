@@ -50,11 +50,10 @@ if variant == "floor":
     except (ImportError, AttributeError):
         import proton._proton as P
     P._counters_floor_start(["dram__bytes_read.sum", "dram__bytes_write.sum",
-                             "sm__warps_active.avg.pct_of_peak_sustained_active",
-                             "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                             "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-                             "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-                             "lts__t_sector_hit_rate.pct"], 512)
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "sm__inst_executed.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "lts__t_sectors.sum"], 512)
 elif variant != "baseline":
     import proton
     kw = {"timing": {}, "counters": {"mode": "counters"},

@@ -169,9 +169,10 @@ try:
             except (ImportError, AttributeError):
                 import proton._proton as P
             P._counters_floor_start(["dram__bytes_read.sum", "dram__bytes_write.sum",
-                                     "sm__warps_active.avg.pct_of_peak_sustained_active",
-                                     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                                     "lts__t_sector_hit_rate.pct"], 512)
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        "sm__inst_executed.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "lts__t_sectors.sum"], 512)
         else:
             proton.start(os.path.join(OUT, "prof_timing"))
         g = timed(gemm, 50)
@@ -198,10 +199,10 @@ print(json.dumps({k: v for k, v in res.items() if k not in ("names", "pm_names",
 
 NCU_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,"
                "sm__warps_active.avg.pct_of_peak_sustained_active,"
-               "sm__throughput.avg.pct_of_peak_sustained_elapsed,"
-               "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,"
+               "sm__inst_executed.avg.pct_of_peak_sustained_active,"
                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,"
-               "lts__t_sector_hit_rate.pct")
+               "lts__t_sectors.sum,lts__t_sector_hit_rate.pct,"
+               "sm__throughput.avg.pct_of_peak_sustained_elapsed")
 
 
 def run(cmd, out, name, timeout):

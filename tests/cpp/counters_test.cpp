@@ -34,7 +34,7 @@ TEST(CounterConfig, DefaultSetAndOptions) {
   ASSERT_EQ(c.metrics.size(), default_counter_metrics().size());
   EXPECT_EQ(c.metrics[0][0], "dram__bytes_read.sum");
   EXPECT_EQ(c.metrics[1][0], "dram__bytes_write.sum");
-  EXPECT_EQ(c.metrics.back()[0], "lts__t_sector_hit_rate.pct");
+  EXPECT_EQ(c.metrics.back()[0], "lts__t_sectors.sum");
 
   c = parse_counter_config(
       "Counters:metrics=a__b.sum,c__d.avg.pct_of_peak_sustained_elapsed:"

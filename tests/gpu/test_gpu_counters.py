@@ -167,7 +167,7 @@ def test_pm_sampling_counter_tracks(tmp_path):
 
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="ncu not on PATH")
 def test_within_ten_percent_of_ncu(tmp_path, run_script):
-    metrics = [READ, WRITE, "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+    metrics = [READ, WRITE, "sm__warps_active.avg.pct_of_peak_sustained_active", HMMA]
     script = textwrap.dedent(f"""
         import sys, torch
         a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)

@@ -50,6 +50,9 @@ void CuptiBackend::flush_counters() {
 }
 
 void CuptiBackend::stop_counters() {
+  // A refused counters setup must not follow the backend into its next start.
+  counters_problem_.clear();
+  counters_user_error_ = false;
   if (ranges_) {
     ranges_->stop();
     ranges_.reset();
