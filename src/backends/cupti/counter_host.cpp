@@ -17,6 +17,8 @@ bool CounterHost::init(const CountersApi& api, CUpti_ProfilerType type, const st
                        const std::vector<uint8_t>& availability, std::string& why) {
   api_ = &api;
   chip_ = chip;
+  type_ = type;
+  availability_ = availability;
   CUpti_Profiler_Host_Initialize_Params p{};
   p.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   p.profilerType = type;
@@ -56,25 +58,49 @@ std::vector<std::string> CounterHost::base_metrics() {
   return out;
 }
 
+bool CounterHost::trial(const std::vector<std::string>& metrics, size_t& passes) {
+  // A scratch host object: ConfigAddMetrics accumulates, and a refused name must not spoil the
+  // real configuration. Initialising one costs a few milliseconds.
+  CounterHost scratch;
+  std::string ignored;
+  if (!scratch.init(*api_, type_, chip_, availability_, ignored)) return false;
+  std::vector<uint8_t> config;
+  return scratch.configure(metrics, config, passes, ignored);
+}
+
 bool CounterHost::resolve(const std::vector<std::vector<std::string>>& wanted, bool user_named,
                           std::vector<std::string>& out, std::string& notes, std::string& why) {
   out.clear();
   for (const auto& alternatives : wanted) {
     if (alternatives.empty()) continue;
+    // Known by name and accepted into a configuration (some names have properties but are
+    // refused by ConfigAddMetrics, e.g. the gmma pipe on GH100).
+    size_t passes = 0;
     auto hit = std::find_if(alternatives.begin(), alternatives.end(),
-                            [&](const std::string& name) { return known(name); });
-    if (hit != alternatives.end()) {
-      out.push_back(*hit);
+                            [&](const std::string& n) { return known(n) && trial({n}, passes); });
+    if (hit == alternatives.end()) {
+      if (user_named) {
+        why = unknown_metric_message(alternatives.front(), chip_, base_metrics());
+        return false;
+      }
+      std::string joined;
+      for (const std::string& a : alternatives)
+        joined += (joined.empty() ? "" : " / ") + a;
+      notes += (notes.empty() ? "" : "; ") + ("not on " + chip_ + ": " + joined);
       continue;
     }
-    if (user_named) {
-      why = unknown_metric_message(alternatives.front(), chip_, base_metrics());
-      return false;
+    if (!user_named) {
+      // The default set stays in one pass on every chip: a metric that would add a pass is
+      // left out (and said at start).
+      std::vector<std::string> with = out;
+      with.push_back(*hit);
+      if (!trial(with, passes) || passes > 1) {
+        notes +=
+            (notes.empty() ? "" : "; ") + (*hit + " left out: it needs another pass on " + chip_);
+        continue;
+      }
     }
-    std::string joined;
-    for (const std::string& a : alternatives)
-      joined += (joined.empty() ? "" : " / ") + a;
-    notes += (notes.empty() ? "" : "; ") + ("not on " + chip_ + ": " + joined);
+    out.push_back(*hit);
   }
   if (out.empty()) {
     why = "none of the requested metrics exists on " + chip_;

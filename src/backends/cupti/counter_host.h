@@ -30,7 +30,8 @@ class CounterHost {
 
   /// Picks, for each entry of `wanted`, the first alternative this chip knows. A user-named
   /// metric (one alternative) that is unknown fails with a message listing what the chip has;
-  /// a default-set entry with no known alternative is left out (said in `notes`).
+  /// a default-set entry with no known alternative, or one that would need a second pass, is
+  /// left out (said in `notes`).
   bool resolve(const std::vector<std::vector<std::string>>& wanted, bool user_named,
                std::vector<std::string>& out, std::string& notes, std::string& why);
 
@@ -48,9 +49,15 @@ class CounterHost {
   const std::string& chip() const { return chip_; }
 
  private:
+  /// Whether `metrics` configure on a scratch host object of the same chip, and in how many
+  /// passes.
+  bool trial(const std::vector<std::string>& metrics, size_t& passes);
+
   const CountersApi* api_ = nullptr;
   CUpti_Profiler_Host_Object* host_ = nullptr;
   std::string chip_;
+  CUpti_ProfilerType type_ = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  std::vector<uint8_t> availability_;
   std::vector<std::string> configured_;
   std::vector<const char*> configured_ptrs_;
 };
