@@ -1,5 +1,6 @@
 #include "viewer/roofline.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -205,6 +206,25 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
           seconds[i] > 0 && !std::isnan(min_time[i]) ? 100.0 * min_time[i] / seconds[i] : kAbsent;
     return c;
   }
+  if (request == "l2_hit%") {
+    // Estimated: sectors the L2 served minus those it had to read from DRAM (32-byte sectors).
+    // The exact lts__t_sector_hit_rate.pct needs two passes on Hopper (docs/counters.md).
+    int32_t sectors = p.find_metric("lts__t_sectors.sum");
+    int32_t read = p.find_metric(kRead);
+    if (sectors < 0 || read < 0)
+      needs(request, "'lts__t_sectors.sum' and '" + std::string(kRead) + "'");
+    auto s = p.inclusive(sectors);
+    auto r = p.inclusive(read);
+    Column c;
+    c.header = "l2_hit%";
+    c.values.resize(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      c.values[i] = s[i] > 0 && !std::isnan(r[i])
+                        ? 100.0 * std::clamp(1.0 - r[i] / 32.0 / s[i], 0.0, 1.0)
+                        : kAbsent;
+    }
+    return c;
+  }
   if (request == "bytes_mismatch" || request == "flops_mismatch") {
     bool flops = request == "flops_mismatch";
     auto mine = declared(p, flops);
@@ -234,6 +254,7 @@ std::vector<std::string> expand_roofline(const Profile& p) {
     out.push_back("dram_gbyte/s");
     out.push_back("dram_peak%");
   }
+  if (dram && p.find_metric("lts__t_sectors.sum") >= 0) out.push_back("l2_hit%");
   if (declared_flops) out.push_back("tflop/s");
   if (sass) out.push_back("sass_tflop/s");
   if (declared_bytes || declared_flops) out.push_back("util");

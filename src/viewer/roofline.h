@@ -6,6 +6,8 @@
 //   dram_byte/s           DRAM bytes read + written per second of counted kernel time
 //   dram_gbyte/s, dram_tbyte/s
 //   dram_peak%            that rate as % of the device's peak bandwidth (device map)
+//   l2_hit%               L2 hit rate estimated from L2 sectors and DRAM reads (the exact
+//                         metric needs two passes on Hopper)
 //   sass_flop/s           FLOP/s from SASS instruction counters, when the profile has them
 //   sass_gflop/s, sass_tflop/s
 //   bytes_mismatch        declared bytes / measured DRAM bytes where they differ by more

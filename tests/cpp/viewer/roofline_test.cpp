@@ -21,7 +21,7 @@ constexpr const char* kProfile = R"J([{"frame":{"name":"ROOT"},"metrics":{},"chi
   {"frame":{"name":"step"},"metrics":{},"children":[
     {"frame":{"name":"copy"},"metrics":{"time (ns)":1000000,"count":1,"device_id":"0",
       "device_type":"CUDA","bytes":2000000000,"dram__bytes_read.sum":1.0e9,
-      "dram__bytes_write.sum":1.0e9,"counter time (ns)":1000000,
+      "dram__bytes_write.sum":1.0e9,"counter time (ns)":1000000,"lts__t_sectors.sum":6.25e7,
       "sm__throughput.avg.pct_of_peak_sustained_elapsed (ns-weighted)":8.0e7}},
     {"frame":{"name":"gemm"},"metrics":{"time (ns)":3000000,"count":1,"device_id":"0",
       "device_type":"CUDA","bytes":1000000000,"flops16":1.0e12,"dram__bytes_read.sum":0.8e8,
@@ -58,6 +58,12 @@ TEST_F(Roofline, MeasuredBandwidthAndPeakShare) {
   EXPECT_NEAR(value("dram_peak%", "copy"), 100.0 * 2e9 / kH100Bandwidth / 1e-3, 1e-9);
   EXPECT_NEAR(value("dram_peak%", "step"), 100.0 * (2.1e9 / kH100Bandwidth) / 4e-3, 1e-9);
   EXPECT_DOUBLE_EQ(value("sass_gflop/s", "gemm"), 1e10 / 3e-3 / 1e9);
+}
+
+TEST_F(Roofline, L2HitRateEstimate) {
+  // copy: 62.5M sectors (2 GB) served, 1 GB of them read from DRAM -> half hit.
+  EXPECT_DOUBLE_EQ(value("l2_hit%", "copy"), 50);
+  EXPECT_TRUE(std::isnan(value("l2_hit%", "gemm")));  // no L2 counter on this node
 }
 
 TEST_F(Roofline, DeclaredAndMeasuredDisagreeingByMoreThanTwice) {
