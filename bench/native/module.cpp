@@ -9,6 +9,7 @@
 #include <string>
 
 #include "callback_probe.h"
+#include "counters_floor.h"
 #include "cupti_floor.h"
 #include "pc_floor.h"
 
@@ -112,4 +113,5 @@ NB_MODULE(_proton_bench, m) {
     d["stall_reasons"] = c.stall_reasons;
     return d;
   });
+  proton::bench::register_counters_floor(m);  // bench/counters.py's floor
 }

@@ -84,6 +84,12 @@ def _parser():
                    help="triton: attach each Triton kernel's launch_metadata "
                         "(name, flops*, bytes, ...) to its node")
     p.add_argument("-m", "--mode", default=None, help="backend mode (default: kernel timing)")
+    # Hardware counters (docs/counters.md): the mode "counters[:metrics=...]" under its own flags.
+    p.add_argument("--counters", action="store_true",
+                   help="hardware counters per kernel, default set (same as -m counters)")
+    p.add_argument("--counter-metrics", default=None, metavar="A,B,...",
+                   help="hardware counters per kernel: these CUPTI metrics "
+                        "(same as -m counters:metrics=A,B,...)")
     p.add_argument("--module", dest="module", default=None, metavar="NAME",
                    help="run module NAME as __main__ (like python -m NAME)")
     p.add_argument("--no-nvtx", action="store_true",
@@ -176,6 +182,12 @@ def main(argv=None) -> int:
         except ValueError as e:
             parser.error(str(e))
         os.environ[_ranks.PATTERN_ENV] = opts.rank_pattern
+    if opts.counters or opts.counter_metrics:
+        if opts.mode is not None:
+            parser.error("--counters/--counter-metrics and -m/--mode both choose the mode: "
+                         "give one")
+        opts.mode = "counters" + (f":metrics={opts.counter_metrics}"
+                                  if opts.counter_metrics else "")
 
     try:
         _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,

@@ -276,3 +276,6 @@ def parse(mode_obj) -> Union[InstrumentationMode, PCSampling]:
         except ValueError:
             raise ValueError(f"buffer_size must be an integer in {text!r}") from None
     return _MODES[name](**opts)
+
+# Hardware counters (mode="counters"): docs/counters.md.
+from ._counters_mode import Counters  # noqa: E402

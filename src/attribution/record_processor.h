@@ -28,6 +28,7 @@
 #include "attribution/launch_stage.h"
 #include "common/id_map.h"
 #include "data/pc_sample.h"
+#include "data/counter_batch.h"
 
 namespace proton {
 
@@ -49,6 +50,10 @@ class RecordSink {
   virtual void scope_event(const LaunchTag& tag) {}
   /// PC samples of one drain (mode="pcsampling"), for the sessions that sample.
   virtual void pc_samples(const PcSampleBatch& batch) {}
+  /// Hardware-counter values per launch (mode="counters"), for the sessions that collect them.
+  virtual void counters(const LaunchCounters& batch) {}
+  /// Device-wide counter samples (PM sampling), for the trace sessions that collect them.
+  virtual void counter_samples(const CounterSamples& batch) {}
 };
 
 class RecordProcessor {
@@ -70,6 +75,10 @@ class RecordProcessor {
   /// Hands a drain of PC samples to the sink, serialised with kernel batches (a sample's
   /// attribution reads the kernel time delivered so far). Thread-safe.
   void process_pc_samples(const PcSampleBatch& batch);
+  /// Hands a batch of counter values (or samples) to the sink. Thread-safe; serialised with
+  /// record batches.
+  void deliver_counters(const LaunchCounters& batch);
+  void deliver_counter_samples(const CounterSamples& batch);
   /// Attributes every waiting record (end of a flush) and forgets tags that expect an
   /// unknown number of kernels only if `forget_open_tags`.
   void settle(bool forget_open_tags = false);

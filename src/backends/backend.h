@@ -16,6 +16,7 @@
 #include "attribution/flush_policy.h"
 #include "backends/pc_sampling_options.h"
 #include "common/clock.h"
+#include "data/counter_config.h"
 #include "data/device_info.h"
 
 namespace proton {
@@ -49,6 +50,10 @@ struct BackendOptions {
   // or newer, else kAll.
   enum class LaunchCallbacks : uint8_t { kAuto, kAll, kDriver };
   LaunchCallbacks launch_callbacks = LaunchCallbacks::kAuto;
+  // Hardware counters (mode="counters", data/counter_config.h): per-launch values through the
+  // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
+  // without counters, or a GPU that refuses them, says so once and times kernels as usual.
+  CounterConfig counters;
 };
 
 class Backend {
@@ -89,6 +94,12 @@ class Backend {
     return false;
   }
   virtual void stop_pc_sampling() {}
+  /// Why hardware counters asked for at start() are not collected ("" when they are, or were
+  /// not asked for). Set once by start(); the session layer reports it to the user.
+  virtual std::string counters_problem() const { return {}; }
+  /// True when that problem is the user's to fix (an unknown metric name, a set needing
+  /// replay): the session layer then refuses the session instead of timing without counters.
+  virtual bool counters_user_error() const { return false; }
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

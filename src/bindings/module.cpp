@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/counters_bindings.h"
 #include "bindings/launch_hook.h"
 #include "bindings/python_context.h"
 #include "common/name_table.h"
@@ -271,6 +272,7 @@ NB_MODULE(_proton, m) {
   });
   python::register_python_context(m);
   python::register_launch_hook(m);
+  python::register_counters(m);  // hardware counters (issue 20)
 
 #ifdef PROTON_HAVE_CUPTI
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)

@@ -16,6 +16,7 @@ void Thread::reset() {
   effective = kRootContext;
   pending_op = 0;
   attached = false;
+  counter_range = false;
 }
 
 namespace {

@@ -60,6 +60,9 @@ struct alignas(64) Thread {
   // LaunchOps: the launch-metadata op the next launch carries (0 = none).
   uint32_t pending_op = 0;
   bool attached = false;  // ThreadContext: this thread has scopes or a state of its own
+  // Hardware counters: this launch opened a counter range (closed at its exit; see
+  // backends/cupti/range_profiler.h). In the padding: the line stays 64 bytes.
+  bool counter_range = false;
 
   /// Back to a fresh thread's values (the owner is left as it is).
   void reset();
@@ -76,6 +79,9 @@ struct alignas(64) Globals {
   std::atomic<uint32_t> callback_epoch{1};
   // ThreadContext: the main thread's context, inherited by threads without scopes of their own.
   std::atomic<ContextId> main_effective{kRootContext};
+  // Hardware counters: the range profiler while mode="counters" runs, else null. Read in the
+  // launch callback next to callback_epoch (same line), so counters off costs no extra line.
+  std::atomic<void*> counter_hook{nullptr};
 };
 static_assert(sizeof(Globals) == 64);
 

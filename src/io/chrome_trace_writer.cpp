@@ -357,4 +357,26 @@ void ChromeTraceWriter::append_run_fields() {
   JsonWriter::append_string(buf_, info.device);
 }
 
+// Counter tracks (hardware counters, issue 20): events formatted elsewhere, appended as-is.
+void ChromeTraceWriter::append_raw(const std::vector<std::string>& events) noexcept {
+  try {
+    if (failed_) {
+      lost_events_ += events.size();
+      return;
+    }
+    if (bytes_written_ == 0 && buf_.empty()) buf_ = "{\"traceEvents\":[";
+    for (const std::string& e : events) {
+      if (!first_event_) buf_.push_back(',');
+      first_event_ = false;
+      buf_.push_back('\n');
+      buf_ += e;
+      if (buf_.size() >= kFlushBytes) flush_buffer();
+    }
+  } catch (...) {
+    failed_ = true;
+    failure_ = "out of memory";
+    lost_events_ += events.size();
+  }
+}
+
 }  // namespace proton

@@ -28,6 +28,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "data/trace_store.h"
 
@@ -66,6 +67,10 @@ class ChromeTraceWriter {
   /// Writes lane names and the trailer, then renames the partial file over the output path.
   /// Throws std::runtime_error naming the path when the file cannot be written.
   void finish(const TraceSummary& summary);
+
+  /// Appends ready-made JSON event objects ("{...}", no separators), e.g. the counter tracks of
+  /// io/counter_track_writer.h. Never throws; failures count like append()'s.
+  void append_raw(const std::vector<std::string>& events) noexcept;
 
   const std::string& path() const { return path_; }
   uint64_t bytes_written() const { return bytes_written_; }

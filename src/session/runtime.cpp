@@ -138,7 +138,8 @@ SessionId Runtime::start(const SessionConfig& config) {
   check_option("context", config.context, {"shadow", "python"});
   // mode="pcsampling[:interval=N...]": PC sampling beside kernel timing (throws when malformed).
   PcSamplingOptions pc_sampling = parse_pc_sampling_mode(config.mode);
-  if (!parse_periodic_flushing(config.mode).enabled && !pc_sampling.enabled) {
+  if (!parse_periodic_flushing(config.mode).enabled && !pc_sampling.enabled &&
+      !is_counters_mode(config.mode)) {
     check_option("mode", config.mode, {"", "graph", "pcsampling"});
   }
   SessionConfig effective = config;
@@ -146,6 +147,11 @@ SessionId Runtime::start(const SessionConfig& config) {
   // Throws for a bad PROTON_* value, before any state changes.
   BackendOptions backend_options = options_from_env();
   backend_options.graph_level = config.mode == "graph";
+  // Hardware counters (issue 20): throws for a malformed counters mode before anything changes.
+  {
+    DataKinds kinds = parse_data(config.data);
+    backend_options.counters = parse_counter_config(config.mode, kinds.trace && !kinds.tree);
+  }
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {
@@ -162,6 +168,16 @@ SessionId Runtime::start(const SessionConfig& config) {
           s->config().name + "' runs with mode='" + s->config().mode +
           "': finalize it first, or start both with the same mode");
     }
+  }
+  // The backend's counter setup is process-wide: a counters session must start it.
+  if (backend_options.counters.enabled && backend_running_ &&
+      backend_counters_ != backend_options.counters.canonical()) {
+    throw std::invalid_argument("mode='" + config.mode +
+                                "': hardware counters are set up when the GPU backend starts, "
+                                "and it is already running " +
+                                (backend_counters_.empty() ? std::string("without counters")
+                                                           : "with '" + backend_counters_ + "'") +
+                                ": finalize the other sessions first, or start this one first");
   }
   SessionId id = kMaxSessions;
   for (SessionId i = 0; i < kMaxSessions; ++i) {
@@ -184,7 +200,31 @@ SessionId Runtime::start(const SessionConfig& config) {
     sessions_[id] = std::move(session);
     public_ids_[id] = next_public_id_++;
   }
+  bool had_backend = backend_running_;
   ensure_backend(config, backend_options);
+  if (!had_backend && backend_running_) {
+    backend_counters_ = backend_options.counters.canonical();
+    if (std::string why = backend_->counters_problem(); !why.empty()) {
+      backend_counters_.clear();
+      if (backend_->counters_user_error()) {
+        // The user's to fix (a metric name, replay): refuse the session, leave no trace of it.
+        {
+          std::unique_lock lock(sessions_mu_);
+          sessions_[id].reset();
+        }
+        backend_->stop();
+        backend_running_ = false;
+        processor_.settle(/*forget_open_tags=*/true);
+        throw std::invalid_argument("mode='" + config.mode + "': " + why);
+      }
+      std::fprintf(stderr, "proton: hardware counters are off (%s); kernel timing goes on\n",
+                   why.c_str());
+    }
+  }
+  if (backend_options.counters.enabled && !backend_counters_.empty()) {
+    sessions_[id]->enable_counters(backend_options.counters.range_profiler,
+                                   backend_options.counters.pm_sampling);
+  }
   if (pc_sampling.enabled) start_pc_sampling(pc_sampling);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
   if (sessions_[id]->config().context == "python") {
@@ -291,6 +331,12 @@ void Runtime::deactivate_all(bool flush) {
 void Runtime::flush_backend() {
   if (backend_running_) backend_->flush();
   processor_.settle();
+  if (!backend_counters_.empty()) {
+    std::shared_lock lock(sessions_mu_);
+    for (auto& s : sessions_) {
+      if (s && s->counters_enabled()) s->settle_counters();
+    }
+  }
 }
 
 void Runtime::finalize(SessionId public_id, std::string_view format) {
@@ -322,6 +368,7 @@ void Runtime::finalize(SessionId public_id, std::string_view format) {
   if (!any && backend_running_) {
     backend_->stop();
     backend_running_ = false;
+    backend_counters_.clear();
     processor_.settle(/*forget_open_tags=*/true);
   }
 }
@@ -529,6 +576,20 @@ void Runtime::scope_event(const LaunchTag& tag) {
   // sessions_mu_ is held shared (a processor batch).
   for (SessionMask m = tag.sessions; m != 0; m &= m - 1) {
     if (Session* s = sessions_[std::countr_zero(m)].get()) s->add_scope_event(tag);
+  }
+}
+
+void Runtime::counters(const LaunchCounters& batch) {
+  // sessions_mu_ is held shared (a processor batch). Values go to every counters session: the
+  // join keeps only those whose kernels the session received.
+  for (auto& s : sessions_) {
+    if (s && s->counters_enabled()) s->add_counters(batch);
+  }
+}
+
+void Runtime::counter_samples(const CounterSamples& batch) {
+  for (auto& s : sessions_) {
+    if (s && s->counters_enabled()) s->add_counter_samples(batch);
   }
 }
 

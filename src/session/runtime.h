@@ -99,6 +99,8 @@ class Runtime final : public RecordSink {
   void dropped(uint64_t count) override;
   void scope_event(const LaunchTag& tag) override;
   void pc_samples(const PcSampleBatch& batch) override;
+  void counters(const LaunchCounters& batch) override;
+  void counter_samples(const CounterSamples& batch) override;
 
  private:
   Runtime();
@@ -135,6 +137,9 @@ class Runtime final : public RecordSink {
   bool backend_running_ = false;
   bool warned_no_backend_ = false;
   RecordProcessor processor_{*this};
+  // The counters config the running backend was started with ("" = none): sessions that run
+  // together share the backend's one hardware-counter setup (guarded by api_mu_).
+  std::string backend_counters_;
 };
 
 }  // namespace proton

@@ -8,6 +8,7 @@
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "io/chrome_trace_writer.h"
+#include "io/counter_track_writer.h"
 
 namespace proton {
 
@@ -157,6 +158,7 @@ CallTree* Session::tree_for(const LaunchTag& tag) {
 
 void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns) {
   gpu_offset_ns_ = gpu_offset_ns;
+  trace_base_steady_ns_ = clock.base_steady_ns;
   trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
   trace_ = std::make_unique<TraceStore>(
       config_.trace_budget_bytes, [w = trace_writer_.get()](auto events) { w->append(events); });
@@ -179,6 +181,10 @@ void Session::finish_trace(uint64_t now_ns) {
   summary.dropped_records = dropped_records;
   summary.unattributed_kernels = unattributed_kernels;
   summary.unfinished_scopes = trace_->unfinished_scopes();
+  if (counter_track_) {
+    trace_writer_->append_raw(
+        counter_track_events(*counter_track_, gpu_offset_ns_, trace_base_steady_ns_));
+  }
   trace_finished_ = true;  // the events are in the writer now: never append them twice
   trace_writer_->finish(summary);
 }
@@ -243,6 +249,7 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
         }
       }
     }
+    if (counters_enabled()) join_counters(tag, kernel, r);
     for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
       try {
         tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);

@@ -18,6 +18,9 @@
 #include "data/region_metrics.h"
 #include "session/region_alignment.h"
 #include "data/pc_attribution.h"
+#include "data/counter_batch.h"
+#include "data/counter_join.h"
+#include "data/counter_track.h"
 
 namespace proton {
 
@@ -121,7 +124,35 @@ class Session {
   uint64_t unattributed_kernels = 0;
   uint64_t late_kernels = 0;  // kernels of phases already cleared or written out
 
+  // Hardware counters (mode="counters", data/counter_config.h), set up by Runtime::start before
+  // the session is active. Per-launch values meet their kernel records in a CounterJoin;
+  // device-wide samples are kept for the trace's counter tracks and for per-kernel averages.
+  void enable_counters(bool per_launch, bool samples);
+  bool counters_enabled() const { return counters_ != nullptr || counter_track_ != nullptr; }
+  void add_counters(const LaunchCounters& batch);         // takes mu
+  void add_counter_samples(const CounterSamples& batch);  // takes mu
+  /// End of a flush: kernels still waiting for values get none; long kernels get their PM
+  /// averages (takes mu).
+  void settle_counters();
+  const CounterJoin* counter_join() const { return counters_.get(); }         // requires mu
+  const CounterTrack* counter_track() const { return counter_track_.get(); }  // requires mu
+
  private:
+  void join_counters(const LaunchTag& tag, CallTree::NodeId node, const KernelRecord& r);
+  uint32_t phase_for(const LaunchTag& tag) const;  // requires mu
+  std::unique_ptr<CounterJoin> counters_;
+  const CounterSchema* counter_schema_ = nullptr;  // of the last batch (the backend keeps it)
+  std::unique_ptr<CounterTrack> counter_track_;
+  struct LongKernel {  // waits for the PM samples that cover it
+    uint32_t phase;
+    CallTree::NodeId node;
+    uint32_t device;
+    uint64_t start_ns, end_ns;
+  };
+  std::vector<LongKernel> long_kernels_;
+  std::unique_ptr<CounterSchema> pm_schema_;  // "pm:" + the sampled metrics, for the tree
+  uint64_t trace_base_steady_ns_ = 0;         // the trace's ts 0, for counter-track events
+
   CallTree* tree_for(const LaunchTag& tag);  // requires mu
   PcAttribution::TreeOf pc_tree_of();        // requires mu while the result is used
 

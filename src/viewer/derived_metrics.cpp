@@ -6,6 +6,7 @@
 
 #include "viewer/errors.h"
 #include "viewer/peak_table.h"
+#include "viewer/roofline.h"
 
 namespace proton::viewer {
 
@@ -52,6 +53,9 @@ class Deriver {
     if (request.empty()) throw UsageError("empty metric name in -m");
     Column column;
     column.header = request;
+    // Hardware-counter columns (roofline.h) first: a time-weighted counter's plain name would
+    // otherwise match its stored numerator.
+    if (auto counters = counter_column(profile_, request, warnings_)) return std::move(*counters);
     if (request == "util") return util(std::move(column));
     if (request.size() > 2 && request.ends_with("/%")) {
       return percent(std::move(column), request.substr(0, request.size() - 2));
@@ -312,8 +316,14 @@ std::vector<Column> derive_columns(const Profile& profile, const std::vector<std
                                    std::vector<std::string>& warnings) {
   Deriver deriver(profile, warnings);
   std::vector<Column> columns;
-  for (const auto& request : requests)
+  for (const auto& request : requests) {
+    if (to_lower(trim(request)) == "roofline") {  // roofline.h: several columns
+      for (const auto& r : expand_roofline(profile))
+        columns.push_back(deriver.derive(r));
+      continue;
+    }
     columns.push_back(deriver.derive(request));
+  }
   return columns;
 }
 

@@ -140,6 +140,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   quiet_since_ns_.store(steady_ns(), std::memory_order_relaxed);
   flusher_.start(std::chrono::milliseconds(options.flush_interval_ms),
                  [this] { periodic_flush(); });
+  if (options.counters.enabled) start_counters(options.counters);
   return true;
 }
 
@@ -225,6 +226,7 @@ void CuptiBackend::sync_current_context() {
 
 void CuptiBackend::flush() {
   if (!running_) return;
+  flush_counters();
   sync_current_context();
   // A plain flush hands over every buffer whose records are all complete, full or not; the
   // forced one then takes the rest. Records of kernels still running (other contexts) are
@@ -244,6 +246,7 @@ void CuptiBackend::stop() {
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);
+  stop_counters();
   sync_current_context();
   api_->cuptiActivityFlushAll(0);
   api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

@@ -16,6 +16,8 @@
 #include "backends/cupti/activity_buffers.h"
 #include "backends/cupti/cupti_api.h"
 #include "backends/cupti/cupti_records.h"
+#include "backends/cupti/pm_sampling.h"
+#include "backends/cupti/range_profiler.h"
 #include "common/ticker.h"
 
 namespace proton::cupti {
@@ -37,6 +39,9 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   /// PC sampling (pc_sampling.h) on top of kernel timing.
   bool start_pc_sampling(const PcSamplingOptions& options, std::string& why) override;
   void stop_pc_sampling() override;
+  std::string counters_problem() const override { return counters_problem_; }
+  /// True when the counters problem is the user's to fix (bad metric name, replay needed).
+  bool counters_user_error() const override { return counters_user_error_; }
 
  private:
   void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;
@@ -65,6 +70,17 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   // Owned by consume(), which activity_buffers serialises (its consumer lock).
   std::unique_ptr<KernelBatcher> batcher_;
   uint64_t incomplete_buffers_ = 0;  // buffers cut short by an unreadable record
+
+  // Hardware counters (mode="counters", counters_backend.cpp). Started after kernel timing,
+  // flushed before it (values first, so the join finds them), stopped after the launch
+  // callbacks are off.
+  void start_counters(const CounterConfig& config);
+  void flush_counters();
+  void stop_counters();
+  std::unique_ptr<RangeProfiler> ranges_;
+  std::unique_ptr<PmSampler> sampler_;
+  std::string counters_problem_;
+  bool counters_user_error_ = false;
 };
 
 }  // namespace proton::cupti

@@ -1,4 +1,5 @@
 #include "backends/cupti/launch_callbacks.h"
+#include "backends/cupti/range_profiler.h"
 
 #include <array>
 #include <atomic>
@@ -121,7 +122,15 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   if (cb->callbackSite == CUPTI_API_EXIT) {
     // No epoch check here (it would cost the globals' line): an exit can only lower a stale
     // depth, and the next enter or launch_in_progress() sees the stale epoch and discards it.
-    if (t.nest_depth > 0 && --t.nest_depth == 0) t.nest_correlation = 0;
+    if (t.nest_depth > 0 && --t.nest_depth == 0) {
+      t.nest_correlation = 0;
+      // Hardware counters (range_profiler.h): close the range this launch opened. The flag is
+      // on the thread's line, already read; the profiler's pointer only when it is set.
+      if (t.counter_range) [[unlikely]] {
+        t.counter_range = false;
+        if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) rp->on_exit();
+      }
+    }
     return;
   }
   uint32_t epoch = hot::globals.callback_epoch.load(std::memory_order_relaxed);
@@ -145,6 +154,12 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   } catch (...) {
     // Only the first tag of a thread allocates; never let it unwind through CUPTI.
     g_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Hardware counters (range_profiler.h): open a range around this launch. The hook sits on
+  // the globals' line, which the epoch check above already read.
+  if (void* hook = hot::globals.counter_hook.load(std::memory_order_relaxed)) [[unlikely]] {
+    static_cast<RangeProfiler*>(hook)->on_enter(cb->context, cb->correlationId);
+    t.counter_range = true;
   }
 }
 

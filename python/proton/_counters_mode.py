@@ -1,0 +1,76 @@
+"""``proton.mode.Counters``: hardware counters per kernel (and counter tracks on a trace).
+
+A mode object is a readable way to spell the mode string: ``str(Counters(...))`` is what
+``proton.start(mode=...)`` receives, e.g. ``"counters:metrics=dram__bytes_read.sum"``.
+See docs/counters.md.
+"""
+
+from typing import Iterable, Optional
+
+_RANGES = ("user", "auto")
+_SAMPLING = ("range", "pm", "both")
+
+
+class Counters:
+    """Hardware counters on each kernel node of the call tree.
+
+    Args:
+        metrics: CUPTI metric names (``None``: the default set — DRAM bytes read and written,
+            achieved occupancy, SM throughput %, tensor-pipe utilisation %, L2 hit rate).
+            An unknown name makes ``proton.start`` raise, listing this GPU's metrics.
+        range: ``"user"`` (default: a range around each launch, no synchronisation; kernels
+            running concurrently on other streams count into it) or ``"auto"`` (CUPTI cuts
+            one range per kernel and synchronises after each launch).
+        replay: allow metric sets that need several passes (kernel replay: every kernel runs
+            once per pass; implies ``range="auto"``). Off by default: one pass only.
+        sampling: ``"range"`` (per kernel), ``"pm"`` (device-wide PM sampling as counter
+            tracks on the trace) or ``"both"``; ``None`` picks ``"pm"`` for a trace-only
+            session and ``"range"`` otherwise.
+        interval_us: PM sampling period in microseconds.
+    """
+
+    def __init__(self, metrics: Optional[Iterable[str]] = None, *, range: str = "user",
+                 replay: bool = False, sampling: Optional[str] = None,
+                 interval_us: Optional[int] = None):
+        if isinstance(metrics, str):
+            metrics = [m for m in metrics.split(",") if m]
+        self.metrics = None if metrics is None else [str(m) for m in metrics]
+        if self.metrics is not None and not self.metrics:
+            raise ValueError("Counters(metrics=[]): give at least one metric, or None for the "
+                             "default set")
+        for m in self.metrics or []:
+            if not m or any(c in m for c in ",: "):
+                raise ValueError(f"Counters: bad metric name {m!r}")
+        if range not in _RANGES:
+            raise ValueError(f"Counters: range must be one of {_RANGES}, not {range!r}")
+        if sampling is not None and sampling not in _SAMPLING:
+            raise ValueError(f"Counters: sampling must be one of {_SAMPLING}, not {sampling!r}")
+        if interval_us is not None and not (1 <= int(interval_us) <= 1_000_000):
+            raise ValueError("Counters: interval_us must be 1..1000000")
+        self.range = range
+        self.replay = bool(replay)
+        self.sampling = sampling
+        self.interval_us = None if interval_us is None else int(interval_us)
+
+    def __str__(self) -> str:
+        parts = ["counters"]
+        if self.metrics is not None:
+            parts.append("metrics=" + ",".join(self.metrics))
+        if self.range != "user":
+            parts.append("range=" + self.range)
+        if self.replay:
+            parts.append("replay")
+        if self.sampling is not None:
+            parts.append("sampling=" + self.sampling)
+        if self.interval_us is not None:
+            parts.append(f"interval_us={self.interval_us}")
+        return ":".join(parts)
+
+    def __repr__(self) -> str:
+        return f"Counters({str(self)!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Counters) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))

@@ -1,0 +1,77 @@
+// Device-wide hardware counters sampled at a fixed interval: CUPTI PM sampling
+// (cupti_pmsampling.h), for counter tracks on the trace.
+//
+// The GPU writes samples into a hardware buffer; our thread decodes it every kDecodePeriod
+// into a counter-data image, evaluates each completed sample (start/end timestamps and metric
+// values) and hands them to the RecordProcessor, which gives them to trace sessions. Nothing
+// runs on launching threads and nothing synchronises the device. Samples are device-wide:
+// every kernel running during a sample contributes to it.
+//
+// Threads: start/flush/stop on the session thread; decoding on our worker, serialised with
+// flush by mu_.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cupti/counter_host.h"
+#include "data/counter_batch.h"
+#include "data/counter_config.h"
+
+namespace proton {
+class RecordProcessor;
+}
+
+namespace proton::cupti {
+
+class PmSampler {
+ public:
+  struct Stats {
+    uint64_t samples = 0;
+    uint64_t decodes = 0;
+    uint64_t overflows = 0;  // the hardware buffer filled before we decoded it
+    uint64_t errors = 0;
+  };
+
+  PmSampler() = default;
+  ~PmSampler();
+
+  /// Samples device 0 every config.interval_us. Unknown user-named metrics fail with
+  /// `user_error` set and a message listing the chip's metrics.
+  bool start(const CountersApi& api, RecordProcessor* sink, const CounterConfig& config,
+             std::string& notice, bool& user_error, std::string& why);
+  void flush();  // decodes and delivers what the hardware buffer holds now
+  void stop();
+
+  Stats stats() const;
+  const std::vector<std::string>& metrics() const { return metrics_; }
+
+ private:
+  void worker();
+  void decode_once();  // requires mu_
+
+  const CountersApi* api_ = nullptr;
+  RecordProcessor* sink_ = nullptr;
+  CUpti_PmSampling_Object* object_ = nullptr;
+  CounterHost host_;
+  CounterSchema schema_;
+  std::vector<std::string> metrics_;
+  std::vector<const char*> metric_ptrs_;
+  std::vector<uint8_t> config_image_;
+  std::vector<uint8_t> image_;
+  uint32_t device_ = 0;
+
+  std::mutex mu_;  // decoding: the worker and flush
+  std::condition_variable cv_;
+  bool quit_ = false;
+  bool running_ = false;
+  std::thread thread_;
+  Stats stats_;  // guarded by mu_
+};
+
+}  // namespace proton::cupti

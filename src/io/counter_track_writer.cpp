@@ -1,0 +1,65 @@
+#include "io/counter_track_writer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace proton {
+
+namespace {
+
+std::string ts_us(uint64_t ns, int64_t offset, uint64_t base) {
+  int64_t steady = static_cast<int64_t>(ns) - offset;
+  double us = static_cast<double>(steady - static_cast<int64_t>(base)) / 1000.0;
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.3f", us);
+  return buf;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (static_cast<unsigned char>(c) >= 0x20) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> counter_track_events(const CounterTrack& track, int64_t gpu_offset_ns,
+                                              uint64_t base_steady_ns) {
+  std::vector<std::string> out;
+  const auto& names = track.names();
+  std::map<uint32_t, uint64_t> last_end;  // device -> end of its previous sample
+  for (const CounterTrack::Sample& s : track.samples()) {
+    auto prev = last_end.find(s.device);
+    // A gap of more than one sample's length: close the tracks at the previous end.
+    if (prev != last_end.end() && s.start_ns > prev->second &&
+        s.start_ns - prev->second > (s.end_ns - s.start_ns) + 1000) {
+      for (const std::string& name : names) {
+        out.push_back("{\"ph\":\"C\",\"pid\":" + std::to_string(s.device) + ",\"name\":\"" +
+                      escaped(name) +
+                      "\",\"ts\":" + ts_us(prev->second, gpu_offset_ns, base_steady_ns) +
+                      ",\"args\":{\"value\":0}}");
+      }
+    }
+    last_end[s.device] = s.end_ns;
+    for (size_t m = 0; m < names.size() && m < s.values.size(); ++m) {
+      out.push_back("{\"ph\":\"C\",\"pid\":" + std::to_string(s.device) + ",\"name\":\"" +
+                    escaped(names[m]) +
+                    "\",\"ts\":" + ts_us(s.start_ns, gpu_offset_ns, base_steady_ns) +
+                    ",\"args\":{\"value\":" + number(s.values[m]) + "}}");
+    }
+  }
+  return out;
+}
+
+}  // namespace proton
