@@ -114,8 +114,9 @@ def _preallocate_now(torch, device) -> None:
 def preallocate(device=None) -> None:
     """One float and one int accumulator slab on `device` (default: the current one).
 
-    start() calls it: at once when CUDA is initialized, else queued to run when torch
-    initializes CUDA (so before any capture can begin).
+    start() calls it, before the session exists: at once when CUDA is initialized, else
+    queued for torch's CUDA initialization (where torch runs its queued calls); failing that,
+    the first device tensor metric outside a capture allocates.
     """
     torch = _torch()
     if torch is None or not torch.cuda.is_available():

@@ -80,6 +80,9 @@ def start(
     instrumented = backend == "instrumentation"
     if instrumented:
         hooks.instrumentation.check_mode(mode)
+    # Tensor-metric accumulators, allocated outside any graph capture and before the session
+    # exists, so their zero-fill kernels are never part of the profile.
+    metric.preallocate()
     session = _proton.start(
         _ranks.session_name(DEFAULT_PROFILE_NAME if name is None else str(name)),
         "shadow" if context is None else context,
@@ -94,7 +97,6 @@ def start(
             _proton.finalize(session, "")
             raise
     hooks.register(session, hook)
-    metric.preallocate()  # tensor-metric accumulators, allocated outside any graph capture
     _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
     return session
 

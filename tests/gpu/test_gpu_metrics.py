@@ -111,17 +111,19 @@ def test_first_accumulator_needed_during_capture_is_a_clear_error_and_capture_su
     assert read_profile().node("late")["metrics"]["v"] == pytest.approx(12.0)
 
 
-def test_session_started_before_cuda_init_preallocates_at_init(run_script, out_name,
+def test_session_started_before_cuda_init_allocates_before_capture(run_script, out_name,
                                                                read_profile):
     r = run_script(f"""
 import torch, proton
 from proton import metric
 proton.start({out_name!r})
 assert not torch.cuda.is_initialized()
-x = torch.zeros(16, device="cuda")          # CUDA initializes here: the accumulators too
-assert metric._slabs, "no accumulator allocated at CUDA initialization"
+x = torch.zeros(16, device="cuda")          # CUDA initializes here
 val = torch.tensor(2.0, device="cuda")
 x.add_(1)
+with proton.scope("warm", {{"v": val}}):    # the first metric outside capture allocates
+    pass
+assert metric._slabs, "no accumulator allocated before the capture"
 torch.cuda.synchronize()
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g):
