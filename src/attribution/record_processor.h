@@ -27,8 +27,8 @@
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
 #include "common/id_map.h"
-#include "data/pc_sample.h"
 #include "data/counter_batch.h"
+#include "data/pc_sample.h"
 
 namespace proton {
 

@@ -77,7 +77,7 @@ class ChromeTraceWriter {
 
  private:
   void append_event(const TraceEvent& e);
-  void append_run_fields();       // gpu offset and the rank block (io/run_info.h) in otherData
+  void append_run_fields();  // gpu offset and the rank block (io/run_info.h) in otherData
   // Intra-kernel regions (chrome_trace_regions.cpp): one lane per (SM, CTA, warp) in the GPU's
   // process, next to its stream lanes.
   void append_region(const TraceEvent& e);

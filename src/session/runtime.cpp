@@ -605,8 +605,8 @@ void Runtime::dropped(uint64_t count) {
 }
 
 void Runtime::add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
-                          std::span<const RegionTotals> regions, uint64_t units,
-                          uint32_t device_id, std::span<const RegionSpan> spans) {
+                          std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
+                          std::span<const RegionSpan> spans) {
   std::shared_lock lock(sessions_mu_);
   for (; sessions != 0; sessions &= sessions - 1) {
     Session* s = sessions_[std::countr_zero(sessions)].get();

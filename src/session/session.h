@@ -15,12 +15,12 @@
 #include "attribution/launch_stage.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
-#include "data/region_metrics.h"
-#include "session/region_alignment.h"
-#include "data/pc_attribution.h"
 #include "data/counter_batch.h"
 #include "data/counter_join.h"
 #include "data/counter_track.h"
+#include "data/pc_attribution.h"
+#include "data/region_metrics.h"
+#include "session/region_alignment.h"
 
 namespace proton {
 

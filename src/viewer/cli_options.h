@@ -33,7 +33,7 @@ struct ViewOptions {
   bool show_metadata = false;
   // Several profiles (one per rank): shown merged (rank_merge.h); files[0] == file.
   std::vector<std::string> files;
-  std::optional<size_t> stragglers;  // --stragglers[=N]: the N most imbalanced frames
+  std::optional<size_t> stragglers;   // --stragglers[=N]: the N most imbalanced frames
   std::optional<std::string> source;  // --source KERNEL: annotated source (source_view.h)
 };
 

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "backends/backend.h"
 #include "attribution/record_processor.h"
+#include "backends/backend.h"
 
 namespace proton::testing {
 
