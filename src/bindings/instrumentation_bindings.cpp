@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "backends/instrumentation/region_totals.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
+#include "session/runtime.h"
 
 namespace nb = nanobind;
 using namespace proton;
@@ -25,7 +27,16 @@ void bind_instrumentation(nb::module_& m) {
   static instr::SessionRegionSink sink;
   m.def("instr_open", [](uint32_t session, uint64_t pool_bytes) {
     instr::InstrRuntime::get().set_sink(&sink);
-    instr::InstrRuntime::get().open(session, pool_bytes);
+    // Regions are delivered by the runtime's slot mask: the public id is not the slot once a
+    // process has started more sessions than it has slots (the whole GPU suite in one process
+    // delivered every region to no session).
+    uint64_t mask = 0;
+    try {
+      mask = uint64_t{1} << (Runtime::get().slot_of(session) & 63u);
+    } catch (const std::exception&) {
+      mask = 0;  // not a runtime session (tests): the id is the bit
+    }
+    instr::InstrRuntime::get().open(session, pool_bytes, mask);
   });
   m.def("instr_close", [](uint32_t session) {
     nb::gil_scoped_release release;  // the consumer may need a moment

@@ -87,6 +87,8 @@ class Runtime final : public RecordSink {
 
   /// The internal slot (bit in the launch-time session masks) of a live session (tests).
   SessionId slot_for_testing(SessionId id);
+  /// The same for the instrumentation runtime, whose regions are delivered by slot mask.
+  SessionId slot_of(SessionId id) { return slot_for_testing(id); }
   /// Injects a backend (tests); replaces any running one.
   void set_backend_for_testing(std::unique_ptr<Backend> backend);
   RecordProcessor& processor() { return processor_; }

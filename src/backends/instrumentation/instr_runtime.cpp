@@ -23,6 +23,7 @@ struct InstrRuntime::Pool {
   uint64_t tail = 0;
   bool closing = false;
   bool failed = false;
+  uint64_t deliver_mask = 0;  // the session runtime's bit for this session (its slot)
 };
 
 struct InstrRuntime::Job {
@@ -114,12 +115,13 @@ bool InstrRuntime::ensure_device(std::string& why) {
   return true;
 }
 
-void InstrRuntime::open(uint32_t session, uint64_t pool_bytes) {
+void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_mask) {
   // The driver is loaded at the first launch: a session without a GPU still starts and keeps
   // its CPU-side data (kernels then cannot launch anyway).
   std::unique_lock lock(mu_);
   auto pool = std::make_unique<Pool>();
   pool->size = ((pool_bytes != 0 ? pool_bytes : default_pool_bytes()) + 127) & ~uint64_t{127};
+  pool->deliver_mask = deliver_mask != 0 ? deliver_mask : uint64_t{1} << (session & 63u);
   pools_[session] = std::move(pool);
   if (!consumer_.joinable()) {
     stop_ = false;
@@ -263,7 +265,7 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   job->ctx = ctx;
   uint64_t open = 0;
   for (const auto& entry : pools_)
-    open |= uint64_t{1} << (entry.first & 63u);
+    open |= entry.second->deliver_mask;
   job->sessions = sessions & open;
   ++stats_.launches;
   auto k = kernels_.find(function);
@@ -290,10 +292,14 @@ void InstrRuntime::consume() {
     batch.swap(queue_);
     const bool rebind = generation != api_generation_;  // first batch, or a new device API
     generation = api_generation_;
+    lock.unlock();
+    // The context first: an event made on this thread before it is bound belongs to no context
+    // (CUDA_ERROR_INVALID_CONTEXT), which lost the whole first batch on the H100.
+    if (rebind) api_->bind_context();
+    lock.lock();
     if (batch_event_ == nullptr) batch_event_ = api_->create_event();
     void* copied = batch_event_;
     lock.unlock();
-    if (rebind) api_->bind_context();
     copy_back(batch, copied);
     for (auto& job : batch)
       finish(*job);

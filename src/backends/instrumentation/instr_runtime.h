@@ -75,7 +75,9 @@ class InstrRuntime {
   /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 64 MB). The
   /// driver is loaded and the device memory allocated on the first launch, on the launching
   /// thread (its context); alloc() throws std::runtime_error when there is no driver.
-  void open(uint32_t session, uint64_t pool_bytes);
+  /// `deliver_mask`: the bit(s) of the session runtime's SessionMask that this session's regions
+  /// go to (its slot, which is not its public id once ids grow past the slots); 0: bit `session`.
+  void open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_mask = 0);
   /// Drains every queued launch, then frees the session's pool.
   void close(uint32_t session);
   /// Waits until every launch queued so far is decoded and delivered.

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "backends/instrumentation/region_totals.h"
@@ -22,8 +24,14 @@ using testing::ScratchBuilder;
 class FakeDevice final : public DeviceApi {
  public:
   bool load(std::string&) override { return true; }
-  bool capture_context() override { return true; }
-  void bind_context() override {}
+  bool capture_context() override {
+    bind_context();
+    return true;
+  }
+  void bind_context() override {
+    std::lock_guard lock(bound_mu);
+    bound.insert(std::this_thread::get_id());
+  }
   uint32_t device_id() override { return 3; }
   uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
@@ -38,16 +46,25 @@ class FakeDevice final : public DeviceApi {
   void free_pinned(void* p) override { delete[] static_cast<uint8_t*>(p); }
   void* create_stream() override { return this; }
   void destroy_stream(void*) override {}
-  void* create_event() override { return new int(0); }
+  // As CUDA: a thread that never made the context current gets no event (the H100 failure:
+  // CUDA_ERROR_INVALID_CONTEXT for the consumer's first event).
+  void* create_event() override { return has_context() ? new int(0) : nullptr; }
   void destroy_event(void* e) override { delete static_cast<int*>(e); }
-  bool record(void*, uint64_t) override { return true; }
-  bool wait(void*, void*) override { return true; }
+  bool record(void*, uint64_t) override { return has_context(); }
+  bool wait(void*, void*) override { return has_context(); }
   bool copy_to_host_async(void* dst, uint64_t src, size_t n, void*) override {
+    if (!has_context()) return false;
     std::memcpy(dst, reinterpret_cast<void*>(src), n);
     return true;
   }
-  bool synchronize(void*) override { return true; }
+  bool synchronize(void*) override { return has_context(); }
+  bool has_context() {
+    std::lock_guard lock(bound_mu);
+    return bound.count(std::this_thread::get_id()) != 0;
+  }
   int allocs = 0;
+  std::mutex bound_mu;
+  std::set<std::thread::id> bound;  // threads that made this device's context current
 };
 
 struct Delivery {
@@ -180,6 +197,59 @@ TEST(InstrRuntime, LaunchExitWithoutAllocIsANoOp) {
 
 TEST(InstrRuntime, BadAlignmentIsRejected) {
   EXPECT_THROW(InstrRuntime::get().alloc(64, 100, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace proton::instr
+
+namespace proton::instr {
+namespace {
+
+// On the H100 the first launch of every process was lost (copy_errors 1): the consumer made its
+// batch event before binding the launch's context. Every launch of a fresh device is decoded.
+TEST(InstrRuntime, FirstBatchOfANewDeviceIsDecodedNotACopyError) {
+  InstrRuntime& rt = InstrRuntime::get();
+  rt.set_device_api(std::make_unique<FakeDevice>());
+  CollectingSink sink;
+  rt.set_sink(&sink);
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(6, 1 << 16);
+  rt.register_kernel(0xf06, kernel_info(b));
+  InstrStats before = rt.stats();
+  uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
+  std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+  rt.launch_exit(0xf06, 0, 1, ~uint64_t{0});
+  rt.drain();
+  InstrStats after = rt.stats();
+  EXPECT_EQ(after.copy_errors, before.copy_errors);
+  EXPECT_EQ(after.decoded - before.decoded, 1u);
+  rt.close(6);
+  rt.set_sink(nullptr);
+  std::lock_guard lock(sink.mu);
+  EXPECT_EQ(sink.got.size(), 1u);
+}
+
+// The session runtime delivers by slot, and a public session id is not its slot once a process
+// has started many sessions (the whole GPU suite in one process got no regions at all).
+TEST(InstrRuntime, RegionsGoToTheSessionsDeliverBitNotItsId) {
+  InstrRuntime& rt = InstrRuntime::get();
+  rt.set_device_api(std::make_unique<FakeDevice>());
+  CollectingSink sink;
+  rt.set_sink(&sink);
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(37, 1 << 16, uint64_t{1} << 2);  // public id 37 lives in slot 2
+  rt.register_kernel(0xf07, kernel_info(b));
+  uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
+  std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+  rt.launch_exit(0xf07, 0, 1, 0b110);  // slots 1 and 2 active at launch
+  rt.drain();
+  rt.close(37);
+  rt.set_sink(nullptr);
+  std::lock_guard lock(sink.mu);
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(sink.got[0].sessions, 0b100u);
 }
 
 }  // namespace
