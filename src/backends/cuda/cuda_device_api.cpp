@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <string>
 
 #include "backends/instrumentation/device_api.h"
@@ -30,6 +31,7 @@ struct CudaTable {
   decltype(&::cuEventSynchronize) event_sync = nullptr;
   decltype(&::cuStreamWaitEvent) stream_wait = nullptr;
   decltype(&::cuMemcpyDtoHAsync_v2) copy_async = nullptr;
+  decltype(&::cuGetErrorName) error_name = nullptr;  // optional
 };
 
 template <typename F>
@@ -64,6 +66,7 @@ class CudaDeviceApi final : public DeviceApi {
               bind(lib_, t.event_sync, "cuEventSynchronize", why) &&
               bind(lib_, t.stream_wait, "cuStreamWaitEvent", why) &&
               bind(lib_, t.copy_async, "cuMemcpyDtoHAsync_v2", why);
+    t.error_name = reinterpret_cast<decltype(&::cuGetErrorName)>(dlsym(lib_, "cuGetErrorName"));
     if (ok && t.init(0) != CUDA_SUCCESS) {
       why = "cuInit failed";
       ok = false;
@@ -87,51 +90,60 @@ class CudaDeviceApi final : public DeviceApi {
     if (ctx_ != nullptr) t_.ctx_set(ctx_);
   }
   uint32_t device_id() override { return device_; }
+  std::string last_error() override {
+    CUresult r = last_.load(std::memory_order_relaxed);
+    if (r == CUDA_SUCCESS) return {};
+    const char* name = nullptr;
+    if (t_.error_name != nullptr && t_.error_name(r, &name) == CUDA_SUCCESS && name != nullptr)
+      return std::string(name) + " (" + std::to_string(static_cast<int>(r)) + ")";
+    return "CUresult " + std::to_string(static_cast<int>(r));
+  }
   uint32_t sm_clock_khz() override { return clock_khz_; }
   uint64_t alloc_device(size_t bytes) override {
     CUdeviceptr p = 0;
-    return t_.mem_alloc(&p, bytes) == CUDA_SUCCESS ? static_cast<uint64_t>(p) : 0;
+    return ok(t_.mem_alloc(&p, bytes)) ? static_cast<uint64_t>(p) : 0;
   }
   void free_device(uint64_t ptr) override {
     if (ptr != 0) t_.mem_free(static_cast<CUdeviceptr>(ptr));
   }
   void* alloc_pinned(size_t bytes) override {
     void* p = nullptr;
-    return t_.host_alloc(&p, bytes) == CUDA_SUCCESS ? p : nullptr;
+    return ok(t_.host_alloc(&p, bytes)) ? p : nullptr;
   }
   void free_pinned(void* ptr) override {
     if (ptr != nullptr) t_.host_free(ptr);
   }
   void* create_stream() override {
     CUstream s = nullptr;
-    return t_.stream_create(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS ? s : nullptr;
+    return ok(t_.stream_create(&s, CU_STREAM_NON_BLOCKING)) ? s : nullptr;
   }
   void destroy_stream(void* s) override {
     if (s != nullptr) t_.stream_destroy(static_cast<CUstream>(s));
   }
   void* create_event() override {
     CUevent e = nullptr;
-    return t_.event_create(&e, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS ? e : nullptr;
+    return ok(t_.event_create(&e, CU_EVENT_DISABLE_TIMING)) ? e : nullptr;
   }
   void destroy_event(void* e) override {
     if (e != nullptr) t_.event_destroy(static_cast<CUevent>(e));
   }
   bool record(void* e, uint64_t stream) override {
-    return t_.event_record(static_cast<CUevent>(e), reinterpret_cast<CUstream>(stream)) ==
-           CUDA_SUCCESS;
+    return ok(t_.event_record(static_cast<CUevent>(e), reinterpret_cast<CUstream>(stream)));
   }
   bool wait(void* s, void* e) override {
-    return t_.stream_wait(static_cast<CUstream>(s), static_cast<CUevent>(e), 0) == CUDA_SUCCESS;
+    return ok(t_.stream_wait(static_cast<CUstream>(s), static_cast<CUevent>(e), 0));
   }
   bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* s) override {
-    return t_.copy_async(dst, static_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(s)) ==
-           CUDA_SUCCESS;
+    return ok(t_.copy_async(dst, static_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(s)));
   }
-  bool synchronize(void* e) override {
-    return t_.event_sync(static_cast<CUevent>(e)) == CUDA_SUCCESS;
-  }
+  bool synchronize(void* e) override { return ok(t_.event_sync(static_cast<CUevent>(e))); }
 
  private:
+  bool ok(CUresult r) {
+    if (r != CUDA_SUCCESS) last_.store(r, std::memory_order_relaxed);
+    return r == CUDA_SUCCESS;
+  }
+  std::atomic<CUresult> last_{CUDA_SUCCESS};
   void* lib_ = nullptr;  // never dlclose'd: callbacks may run until process exit
   CudaTable t_;
   CUcontext ctx_ = nullptr;

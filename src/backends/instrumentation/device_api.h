@@ -41,6 +41,9 @@ class DeviceApi {
   virtual bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) = 0;
   /// Blocks the calling (consumer) thread until `event` completed.
   virtual bool synchronize(void* event) = 0;
+  /// The driver's name for the last failed call of this API (e.g. "CUDA_ERROR_INVALID_CONTEXT"),
+  /// empty when unknown: reported with copy errors so a lost launch says why.
+  virtual std::string last_error() { return {}; }
 };
 
 /// The device API of this build (CUDA when compiled with CUDA headers), nullptr when none.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -167,7 +168,10 @@ bool InstrRuntime::ensure_pool(Pool& p) {
   if (p.device != 0) return true;
   if (p.failed) return false;
   if (!api_->capture_context()) {
-    p.failed = true;
+    // No current context on this thread yet: this launch gets the discard slice (an overflow)
+    // and the next launch tries again, instead of losing every launch of the session.
+    if (errors_.size() < 8)
+      errors_.push_back("no current GPU context at a launch; its regions are lost");
     return false;
   }
   if (copy_stream_ == nullptr) copy_stream_ = api_->create_stream();
@@ -179,7 +183,11 @@ bool InstrRuntime::ensure_pool(Pool& p) {
     p.device = 0;
     p.host = nullptr;
     p.failed = true;
-    if (errors_.size() < 8) errors_.push_back("could not allocate the instrumentation pool");
+    if (errors_.size() < 8) {
+      std::string why = api_->last_error();
+      errors_.push_back("could not allocate the instrumentation pool" +
+                        (why.empty() ? std::string() : ": " + why));
+    }
     return false;
   }
   stats_.pool_bytes += p.size;
@@ -234,6 +242,20 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
   return discard_;
 }
 
+void InstrRuntime::note_copy_error(const char* stage) {
+  // Never a silent loss: the first few failures are kept for stats()["errors"], with the
+  // driver's error name, and the first one is said on stderr.
+  std::string why = api_ ? api_->last_error() : std::string();
+  std::string line = std::string("instrumentation copy-back failed at ") + stage +
+                     (why.empty() ? std::string() : ": " + why) +
+                     " (that launch's regions are lost)";
+  if (copy_error_lines_.size() < 4) copy_error_lines_.push_back(line);
+  if (!said_copy_error_) {
+    said_copy_error_ = true;
+    std::fprintf(stderr, "proton: %s\n", line.c_str());
+  }
+}
+
 void* InstrRuntime::take_event() {
   if (!free_events_.empty()) {
     void* e = free_events_.back();
@@ -274,7 +296,11 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   // The consumer orders its copy after it (copy_back).
   job->launched = take_event();
   job->ok = job->launched != nullptr && api_->record(job->launched, stream);
-  if (!job->ok) ++stats_.copy_errors;
+  if (!job->ok) {
+    ++stats_.copy_errors;
+    note_copy_error(job->launched == nullptr ? "event create (launching thread)"
+                                             : "event record on the launch's stream");
+  }
   queue_.push_back(std::move(job));
   ++queued_;
   work_cv_.notify_one();
@@ -316,9 +342,14 @@ void InstrRuntime::consume() {
 }
 
 void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied) {
+  const char* failed = nullptr;  // the first stage that failed, for the error line
   bool ok = copied != nullptr;
-  for (auto& job : batch)
-    job->ok = job->ok && api_->wait(copy_stream_, job->launched);
+  if (!ok) failed = "event create (consumer thread)";
+  for (auto& job : batch) {
+    bool waited = job->ok && api_->wait(copy_stream_, job->launched);
+    if (job->ok && !waited && failed == nullptr) failed = "stream wait for the launch";
+    job->ok = waited;
+  }
   // Slices of one pool handed out in a row sit next to each other unless the ring wrapped.
   size_t i = 0;
   while (i < batch.size()) {
@@ -335,15 +366,26 @@ void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copi
     uint64_t at = from % pool->size;
     bool copy_ok =
         api_->copy_to_host_async(pool->host + at, pool->device + at, to - from, copy_stream_);
+    if (!copy_ok && failed == nullptr) failed = "device-to-host copy";
     for (size_t k = i; k < j; ++k)
       batch[k]->ok = batch[k]->ok && copy_ok;
     i = j;
   }
-  ok = ok && api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_)) &&
-       api_->synchronize(copied);
+  if (ok && !api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_))) {
+    ok = false;
+    if (failed == nullptr) failed = "event record after the copies";
+  }
+  if (ok && !api_->synchronize(copied)) {
+    ok = false;
+    if (failed == nullptr) failed = "event synchronize";
+  }
   if (!ok)
     for (auto& job : batch)
       job->ok = false;
+  if (failed != nullptr) {
+    std::lock_guard lock(mu_);
+    note_copy_error(failed);
+  }
 }
 
 void InstrRuntime::finish(Job& job) {
@@ -386,7 +428,10 @@ InstrStats InstrRuntime::stats() {
 
 std::vector<std::string> InstrRuntime::errors() {
   std::lock_guard lock(mu_);
-  return errors_;
+  // Copy errors first, kept apart so decode errors cannot crowd them out.
+  std::vector<std::string> out = copy_error_lines_;
+  out.insert(out.end(), errors_.begin(), errors_.end());
+  return out;
 }
 
 }  // namespace proton::instr

@@ -104,7 +104,8 @@ class InstrRuntime {
   void consume();
   void copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied);  // consumer thread
   void finish(Job& job);
-  void* take_event();  // requires mu_
+  void* take_event();                       // requires mu_
+  void note_copy_error(const char* stage);  // requires mu_
 
   std::mutex mu_;  // guards everything below but the atomics; never held across a decode
   std::condition_variable work_cv_;
@@ -130,6 +131,8 @@ class InstrRuntime {
   bool stop_ = false;
   InstrStats stats_;
   std::vector<std::string> errors_;
+  std::vector<std::string> copy_error_lines_;  // the first few copy errors, with the driver's
+  bool said_copy_error_ = false;  // the first copy error is said on stderr, once per process
 };
 
 }  // namespace proton::instr

@@ -53,7 +53,7 @@ class FakeDevice final : public DeviceApi {
   bool record(void*, uint64_t) override { return has_context(); }
   bool wait(void*, void*) override { return has_context(); }
   bool copy_to_host_async(void* dst, uint64_t src, size_t n, void*) override {
-    if (!has_context()) return false;
+    if (!has_context() || fail_copies) return false;
     std::memcpy(dst, reinterpret_cast<void*>(src), n);
     return true;
   }
@@ -62,7 +62,9 @@ class FakeDevice final : public DeviceApi {
     std::lock_guard lock(bound_mu);
     return bound.count(std::this_thread::get_id()) != 0;
   }
+  std::string last_error() override { return fail_copies ? "FAKE_ERROR_COPY (7)" : ""; }
   int allocs = 0;
+  bool fail_copies = false;
   std::mutex bound_mu;
   std::set<std::thread::id> bound;  // threads that made this device's context current
 };
@@ -250,6 +252,29 @@ TEST(InstrRuntime, RegionsGoToTheSessionsDeliverBitNotItsId) {
   std::lock_guard lock(sink.mu);
   ASSERT_EQ(sink.got.size(), 1u);
   EXPECT_EQ(sink.got[0].sessions, 0b100u);
+}
+
+// A failed copy is counted and says which driver call failed and the driver's error name.
+TEST(InstrRuntime, CopyErrorIsCountedAndNamesTheDriverError) {
+  InstrRuntime& rt = InstrRuntime::get();
+  auto dev = std::make_unique<FakeDevice>();
+  dev->fail_copies = true;
+  rt.set_device_api(std::move(dev));
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(8, 1 << 16);
+  rt.register_kernel(0xf08, kernel_info(b));
+  InstrStats before = rt.stats();
+  rt.alloc(b.bytes().size(), 128, 0);
+  rt.launch_exit(0xf08, 0, 1, ~uint64_t{0});
+  rt.drain();
+  rt.close(8);
+  EXPECT_EQ(rt.stats().copy_errors - before.copy_errors, 1u);
+  bool named = false;
+  for (const std::string& e : rt.errors())
+    named = named || (e.find("device-to-host copy") != std::string::npos &&
+                      e.find("FAKE_ERROR_COPY") != std::string::npos);
+  EXPECT_TRUE(named);
 }
 
 }  // namespace
