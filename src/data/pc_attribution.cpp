@@ -38,6 +38,7 @@ void PcAttribution::add(const PcSampleBatch& batch) {
   if (batch.reasons) reasons_ = batch.reasons;
   stats_.buffer_full += batch.buffer_full;
   stats_.dropped += batch.dropped_samples;
+  stats_.non_user += batch.non_user_samples;
   size_t n_reasons = reasons_ ? reasons_->reasons.size() : 0;
   for (const PcSample& s : batch.samples) {
     if (s.function == kNoName) continue;  // the decoder never emits these; be safe anyway
@@ -205,6 +206,9 @@ void PcAttribution::write_counters(CallTree& tree) {
   };
   put("pc_sampling_buffer_full", stats_.buffer_full, written_.buffer_full);
   put("pc_samples_dropped", stats_.dropped, written_.dropped);
+  // CUPTI reports samples of NVIDIA's library kernels (cuBLAS, cuDNN) only as a total, with
+  // no PCs: shown on the root so that a GEMM-heavy profile does not look unsampled.
+  put("pc_samples_non_user", stats_.non_user, written_.non_user);
   put("pc_samples_unattributed", stats_.unattributed, written_.unattributed);
   put("pc_samples_late", stats_.late, written_.late);
 }

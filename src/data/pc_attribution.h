@@ -45,6 +45,7 @@ class PcAttribution {
     uint64_t pending = 0;       // waiting now
     uint64_t buffer_full = 0;   // drains that found the hardware buffer full
     uint64_t dropped = 0;       // samples the hardware reported lost
+    uint64_t non_user = 0;      // samples in library kernels CUPTI gives no PCs for
     uint64_t without_line = 0;  // samples of PCs without line information
   };
 

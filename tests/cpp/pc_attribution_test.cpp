@@ -205,6 +205,19 @@ TEST_F(PcTree, AFullHardwareBufferIsCountedAndWritten) {
   EXPECT_EQ(metric(CallTree::kRoot, "pc_sampling_buffer_full"), 2);
 }
 
+TEST_F(PcTree, LibraryKernelSamplesWithoutPcsAreCountedOnTheRoot) {
+  // CUPTI gives cuBLAS/cuDNN kernels' samples only as nonUsrKernelsTotalSamples.
+  PcSampleBatch lib = batch({});
+  lib.non_user_samples = 40;
+  pc_.add(lib);
+  lib.non_user_samples = 2;
+  pc_.add(lib);
+  pc_.write_counters(tree_);
+  EXPECT_EQ(metric(CallTree::kRoot, "pc_samples_non_user"), 42);
+  pc_.write_counters(tree_);
+  EXPECT_EQ(metric(CallTree::kRoot, "pc_samples_non_user"), 42);
+}
+
 TEST_F(PcTree, AClearedPhaseNeverReceivesSamples) {
   CallTree::NodeId k = kernel_at("s", "k");
   pc_.note_kernel(id("k"), 0, k, 10);

@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import textwrap
 
 import pytest
@@ -117,10 +118,17 @@ def test_cublas_kernels_keep_samples_per_pc_range(out_name, read_profile):
     gemm = prof.kernels(prof.node("gemm"))
     assert gemm, prof.render()
     samples = sum(m["num_samples"] for k in gemm for m in lines_of(k).values())
-    assert samples > 0, prof.render()
-    names = [n for k in gemm for n in lines_of(k)]
-    # cuBLAS ships without line tables: PC ranges, each named after its function.
-    assert any(n.startswith("pc:0x") for n in names), names[:10]
+    # CUPTI gives NVIDIA's own library kernels (cuBLAS's nvjet_*, measured on an H100 with
+    # CUDA 13) no PCs: their samples come only as nonUsrKernelsTotalSamples, which Proton
+    # counts on the root as pc_samples_non_user. Kernels that do get PCs but carry no line
+    # tables keep them per PC range, each named after its function.
+    non_user = prof.root_metrics.get("pc_samples_non_user", 0)
+    assert samples > 0 or non_user > 0, (prof.root_metrics, _proton._pc_sampling_stats())
+    if samples > 0:
+        names = [n for k in gemm for n in lines_of(k)]
+        assert any(n.startswith("pc:0x") for n in names), names[:10]
+    else:
+        assert non_user == _proton._pc_sampling_stats()["non_user"], prof.root_metrics
 
 
 def test_samples_across_cuda_graph_replays(kernel, out_name, read_profile):
@@ -163,18 +171,31 @@ def test_two_call_paths_share_samples_by_their_time(kernel, out_name, read_profi
     assert s_long / s_short == pytest.approx(t_ratio, rel=0.1), (s_long, s_short, t_ratio)
 
 
-def test_a_full_hardware_buffer_is_reported_not_an_empty_profile(kernel, out_name, read_profile):
+def test_a_full_hardware_buffer_is_reported_not_an_empty_profile(kernel, out_name, read_profile,
+                                                                capfd):
     # 2^5 cycles into 1 MB: the buffer fills; adapting raises the period until it keeps up.
     proton.start(out_name, mode="pcsampling:interval=32:buffer_mb=1")
     for _ in range(1000):
         kernel(64)
     torch.cuda.synchronize()
     proton.finalize()
+    err = capfd.readouterr().err
     stats = _proton._pc_sampling_stats()
     prof = read_profile()
     assert stats["buffer_full"] > 0, stats
     assert prof.root_metrics.get("pc_sampling_buffer_full", 0) > 0, prof.root_metrics
-    assert stats["period_log2"] > stats["start_period_log2"], stats
+    # A fill seen while sampling raises the period (on the live context, or by disabling and
+    # enabling it again on the drain thread). CUPTI's worker empties the hardware buffer into
+    # the scratch buffer on its own, so on an H100 the only fill may be the one the last drain
+    # sees at finalize, when there is nothing left to adapt: the message must then say so.
+    m = re.search(r"filled (\d+) time\(s\).*; (\d+) of the fills were seen at the end", err)
+    assert m, err
+    fills, final_fills = int(m.group(1)), int(m.group(2))
+    assert fills == stats["buffer_full"], (err, stats)
+    if fills > final_fills and stats["adaptations"] > 0:
+        assert stats["period_log2"] > stats["start_period_log2"], stats
+    elif fills > final_fills:
+        assert stats["error"], ("a fill while sampling was neither adapted nor explained", stats)
     samples = sum(m["num_samples"] for m in lines_of(only_kernel(prof)).values())
     assert samples > 0, (stats, prof.render())
 
@@ -254,7 +275,11 @@ print("OUTCOME " + json.dumps(outcome))
 """
 
 
-def test_pc_sampling_refused_means_kernel_timing_only(out_name, run_script):
+def test_pc_sampling_held_by_another_user_is_said_once_and_scopes_go_on(out_name, run_script):
+    # Another user of CUPTI's PC sampling API on the context (the bench floor) makes CUPTI
+    # refuse cuptiActivityEnable(CONCURRENT_KERNEL) too, with CUPTI_ERROR_NOT_COMPATIBLE
+    # (measured on an H100, CUDA 13): only when Proton's own PC sampling is refused after its
+    # activity tracing started does kernel timing go on. Either way: one line, scopes kept.
     if importlib.util.find_spec("_proton_bench") is None:
         pytest.skip("needs the bench module (scripts/gpu-test builds it)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -263,11 +288,16 @@ def test_pc_sampling_refused_means_kernel_timing_only(out_name, run_script):
     result = run_script(PC_SAMPLING_REFUSED, out_name, env=env)
     outcome = outcome_of(result)
     assert outcome["program_went_on"], outcome
-    msgs = [ln for ln in result.stderr.splitlines() if "PC sampling is off" in ln]
-    assert len(msgs) == 1, result.stderr[-3000:]
+    pc_off = [ln for ln in result.stderr.splitlines() if "PC sampling is off" in ln]
+    no_gpu = [ln for ln in result.stderr.splitlines()
+              if "no GPU backend is active" in ln and "NOT_COMPATIBLE" in ln]
+    assert len(pc_off) + len(no_gpu) == 1, result.stderr[-3000:]
     with open(out_name + ".hatchet") as f:
         root = json.load(f)[0]
-    assert any(c["frame"]["name"] == "s" for c in root["children"]), "kernel timing went on"
+    scope = [c for c in root["children"] if c["frame"]["name"] == "s"]
+    assert scope, "the scope was lost"
+    if pc_off:
+        assert scope[0].get("children"), "PC sampling refused alone: kernel timing must go on"
 
 
 def test_no_gpu_visible_runs_on(out_name, run_script):

@@ -186,6 +186,7 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
     std::lock_guard lock(mu_);
     stopping_ = false;
     warned_ = false;
+    final_fills_ = 0;
     stats_ = PcSamplingStats{};
     stats_.period_log2 = stats_.start_period_log2 = sizes_.period_log2;
     stats_.buffer_bytes = sizes_.buffer_bytes;
@@ -369,6 +370,7 @@ void PcSampler::drain_locked(Context& c, bool final) {
       // buffer keeps up from now on.
       ++batch_.buffer_full;
       ++stats_.buffer_full;
+      if (final) ++final_fills_;
       if (options_.adapt && !final && c.period_log2 < 31) {
         // Set on the enabled context if CUPTI allows it; else re-enable it after this drain.
         if (set_period(c, c.period_log2 + 1)) {
@@ -457,6 +459,7 @@ void PcSampler::disable_locked(Context& c) {
     if (c.final_data.data.hardwareBufferFull) {
       ++batch_.buffer_full;
       ++stats_.buffer_full;
+      ++final_fills_;
     }
     stats_.samples += c.final_data.data.totalSamples;
     PcDecodeStats d = translate_pc_data(c.final_data.data, limits, c.index, 0, intern, loc, batch_);
@@ -515,17 +518,22 @@ void PcSampler::stop() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
   g_active.store(nullptr, std::memory_order_release);
-  for (auto& c : contexts_)
+  for (auto& c : contexts_) {
+    if (c->reenable_log2 != 0) ++final_fills_;  // its re-enable never came: too late as well
     disable_locked(*c);
+  }
   deliver();
   contexts_.clear();
   if (stats_.buffer_full > 0) {
+    // A fill first seen by the last drain (at finalize) leaves no later interval to sample
+    // less often: say so, so that an unchanged period is not read as a failed adaptation.
     std::fprintf(stderr,
                  "proton: PC sampling: the hardware buffer filled %llu time(s) and CUPTI returned "
                  "no samples for those intervals (counted on the profile's root as "
-                 "pc_sampling_buffer_full); the period went from 2^%u to 2^%u cycles\n",
+                 "pc_sampling_buffer_full); the period went from 2^%u to 2^%u cycles; %llu of "
+                 "the fills were seen at the end of the session, too late to adapt to\n",
                  static_cast<unsigned long long>(stats_.buffer_full), stats_.start_period_log2,
-                 stats_.period_log2);
+                 stats_.period_log2, static_cast<unsigned long long>(final_fills_));
   }
   PcLineMap::Stats ls = lines_.stats();
   stats_.binaries = ls.binaries;

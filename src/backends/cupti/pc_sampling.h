@@ -100,6 +100,7 @@ class PcSampler {
   PcSampleBatch batch_;                             // guarded by mu_: the drain's scratch
   PcSamplingStats stats_;                           // guarded by mu_
   bool warned_ = false;                             // guarded by mu_
+  uint64_t final_fills_ = 0;  // full buffers seen when disabling: no later period to raise
   // Contexts created while the drain thread held mu_ (on_resource), enabled at its next tick.
   std::mutex pending_mu_;  // guards pending_contexts_ only; taken after mu_ or alone
   std::vector<CUcontext> pending_contexts_;
