@@ -462,6 +462,8 @@ void PcSampler::disable_locked(Context& c) {
       ++final_fills_;
     }
     stats_.samples += c.final_data.data.totalSamples;
+    batch_.non_user_samples += c.final_data.data.nonUsrKernelsTotalSamples;
+    stats_.non_user += c.final_data.data.nonUsrKernelsTotalSamples;
     PcDecodeStats d = translate_pc_data(c.final_data.data, limits, c.index, 0, intern, loc, batch_);
     stats_.pc_records += d.records;
     stats_.bad_records += d.bad_records;
@@ -469,7 +471,11 @@ void PcSampler::disable_locked(Context& c) {
 }
 
 void PcSampler::deliver() {
-  if (batch_.samples.empty() && batch_.buffer_full == 0 && batch_.dropped_samples == 0) return;
+  // Library-kernel samples alone (cuBLAS: no PCs, only a total) still count on the root.
+  if (batch_.samples.empty() && batch_.buffer_full == 0 && batch_.dropped_samples == 0 &&
+      batch_.non_user_samples == 0) {
+    return;
+  }
   batch_.reasons = table_;
   if (sink_ != nullptr && table_) {
     try {
