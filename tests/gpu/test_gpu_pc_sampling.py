@@ -128,7 +128,8 @@ def test_cublas_kernels_keep_samples_per_pc_range(out_name, read_profile):
         names = [n for k in gemm for n in lines_of(k)]
         assert any(n.startswith("pc:0x") for n in names), names[:10]
     else:
-        assert non_user == _proton._pc_sampling_stats()["non_user"], prof.root_metrics
+        # Written to the profile, not only counted: at most what CUPTI reported in all.
+        assert 0 < non_user <= _proton._pc_sampling_stats()["non_user"], prof.root_metrics
 
 
 def test_samples_across_cuda_graph_replays(kernel, out_name, read_profile):
