@@ -37,8 +37,16 @@ CounterSchema::CounterSchema(std::vector<std::string> names, std::string_view ti
   for (const std::string& n : names_) {
     CounterRule r = counter_rule(n);
     rules_.push_back(r);
-    tree_ids_.push_back(r == CounterRule::kSum ? table.intern(n)
-                                               : table.intern(n + std::string(kWeightedSuffix)));
+    if (r == CounterRule::kSum) {
+      tree_ids_.push_back(table.intern(n));
+      continue;
+    }
+    // Appended in place: GCC 12 at -O3 flags `n + suffix` as an overlapping memcpy (-Wrestrict
+    // false positive, GCC PR 105329), which -Werror turns into a failed package build.
+    std::string weighted;
+    weighted.reserve(n.size() + kWeightedSuffix.size());
+    weighted.append(n).append(kWeightedSuffix);
+    tree_ids_.push_back(table.intern(weighted));
   }
   time_id_ = table.intern(time_metric);
 }

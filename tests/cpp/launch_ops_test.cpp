@@ -106,7 +106,7 @@ TEST_F(LaunchOpSessions, PythonSessionsUseTheProviderAndFallBackToShadow) {
   LaunchStage::python_context_provider.store(&fake_python_context);
   SessionId py = rt_.start(config("py", "python"));
   SessionId sh = rt_.start(config("sh"));
-  EXPECT_NE(LaunchStage::python_sessions.load() & (SessionMask{1} << py), 0u);
+  EXPECT_NE(LaunchStage::python_sessions.load() & (SessionMask{1} << rt_.slot_for_testing(py)), 0u);
   ThreadContext::current().enter_scope(id("user_scope"));
   launch("k", 1);
   g_python_path = kRootContext;  // a thread without Python frames
