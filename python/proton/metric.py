@@ -114,9 +114,8 @@ def _preallocate_now(torch, device) -> None:
 def preallocate(device=None) -> None:
     """One float and one int accumulator slab on `device` (default: the current one).
 
-    start() calls it, before the session exists: at once when CUDA is initialized, else
-    queued for torch's CUDA initialization (where torch runs its queued calls); failing that,
-    the first device tensor metric outside a capture allocates.
+    start() calls it, before the session exists, when CUDA is initialized; otherwise the first
+    device tensor metric outside a capture allocates.
     """
     torch = _torch()
     if torch is None or not torch.cuda.is_available():
@@ -125,17 +124,8 @@ def preallocate(device=None) -> None:
         dev = torch.device("cuda", torch.cuda.current_device() if device is None else device)
         _preallocate_now(torch, dev)
         return
-    lazy_call = getattr(torch.cuda, "_lazy_call", None)
-    if lazy_call is None:
-        return
-
-    def at_cuda_init():
-        try:
-            preallocate(device)
-        except Exception:  # never break CUDA initialization: the first metric allocates
-            pass
-
-    lazy_call(at_cuda_init)
+    # CUDA not up yet: the first device tensor metric outside a capture allocates. (A call
+    # queued for torch's CUDA init ran inside our own allocation, under _lock, and hung.)
 
 
 def _accumulate(torch, name: str, value) -> None:
