@@ -8,10 +8,9 @@
 
 namespace proton::viewer {
 
-namespace {
+namespace {}  // namespace
 
-// "time (ns)" + "max" -> "time:max (ns) (exc)"; "util (exc)" + "max" -> "util:max (exc)".
-std::string stat_name(std::string_view metric, std::string_view stat, MetricKind kind) {
+std::string merge_stat_name(std::string_view metric, std::string_view stat, MetricKind kind) {
   std::string_view core = trim(metric);
   if (kind != MetricKind::kInclusive) core = trim(core.substr(0, core.size() - 5));
   auto open = core.find('(');
@@ -19,14 +18,11 @@ std::string stat_name(std::string_view metric, std::string_view stat, MetricKind
   // Built by append: GCC 12 at -O3 reports a false -Wrestrict on `" " + std::string(...)`.
   std::string name(base);
   name.append(":").append(stat);
-  // The input index has no unit.
-  if (open != std::string_view::npos && stat != "argmax")
+  if (open != std::string_view::npos && stat != "argmax" && stat != "imbalance")
     name.append(" ").append(core.substr(open));
   name += stat == "argmax" ? " (pty)" : " (exc)";
   return name;
 }
-
-}  // namespace
 
 Profile merge_profiles(const std::vector<const Profile*>& inputs) {
   Alignment aligned = align_profiles(inputs);
@@ -67,10 +63,10 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
       }
       continue;
     }
-    int32_t mean_id = out.metric_id(stat_name(name, "mean", kind));
-    int32_t min_id = out.metric_id(stat_name(name, "min", kind));
-    int32_t max_id = out.metric_id(stat_name(name, "max", kind));
-    int32_t argmax_id = out.metric_id(stat_name(name, "argmax", kind));
+    int32_t mean_id = out.metric_id(merge_stat_name(name, "mean", kind));
+    int32_t min_id = out.metric_id(merge_stat_name(name, "min", kind));
+    int32_t max_id = out.metric_id(merge_stat_name(name, "max", kind));
+    int32_t argmax_id = out.metric_id(merge_stat_name(name, "argmax", kind));
     out.metrics[static_cast<size_t>(mean_id)].integral = false;
     out.metrics[static_cast<size_t>(min_id)].integral = integral;
     out.metrics[static_cast<size_t>(max_id)].integral = integral;

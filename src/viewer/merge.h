@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "viewer/profile.h"
@@ -17,5 +18,10 @@ namespace proton::viewer {
 // Properties "(pty)" keep the first input's value. The input list is not stored in the file:
 // Triton's viewer sums every metric column, so a string metric on the root would break it.
 Profile merge_profiles(const std::vector<const Profile*>& inputs);
+
+/// The column a merge writes for one statistic of a metric, for both merges (this one and the
+/// streaming rank merge): "time (ns)" + "max" -> "time:max (ns) (exc)"; "util (exc)" + "max" ->
+/// "util:max (exc)". The rank of the max ("argmax") and ratios ("imbalance") carry no unit.
+std::string merge_stat_name(std::string_view metric, std::string_view stat, MetricKind kind);
 
 }  // namespace proton::viewer

@@ -7,29 +7,12 @@
 #include <string_view>
 
 #include "viewer/derived_metrics.h"
+#include "viewer/merge.h"
 #include "viewer/rank_file.h"
 
 namespace proton::viewer {
 
-namespace {
-
-// "time (ns)" + "max" -> "time:max (ns) (exc)"; "util (exc)" + "max" -> "util:max (exc)"; the
-// same names merge.cpp writes, so both merges read alike.
-std::string stat_name(std::string_view metric, std::string_view stat, MetricKind kind) {
-  std::string_view core = trim(metric);
-  if (kind != MetricKind::kInclusive) core = trim(core.substr(0, core.size() - 5));
-  auto open = core.find('(');
-  std::string_view base = trim(core.substr(0, open));
-  std::string name(base);
-  name.append(":").append(stat);
-  // The rank and the ratio have no unit.
-  if (open != std::string_view::npos && stat != "argmax" && stat != "imbalance")
-    name.append(" ").append(core.substr(open));
-  name += stat == "argmax" ? " (pty)" : " (exc)";
-  return name;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string rank_ranges(std::vector<int64_t> ranks) {
   std::sort(ranks.begin(), ranks.end());
@@ -308,12 +291,12 @@ std::vector<RankMerger::Column> RankMerger::columns() const {
     const MetricState& st = metrics_[k];
     out.push_back({st.name, st.integral, Stat::kSum, k});
     if (st.kind == MetricKind::kProperty) continue;
-    out.push_back({stat_name(st.name, "mean", st.kind), false, Stat::kMean, k});
-    out.push_back({stat_name(st.name, "min", st.kind), st.integral, Stat::kMin, k});
-    out.push_back({stat_name(st.name, "max", st.kind), st.integral, Stat::kMax, k});
-    out.push_back({stat_name(st.name, "argmax", st.kind), true, Stat::kArgmax, k});
+    out.push_back({merge_stat_name(st.name, "mean", st.kind), false, Stat::kMean, k});
+    out.push_back({merge_stat_name(st.name, "min", st.kind), st.integral, Stat::kMin, k});
+    out.push_back({merge_stat_name(st.name, "max", st.kind), st.integral, Stat::kMax, k});
+    out.push_back({merge_stat_name(st.name, "argmax", st.kind), true, Stat::kArgmax, k});
     if (st.kind == MetricKind::kInclusive)
-      out.push_back({stat_name(st.name, "imbalance", st.kind), false, Stat::kImbalance, k});
+      out.push_back({merge_stat_name(st.name, "imbalance", st.kind), false, Stat::kImbalance, k});
   }
   out.push_back({"ranks (exc)", true, Stat::kRanks, 0});
   return out;
