@@ -14,6 +14,7 @@
 #include "attribution/launch_stage.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "backends/instrumentation/region_totals.h"
+#include "common/hot.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
 #include "session/runtime.h"
@@ -46,23 +47,30 @@ void bind_instrumentation(nb::module_& m) {
     nb::gil_scoped_release release;
     instr::InstrRuntime::get().drain();
   });
-  m.def("instr_register_kernel",
-        [](uint64_t function, const std::string& name, uint32_t num_warps, uint32_t scratch,
-           std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
-           std::vector<std::pair<uint32_t, uint32_t>> parents) {
-          instr::KernelInfo k;
-          k.name = NameTable::global().intern(name);
-          k.layout.num_warps = num_warps;
-          k.layout.scratch_bytes = scratch;
-          k.layout.units = std::move(units);
-          k.scope_names.assign(256, kNoName);
-          k.scope_parents.assign(256, -1);
-          for (auto& [id, n] : names)
-            if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
-          for (auto& [id, parent] : parents)
-            if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
-          instr::InstrRuntime::get().register_kernel(function, std::move(k));
-        });
+  m.def(
+      "instr_register_kernel",
+      [](uint64_t function, const std::string& name, uint32_t num_warps, uint32_t scratch,
+         std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
+         std::vector<std::pair<uint32_t, uint32_t>> parents, uint32_t group_warps,
+         uint32_t segments) {
+        instr::KernelInfo k;
+        k.group_warps = group_warps == 0 ? 1 : group_warps;
+        k.layout.segments = segments;
+        k.name = NameTable::global().intern(name);
+        k.layout.num_warps = num_warps;
+        k.layout.scratch_bytes = scratch;
+        k.layout.units = std::move(units);
+        k.scope_names.assign(256, kNoName);
+        k.scope_parents.assign(256, -1);
+        for (auto& [id, n] : names)
+          if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
+        for (auto& [id, parent] : parents)
+          if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+        instr::InstrRuntime::get().register_kernel(function, std::move(k));
+      },
+      nb::arg("function"), nb::arg("name"), nb::arg("num_warps"), nb::arg("scratch"),
+      nb::arg("units"), nb::arg("names"), nb::arg("parents"), nb::arg("group_warps") = 1,
+      nb::arg("segments") = 0);
   m.def("instr_alloc", [](uint64_t size, uint64_t alignment, nb::handle stream) {
     uint64_t s = stream.is_none() ? 0 : nb::cast<uint64_t>(stream);
     return instr::InstrRuntime::get().alloc(size, alignment, s);
@@ -72,12 +80,22 @@ void bind_instrumentation(nb::module_& m) {
         function, stream, ThreadContext::launch_context(),
         LaunchStage::active_sessions.load(std::memory_order_relaxed));
   });
+  // Whether the launch callbacks queue each launch's copy-back (no Python exit hook needed):
+  // asked when the first instrumentation session starts, after kernel timing started.
+  m.def("instr_exit_via_callback", [](bool enable) {
+    bool on = enable && hot::globals.launch_callbacks_on.load(std::memory_order_relaxed);
+    instr::InstrRuntime::get().set_exit_via_callback(on);
+    return on;
+  });
   m.def("instr_stats", [] {
     instr::InstrStats s = instr::InstrRuntime::get().stats();
     nb::dict d;
     d["launches"] = s.launches;
     d["decoded"] = s.decoded;
     d["overflows"] = s.overflows;
+    d["paused"] = s.paused;
+    d["failed_launches"] = s.failed_launches;
+    d["bytes_reserved"] = s.bytes_reserved;
     d["unknown_kernels"] = s.unknown_kernels;
     d["copy_errors"] = s.copy_errors;
     d["samples"] = s.samples;

@@ -17,6 +17,7 @@ void Thread::reset() {
   pending_op = 0;
   attached = false;
   counter_range = false;
+  instr_pending = false;
 }
 
 namespace {

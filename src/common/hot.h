@@ -63,6 +63,9 @@ struct alignas(64) Thread {
   // Hardware counters: this launch opened a counter range (closed at its exit; see
   // backends/cupti/range_profiler.h). In the padding: the line stays 64 bytes.
   bool counter_range = false;
+  // Instrumentation: this thread's launch in progress got a profile-scratch slice whose job the
+  // launch callback queues at API exit (backends/instrumentation/instr_runtime.h).
+  bool instr_pending = false;
 
   /// Back to a fresh thread's values (the owner is left as it is).
   void reset();
@@ -75,6 +78,9 @@ struct alignas(64) Globals {
   std::atomic<SessionMask> python_sessions{0};
   std::atomic<SessionMask> trace_sessions{0};
   std::atomic<bool> trace_active{false};
+  // CUPTI launch callbacks: on (started and not paused). The instrumentation runtime then
+  // queues a launch's copy-back from the callback at the launch's exit (no Python hook).
+  std::atomic<bool> launch_callbacks_on{false};
   // CUPTI launch callbacks: bumped to forget every thread's nesting at once.
   std::atomic<uint32_t> callback_epoch{1};
   // ThreadContext: the main thread's context, inherited by threads without scopes of their own.

@@ -3,9 +3,10 @@
 Triton's compiler side is reused: its proton dialect passes lower ``pl.enter_scope`` /
 ``pl.exit_scope`` into clock reads kept in a per-warp buffer. The runtime side is ours, in C++
 (``src/backends/instrumentation``): the launcher's profile-scratch allocator is a C++ function
-that hands each launch a slice of one device pool (no host round trip), the launch-exit hook
-queues an asynchronous copy of the slice on our own stream, and a consumer thread decodes it
-and adds region nodes under the kernel's node.
+that hands each launch a slice of one device pool (no host round trip), the launch is queued
+for copy-back by the CUPTI launch callback at the launch's exit (Triton's launch-exit hook only
+where kernel timing is not running), and a consumer thread copies back what the warps wrote,
+decodes it and adds region nodes under the kernel's node.
 
 Plumbing differs between Triton versions; each difference is detected by feature:
 - passes: ``triton._instrumentation.register_instrumentation`` (3.9) or
@@ -167,9 +168,15 @@ def _kernel_loaded(module, function, name, metadata_group, hash=None, *args):
         return  # compiled without instrumentation (or no records in it)
     names, parents = _scope_tree(ttgir_path)
     options = _Registry.mode
-    units = _mode.sampled_warps(options.sampling_options) if options else []
-    _proton().instr_register_kernel(int(function), str(name), int(meta.get("num_warps", 4)),
-                                    scratch, units, names, parents)
+    num_warps = int(meta.get("num_warps", 4))
+    compiled = options.compiled() if options else None
+    selected = _mode.sampled_warps(compiled.sampling_options) if compiled else []
+    # Triton's pass splits the data into one segment per selected warp, also for group leaders
+    # past the kernel's last warp (compiled in, never run): those segments stay empty.
+    units = [w for w in selected if w < num_warps]
+    group = options.group_warps() if options else 1
+    _proton().instr_register_kernel(int(function), str(name), num_warps, scratch, units, names,
+                                    parents, group, len(selected))
 
 
 def _scope_tree(ttgir_path):
@@ -280,9 +287,11 @@ class InstrumentationHook(Hook):
         parsed = _mode.parse(mode_obj)
         if not isinstance(parsed, _mode.InstrumentationMode):
             raise ValueError(f"backend='instrumentation' takes an instrumentation mode, not {parsed}")
-        if parsed.granularity != _mode.GRANULARITY.WARP:
-            raise ValueError(f"granularity {parsed.granularity.value!r}: Triton's instrumentation "
-                             f"passes implement only 'warp' (granularity must be warp for now)")
+        if (parsed.granularity != _mode.GRANULARITY.WARP
+                and parsed.sampling_strategy == _mode.SAMPLING_STRATEGY.SELECTIVE):
+            raise ValueError(f"granularity {parsed.granularity.value!r} records each group's "
+                             f"first warp: it cannot be combined with selective sampling "
+                             f"(sampling_options={parsed.sampling_options!r}); use one or the other")
         if parsed.buffer_strategy != _mode.BUFFER_STRATEGY.CIRCULAR:
             raise ValueError(f"buffer_strategy {parsed.buffer_strategy.value!r}: Triton's passes "
                              f"implement only 'circular'")
@@ -318,7 +327,10 @@ class InstrumentationHook(Hook):
         backend = _backend_name(triton)
         inst = _Installed()
         inst.backend = backend
-        to_llvmir, to_llvm = _passes(triton, self.mode, backend, _max_shared_mem(triton))
+        # Coarser granularities compile as warp granularity with each group's first warp
+        # selected (Triton's passes implement warp granularity only): mode.compiled().
+        to_llvmir, to_llvm = _passes(triton, self.mode.compiled(), backend,
+                                     _max_shared_mem(triton))
         try:
             from triton._instrumentation import register_instrumentation
         except ImportError:
@@ -342,7 +354,10 @@ class InstrumentationHook(Hook):
         inst.previous_mode = knobs.compilation.instrumentation_mode
         knobs.compilation.instrumentation_mode = str(self.mode)
         _chain_add(knobs.runtime, "kernel_load_end_hook", _kernel_loaded, inst)
-        _chain_add(knobs.runtime, "launch_exit_hook", _make_launch_exit(), inst)
+        # With kernel timing running, the CUPTI launch callback queues each launch: no Python
+        # runs per launch but the allocator (docs/instrumentation.md, "Cost").
+        if not _proton().instr_exit_via_callback(True):
+            _chain_add(knobs.runtime, "launch_exit_hook", _make_launch_exit(), inst)
         if hasattr(knobs.runtime, "add_stages_inspection_hook"):
             inst.previous_stages_hook = knobs.runtime.add_stages_inspection_hook
             knobs.runtime.add_stages_inspection_hook = _check_regions_stage(
@@ -355,6 +370,7 @@ class InstrumentationHook(Hook):
         if inst is None:
             return
         _instr_state.on = False
+        _proton().instr_exit_via_callback(False)
         from triton import knobs
         from triton.runtime import _allocation
 

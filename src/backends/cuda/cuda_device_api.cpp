@@ -30,7 +30,7 @@ struct CudaTable {
   decltype(&::cuEventRecord) event_record = nullptr;
   decltype(&::cuEventSynchronize) event_sync = nullptr;
   decltype(&::cuStreamWaitEvent) stream_wait = nullptr;
-  decltype(&::cuMemcpyDtoHAsync_v2) copy_async = nullptr;
+  decltype(&::cuMemcpy2DAsync_v2) copy_2d_async = nullptr;
   decltype(&::cuGetErrorName) error_name = nullptr;  // optional
 };
 
@@ -65,7 +65,7 @@ class CudaDeviceApi final : public DeviceApi {
               bind(lib_, t.event_record, "cuEventRecord", why) &&
               bind(lib_, t.event_sync, "cuEventSynchronize", why) &&
               bind(lib_, t.stream_wait, "cuStreamWaitEvent", why) &&
-              bind(lib_, t.copy_async, "cuMemcpyDtoHAsync_v2", why);
+              bind(lib_, t.copy_2d_async, "cuMemcpy2DAsync_v2", why);
     t.error_name = reinterpret_cast<decltype(&::cuGetErrorName)>(dlsym(lib_, "cuGetErrorName"));
     if (ok && t.init(0) != CUDA_SUCCESS) {
       why = "cuInit failed";
@@ -133,8 +133,18 @@ class CudaDeviceApi final : public DeviceApi {
   bool wait(void* s, void* e) override {
     return ok(t_.stream_wait(static_cast<CUstream>(s), static_cast<CUevent>(e), 0));
   }
-  bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* s) override {
-    return ok(t_.copy_async(dst, static_cast<CUdeviceptr>(src), bytes, static_cast<CUstream>(s)));
+  bool copy_2d_to_host_async(void* dst, size_t dst_pitch, uint64_t src, size_t src_pitch,
+                             size_t width, size_t height, void* s) override {
+    CUDA_MEMCPY2D c{};
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = static_cast<CUdeviceptr>(src);
+    c.srcPitch = src_pitch;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = dst;
+    c.dstPitch = dst_pitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    return ok(t_.copy_2d_async(&c, static_cast<CUstream>(s)));
   }
   bool synchronize(void* e) override { return ok(t_.event_sync(static_cast<CUevent>(e))); }
 

@@ -14,6 +14,7 @@
 #include "backends/cupti/pc_sampling.h"
 #include "backends/cupti/subscriber_hook.h"
 #include "common/clock.h"
+#include "common/hot.h"
 
 namespace proton {
 
@@ -131,6 +132,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     set_nvtx_callbacks(*api_, subscriber_, true, nvtx_error);
   }
   running_ = true;
+  hot::globals.launch_callbacks_on.store(true, std::memory_order_relaxed);
   paused_ = false;
   // CUPTI hands a buffer over when it fills; until then every launch in it keeps its tag in
   // the processor. A plain (non-forcing) flush returns buffers whose records are complete,
@@ -202,6 +204,7 @@ void CuptiBackend::pause() {
   // launched still arrive. (Disabling a callback id removes CUPTI's dispatch for it entirely,
   // which a flag test inside our callback would not.)
   std::string ignored;
+  hot::globals.launch_callbacks_on.store(false, std::memory_order_relaxed);
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   paused_ = true;
 }
@@ -212,6 +215,7 @@ void CuptiBackend::resume() {
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, true, ignored, driver_only_);
   paused_ = false;
+  hot::globals.launch_callbacks_on.store(true, std::memory_order_relaxed);
 }
 
 void CuptiBackend::sync_current_context() {
@@ -243,6 +247,7 @@ void CuptiBackend::stop() {
   if (!running_) return;
   flusher_.stop();     // before anything it flushes is torn down
   stop_pc_sampling();  // its last samples still reach processor_
+  hot::globals.launch_callbacks_on.store(false, std::memory_order_relaxed);
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);

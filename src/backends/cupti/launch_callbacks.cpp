@@ -8,7 +8,9 @@
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
 #include "backends/cupti/pc_sampling.h"
+#include "backends/instrumentation/instr_runtime.h"
 #include "common/hot.h"
+#include "context/thread_context.h"
 
 namespace proton::cupti {
 
@@ -114,6 +116,52 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   }
 }
 
+// Instrumentation: the launch now returning was given a profile-scratch slice (its allocator
+// ran just before, on this thread); queue the slice's copy-back, now that the kernel is
+// submitted. Out of line: only instrumented launches come here.
+[[gnu::noinline, gnu::cold]] void instr_launch_exit(CUpti_CallbackDomain domain,
+                                                    CUpti_CallbackId cbid,
+                                                    const CUpti_CallbackData* cb) {
+  uint64_t function = 0;  // 0: not a launch we can read (the kernel is then counted unknown)
+  uint64_t stream = 0;
+  bool per_thread = false;  // a _ptsz entry point: stream 0 is the thread's default stream
+  if (domain == kDriver && cb->functionParams != nullptr) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        per_thread = true;
+        [[fallthrough]];
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel: {
+        const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+        function = reinterpret_cast<uint64_t>(p->f);
+        stream = reinterpret_cast<uint64_t>(p->hStream);
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        per_thread = true;
+        [[fallthrough]];
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx: {
+        const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+        function = reinterpret_cast<uint64_t>(p->f);
+        stream = p->config != nullptr ? reinterpret_cast<uint64_t>(p->config->hStream) : 0;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (per_thread && stream == 0) stream = instr::InstrRuntime::kPerThreadStream;
+  // A launch call that failed ran nothing: its slice may still hold an older launch's records.
+  const bool launched = domain != kDriver || cb->functionReturnValue == nullptr ||
+                        *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+  try {
+    instr::InstrRuntime::get().launch_exit(
+        function, stream, ThreadContext::launch_context(),
+        LaunchStage::active_sessions.load(std::memory_order_relaxed), launched);
+  } catch (...) {
+    g_errors.fetch_add(1, std::memory_order_relaxed);  // never unwind through CUPTI
+  }
+}
+
 // One launch API enter or exit. Inlined into both entry points: the subscriber callback must
 // not pay a call per launch (each call is a line of code to fetch back into a cold cache).
 [[gnu::always_inline]] inline void launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -129,6 +177,11 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
       if (t.counter_range) [[unlikely]] {
         t.counter_range = false;
         if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) rp->on_exit();
+      }
+      // Instrumentation: the flag is on the thread's line, already read.
+      if (t.instr_pending) [[unlikely]] {
+        t.instr_pending = false;
+        instr_launch_exit(domain, cbid, cb);
       }
     }
     return;

@@ -1,5 +1,6 @@
 // What the instrumentation runtime needs from a GPU driver, and nothing vendor-specific: device
-// memory, pinned host memory, one stream of our own, events, an asynchronous device-to-host copy.
+// memory, pinned host memory, one stream of our own, events, asynchronous strided device-to-host
+// copies.
 // The CUDA implementation (src/backends/cuda) dlopens libcuda; tests use a fake over host memory.
 #pragma once
 
@@ -38,7 +39,10 @@ class DeviceApi {
   virtual bool record(void* event, uint64_t stream) = 0;
   /// Makes `stream` (ours) wait for `event` on the device; the host does not wait.
   virtual bool wait(void* stream, void* event) = 0;
-  virtual bool copy_to_host_async(void* dst, uint64_t src, size_t bytes, void* stream) = 0;
+  /// A strided device-to-host copy on `stream`: `height` rows of `width` bytes, rows `src_pitch`
+  /// apart on the device and `dst_pitch` apart on the host (pinned).
+  virtual bool copy_2d_to_host_async(void* dst, size_t dst_pitch, uint64_t src, size_t src_pitch,
+                                     size_t width, size_t height, void* stream) = 0;
   /// Blocks the calling (consumer) thread until `event` completed.
   virtual bool synchronize(void* event) = 0;
   /// The driver's name for the last failed call of this API (e.g. "CUDA_ERROR_INVALID_CONTEXT"),

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/hot.h"
+
 namespace proton::instr {
 
 #ifndef PROTON_HAVE_CUPTI
@@ -14,12 +16,12 @@ std::unique_ptr<DeviceApi> make_device_api() {
 }
 #endif
 
-// A ring over one device allocation and its pinned host twin: slices are handed out at `head`
-// and given back in order at `tail` (offsets grow without bound; position = offset % size).
+// A ring over one device allocation: slices are handed out at `head` and given back in order at
+// `tail` (offsets grow without bound; position = offset % size). No host twin: only what the
+// warps wrote comes back, into the consumer's staging (compact_copy.h).
 struct InstrRuntime::Pool {
   uint64_t size = 0;
   uint64_t device = 0;
-  uint8_t* host = nullptr;
   uint64_t head = 0;
   uint64_t tail = 0;
   bool closing = false;
@@ -35,8 +37,13 @@ struct InstrRuntime::Job {
   std::shared_ptr<const KernelInfo> kernel;
   ContextId ctx = 0;
   uint64_t sessions = 0;
-  void* launched = nullptr;  // event on the launch's stream
+  uint64_t stream = 0;       // the launch's stream
+  void* launched = nullptr;  // event the launching thread recorded (per-thread stream only)
   bool ok = true;
+  bool launch_ok = true;  // false: the launch call failed; the slice is only given back
+  size_t run = SIZE_MAX;  // this batch's run of slices holding it (SIZE_MAX: nothing to copy)
+  uint64_t row = 0;       // its first CTA's row in the run
+  uint64_t rows = 0;      // its CTAs
 };
 
 namespace {
@@ -77,6 +84,10 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
     for (void* e : free_events_)
       api_->destroy_event(e);
     if (batch_event_ != nullptr) api_->destroy_event(batch_event_);
+    for (void* e : stream_events_)
+      api_->destroy_event(e);
+    for (Staging* st : {&header_stage_, &data_stage_})
+      if (st->data != nullptr) api_->free_pinned(st->data);
     for (uint64_t d : old_discards_)
       api_->free_device(d);
     if (discard_ != 0) api_->free_device(discard_);
@@ -84,6 +95,9 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
   }
   old_discards_.clear();
   batch_event_ = nullptr;
+  stream_events_.clear();
+  header_stage_ = {};
+  data_stage_ = {};
   api_ = std::move(api);
   ++api_generation_;
   api_loaded_ = false;
@@ -133,8 +147,10 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
 void InstrRuntime::drain() {
   std::unique_lock lock(mu_);
   uint64_t target = queued_;
+  ++urgent_;
   work_cv_.notify_all();
   done_cv_.wait(lock, [&] { return finished_ >= target; });
+  --urgent_;
 }
 
 void InstrRuntime::close(uint32_t session) {
@@ -154,7 +170,6 @@ void InstrRuntime::close(uint32_t session) {
     api_->free_device(p.device);
     stats_.pool_bytes -= p.size;
   }
-  if (p.host != nullptr) api_->free_pinned(p.host);
   pools_.erase(it);
 }
 
@@ -176,12 +191,9 @@ bool InstrRuntime::ensure_pool(Pool& p) {
   }
   if (copy_stream_ == nullptr) copy_stream_ = api_->create_stream();
   p.device = api_->alloc_device(p.size);
-  p.host = static_cast<uint8_t*>(api_->alloc_pinned(p.size));
-  if (p.device == 0 || p.host == nullptr || copy_stream_ == nullptr) {
+  if (p.device == 0 || copy_stream_ == nullptr) {
     if (p.device != 0) api_->free_device(p.device);
-    if (p.host != nullptr) api_->free_pinned(p.host);
     p.device = 0;
-    p.host = nullptr;
     p.failed = true;
     if (errors_.size() < 8) {
       std::string why = api_->last_error();
@@ -203,9 +215,12 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
   t_pending.valid = false;
   std::string why;
   if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
+  const bool via_callback = exit_via_callback_.load(std::memory_order_relaxed);
+  const bool paused =
+      via_callback && !hot::globals.launch_callbacks_on.load(std::memory_order_relaxed);
   Pool* pool = nullptr;
   for (auto& [id, p] : pools_) {  // the lowest open session's pool
-    if (!p->closing) {
+    if (!p->closing && !paused) {
       pool = p.get();
       break;
     }
@@ -220,17 +235,22 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       uint64_t start = pos + need <= pool->size ? head : head + (pool->size - pos);
       if (start + need - pool->tail <= pool->size) {
         t_pending = {true, pool, start, start + need, need};
+        if (via_callback) hot::this_thread().instr_pending = true;
         pool->head = start + need;
         stats_.max_in_flight_bytes = std::max(stats_.max_in_flight_bytes, pool->head - pool->tail);
         return pool->device + start % pool->size;
       }
       // Full: the GPU is behind the host. Let the consumer free slices, up to a bound.
+      ++urgent_;
       work_cv_.notify_all();
-      if (done_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+      const bool timed_out = done_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
+      --urgent_;
+      if (timed_out) break;
     }
   }
-  // No pool, or still full: a discard slice keeps the kernel safe; its records are dropped.
-  ++stats_.overflows;
+  // Paused, no pool, or still full: a discard slice keeps the kernel safe; its records are
+  // dropped (and counted).
+  ++(paused ? stats_.paused : stats_.overflows);
   if (need > discard_bytes_) {
     if (discard_ != 0) old_discards_.push_back(discard_);
     api_->capture_context();
@@ -265,8 +285,8 @@ void* InstrRuntime::take_event() {
   return api_->create_event();
 }
 
-void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx,
-                               uint64_t sessions) {
+void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx, uint64_t sessions,
+                               bool launched) {
   if (!t_pending.valid) return;  // not an instrumented launch
   t_pending.valid = false;
   if (t_pending.pool == nullptr) return;  // discard slice: already counted as an overflow
@@ -289,21 +309,38 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   for (const auto& entry : pools_)
     open |= entry.second->deliver_mask;
   job->sessions = sessions & open;
+  job->stream = stream;
+  if (!launched) {
+    // Queued all the same: the ring gives slices back in order.
+    job->ok = false;
+    job->launch_ok = false;
+    ++stats_.failed_launches;
+    queue_.push_back(std::move(job));
+    ++queued_;
+    if (queue_.size() == 1) work_cv_.notify_one();
+    return;
+  }
   ++stats_.launches;
+  stats_.bytes_reserved += job->bytes;
   auto k = kernels_.find(function);
   if (k != kernels_.end()) job->kernel = k->second;
-  // The only driver call on the launching thread: an event after the kernel on its stream.
-  // The consumer orders its copy after it (copy_back).
-  job->launched = take_event();
-  job->ok = job->launched != nullptr && api_->record(job->launched, stream);
-  if (!job->ok) {
-    ++stats_.copy_errors;
-    note_copy_error(job->launched == nullptr ? "event create (launching thread)"
-                                             : "event record on the launch's stream");
+  if (stream == kPerThreadStream) {
+    // Only this thread can name its per-thread stream: the one case with a driver call here.
+    job->launched = take_event();
+    job->ok = job->launched != nullptr && api_->record(job->launched, stream);
+    if (!job->ok) {
+      ++stats_.copy_errors;
+      note_copy_error(job->launched == nullptr ? "event create (launching thread)"
+                                               : "event record on the launch's stream");
+    }
   }
+  const Pool& pool = *job->pool;
   queue_.push_back(std::move(job));
   ++queued_;
-  work_cv_.notify_one();
+  // Wake the consumer when a batch starts (it then gathers for kGatherMs), when the batch is
+  // full, or when the pool runs short; every other launch returns without a futex call.
+  if (queue_.size() == 1 || queue_.size() == kWakeBatch || 2 * (pool.head - pool.tail) > pool.size)
+    work_cv_.notify_one();
 }
 
 void InstrRuntime::consume() {
@@ -312,10 +349,21 @@ void InstrRuntime::consume() {
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty() && stop_) return;
+    // Gather: more launches come in the next moments; one batch copies them all.
+    work_cv_.wait_for(lock, std::chrono::milliseconds(kGatherMs), [&] {
+      return stop_ || urgent_ > 0 || queue_.size() >= kWakeBatch || pool_short();
+    });
     // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
     // of slices, one event to wait for. None of it runs on the launching thread.
     std::deque<std::unique_ptr<Job>> batch;
-    batch.swap(queue_);
+    if (queue_.size() <= kMaxBatch) {
+      batch.swap(queue_);
+    } else {
+      for (size_t i = 0; i < kMaxBatch; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
     const bool rebind = generation != api_generation_;  // first batch, or a new device API
     generation = api_generation_;
     lock.unlock();
@@ -341,55 +389,185 @@ void InstrRuntime::consume() {
   }
 }
 
+bool InstrRuntime::pool_short() const {
+  for (const auto& entry : pools_) {
+    const Pool& p = *entry.second;
+    if (2 * (p.head - p.tail) > p.size) return true;
+  }
+  return false;
+}
+
+void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
+                                        const char*& failed) {
+  // Our copy stream waits for every launch of the batch. A job is queued after its launch call
+  // returned, so an event recorded now on its stream completes after its kernel: one event per
+  // stream covers all of the batch's launches on it.
+  batch_streams_.clear();
+  for (auto& job : batch) {
+    if (!job->ok) continue;
+    if (job->launched != nullptr) {
+      job->ok = api_->wait(copy_stream_, job->launched);
+      if (!job->ok && failed == nullptr) failed = "stream wait for the launch";
+    } else if (std::find(batch_streams_.begin(), batch_streams_.end(), job->stream) ==
+               batch_streams_.end()) {
+      batch_streams_.push_back(job->stream);
+    }
+  }
+  while (stream_events_.size() < batch_streams_.size()) {
+    void* e = api_->create_event();
+    if (e == nullptr) break;
+    stream_events_.push_back(e);
+  }
+  for (size_t i = 0; i < batch_streams_.size(); ++i) {
+    const uint64_t stream = batch_streams_[i];
+    const char* why = nullptr;
+    if (i >= stream_events_.size()) {
+      why = "event create (consumer thread)";
+    } else if (!api_->record(stream_events_[i], stream)) {
+      why = "event record on the launch's stream";
+    } else if (!api_->wait(copy_stream_, stream_events_[i])) {
+      why = "stream wait for the launch";
+    }
+    if (why == nullptr) continue;
+    if (failed == nullptr) failed = why;
+    for (auto& job : batch)
+      if (job->launched == nullptr && job->stream == stream) job->ok = false;
+  }
+}
+
+void InstrRuntime::plan_runs(std::deque<std::unique_ptr<Job>>& batch) {
+  // Launches of one kernel handed out in a row sit next to each other in the ring unless it
+  // wrapped: their CTA slices form one run, copied with one strided copy per round.
+  runs_.clear();
+  run_kernels_.clear();
+  size_t header_at = 0;
+  for (auto& job : batch) {
+    job->run = SIZE_MAX;
+    if (!job->ok || !job->kernel || job->pool == nullptr) continue;
+    const KernelLayout& layout = job->kernel->layout;
+    const uint32_t slice = layout.scratch_bytes;
+    const uint32_t header = kHeaderFixedBytes + 4 * layout.num_warps;
+    job->rows = slice >= header ? job->bytes / slice : 0;
+    if (job->rows == 0) continue;  // the decoder reports a slice too small for its header
+    const uint64_t device = job->pool->device + job->offset % job->pool->size;
+    if (!runs_.empty() && run_kernels_.back() == job->kernel.get() &&
+        runs_.back().device + runs_.back().rows * slice == device) {
+      job->run = runs_.size() - 1;
+      job->row = runs_.back().rows;
+      runs_.back().rows += job->rows;
+      header_at += job->rows * header;
+      continue;
+    }
+    SliceRun run;
+    run.device = device;
+    run.rows = job->rows;
+    run.slice = slice;
+    run.header = header;
+    run.data_offset = data_offset_for(layout, 0);
+    run.units = static_cast<uint32_t>(profiled_units(layout).size());
+    run.segments = segment_count(layout, run.units);
+    run.header_at = header_at;
+    header_at += job->rows * header;
+    job->run = runs_.size();
+    job->row = 0;
+    runs_.push_back(run);
+    run_kernels_.push_back(job->kernel.get());
+  }
+}
+
+bool InstrRuntime::stage(Staging& s, size_t bytes) {
+  if (bytes <= s.bytes) return true;
+  if (s.data != nullptr) api_->free_pinned(s.data);
+  size_t want = std::max<size_t>({bytes, s.bytes * 2, size_t{1} << 20});
+  s.data = static_cast<uint8_t*>(api_->alloc_pinned(want));
+  s.bytes = s.data != nullptr ? want : 0;
+  return s.data != nullptr;
+}
+
 void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied) {
   const char* failed = nullptr;  // the first stage that failed, for the error line
   bool ok = copied != nullptr;
   if (!ok) failed = "event create (consumer thread)";
-  for (auto& job : batch) {
-    bool waited = job->ok && api_->wait(copy_stream_, job->launched);
-    if (job->ok && !waited && failed == nullptr) failed = "stream wait for the launch";
-    job->ok = waited;
-  }
-  // Slices of one pool handed out in a row sit next to each other unless the ring wrapped.
-  size_t i = 0;
-  while (i < batch.size()) {
-    Pool* pool = batch[i]->pool;
-    uint64_t from = batch[i]->offset;
-    uint64_t to = batch[i]->end;
-    size_t j = i + 1;
-    while (j < batch.size() && batch[j]->pool == pool && batch[j]->offset >= to &&
-           batch[j]->offset / pool->size == from / pool->size &&
-           batch[j]->end - (from / pool->size) * pool->size <= pool->size) {
-      to = batch[j]->end;
-      ++j;
+  if (ok) order_after_launches(batch, failed);
+  plan_runs(batch);
+  auto fail_run = [&](size_t r, const char* stage_name) {
+    if (failed == nullptr) failed = stage_name;
+    for (auto& job : batch)
+      if (job->run == r) job->ok = false;
+  };
+  auto wait_copies = [&](const char* what) {
+    if (!api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_))) {
+      if (failed == nullptr) failed = "event record after the copies";
+      return false;
     }
-    uint64_t at = from % pool->size;
-    bool copy_ok =
-        api_->copy_to_host_async(pool->host + at, pool->device + at, to - from, copy_stream_);
-    if (!copy_ok && failed == nullptr) failed = "device-to-host copy";
-    for (size_t k = i; k < j; ++k)
-      batch[k]->ok = batch[k]->ok && copy_ok;
-    i = j;
+    if (!api_->synchronize(copied)) {
+      if (failed == nullptr) failed = what;
+      return false;
+    }
+    return true;
+  };
+  uint64_t copied_bytes = 0;
+  if (ok && !runs_.empty()) {
+    // Round 1: every CTA's header (with its per-warp word counts).
+    const SliceRun& last = runs_.back();
+    if (!stage(header_stage_, last.header_at + last.rows * last.header)) {
+      ok = false;
+      if (failed == nullptr) failed = "pinned staging allocation";
+    }
+    for (size_t r = 0; ok && r < runs_.size(); ++r) {
+      const SliceRun& run = runs_[r];
+      if (!api_->copy_2d_to_host_async(header_stage_.data + run.header_at, run.header, run.device,
+                                       run.slice, run.header, run.rows, copy_stream_)) {
+        fail_run(r, "device-to-host copy");
+      } else {
+        copied_bytes += run.rows * run.header;
+      }
+    }
+    ok = ok && wait_copies("event synchronize");
   }
-  if (ok && !api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_))) {
-    ok = false;
-    if (failed == nullptr) failed = "event record after the copies";
-  }
-  if (ok && !api_->synchronize(copied)) {
-    ok = false;
-    if (failed == nullptr) failed = "event synchronize";
+  if (ok && !runs_.empty()) {
+    // Round 2: the written part of every segment, into compact rows after their headers.
+    size_t data_at = 0;
+    for (size_t r = 0; r < runs_.size(); ++r) {
+      SliceRun& run = runs_[r];
+      std::vector<uint32_t> units = profiled_units(run_kernels_[r]->layout);
+      plan_unit_bytes(run, {header_stage_.data + run.header_at, run.rows * run.header}, units);
+      run.data_at = data_at;
+      data_at += run.rows * run.compact_bytes();
+    }
+    if (!stage(data_stage_, data_at)) {
+      ok = false;
+      if (failed == nullptr) failed = "pinned staging allocation";
+    }
+    for (size_t r = 0; ok && r < runs_.size(); ++r) {
+      const SliceRun& run = runs_[r];
+      write_compact_headers(run, {header_stage_.data + run.header_at, run.rows * run.header},
+                            {data_stage_.data + run.data_at, run.rows * run.compact_bytes()});
+      if (run.unit_bytes == 0) continue;  // no row the plan could read: nothing to copy
+      for (uint32_t u = 0; u < run.units; ++u) {
+        if (!api_->copy_2d_to_host_async(
+                data_stage_.data + run.data_at + run.header + size_t{u} * run.unit_bytes,
+                run.compact_bytes(), run.device + run.data_offset + uint64_t{u} * run.segment,
+                run.slice, run.unit_bytes, run.rows, copy_stream_)) {
+          fail_run(r, "device-to-host copy");
+          break;
+        }
+        copied_bytes += run.rows * run.unit_bytes;
+      }
+    }
+    ok = ok && wait_copies("event synchronize");
   }
   if (!ok)
     for (auto& job : batch)
       job->ok = false;
-  if (failed != nullptr) {
-    std::lock_guard lock(mu_);
-    note_copy_error(failed);
-  }
+  std::lock_guard lock(mu_);
+  stats_.bytes_copied += copied_bytes;
+  if (failed != nullptr) note_copy_error(failed);
 }
 
 void InstrRuntime::finish(Job& job) {
   // Runs on the consumer thread without mu_: the slice is ours until the tail passes it.
+  if (!job.launch_ok) return;  // counted at the launch
   if (!job.ok) {
     std::lock_guard lock(mu_);
     ++stats_.copy_errors;
@@ -401,13 +579,20 @@ void InstrRuntime::finish(Job& job) {
     return;
   }
   const KernelInfo& k = *job.kernel;
-  const uint8_t* bytes = job.pool->host + job.offset % job.pool->size;
-  DecodeResult r = decode_scratch({bytes, job.bytes}, k.layout);
+  DecodeResult r;
+  if (job.run < runs_.size()) {
+    const SliceRun& run = runs_[job.run];
+    const size_t row_bytes = run.compact_bytes();
+    r = decode_scratch({data_stage_.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
+                       compact_layout(k.layout, run));
+  } else {
+    // A slice smaller than one CTA's header: the decoder says so.
+    r = decode_scratch({}, k.layout);
+  }
   RegionSink* sink;
   {
     std::lock_guard lock(mu_);
     ++stats_.decoded;
-    stats_.bytes_copied += job.bytes;
     stats_.samples += r.samples.size();
     stats_.wrapped_units += r.wrapped_units;
     stats_.overwritten_events += r.overwritten_events;

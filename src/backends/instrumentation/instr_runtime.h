@@ -1,16 +1,19 @@
 // The runtime side of intra-kernel instrumentation: device pools, the per-launch hand-out, the
 // asynchronous copy-back and the consumer thread that decodes and aggregates.
 //
-// Per launch (the launching thread, no host round trip, no heap allocation in steady state):
+// Per launch (the launching thread, no host round trip, no driver call, no heap allocation in
+// steady state):
 //   alloc()        Triton's launcher asks for the launch's profile scratch: a bump of the ring
 //                  pool's head under one uncontended mutex, remembered in a thread-local until
 //                  the launch returns;
-//   launch_exit()  records an event on the launch's stream (the one driver call per launch) and
-//                  hands the job to the consumer.
-// The consumer takes every queued job as a batch: makes our copy stream wait for each launch's
-// event, copies each contiguous run of slices into the pool's pinned twin (one copy per run),
-// waits for one event after the copies, decodes each slice, adds region totals under the
-// kernel's node, and moves the ring's tail.
+//   launch_exit()  hands the job to the consumer: from the CUPTI launch callback at the launch
+//                  API's exit when kernel timing runs beside (no Python), else from Triton's
+//                  launch-exit hook.
+// The consumer takes the queued jobs as a batch: records one event per launch stream after the
+// launches (they were submitted before their jobs were queued) and makes our copy stream wait
+// for it, then copies back only what the warps wrote (compact_copy.h: headers first, then the
+// written part of every segment, as strided copies over runs of contiguous slices), decodes,
+// adds region totals under each kernel's node, and moves the ring's tail.
 // When the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes
 // into a discard slice instead: counted as an overflow, never a crash.
 #pragma once
@@ -26,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/instrumentation/compact_copy.h"
 #include "backends/instrumentation/device_api.h"
 #include "backends/instrumentation/scratch_decoder.h"
 #include "common/ids.h"
@@ -38,21 +42,28 @@ struct KernelInfo {
   KernelLayout layout;
   std::vector<NameId> scope_names;     // by scope id (kNoName: unknown id)
   std::vector<int32_t> scope_parents;  // by scope id (-1: top level)
+  /// Warps each profiled unit stands for on the timeline: 1 (warp granularity), 2/4/8
+  /// (warp_N), 4 (a warpgroup), 8/16/32 (warp_group_N), num_warps (cta). The unit's id is its
+  /// first warp (the one that records). kWholeCta (data/region_metrics.h): one lane per CTA.
+  uint32_t group_warps = 1;
 };
 
 struct InstrStats {
   uint64_t launches = 0;         // launches that got a slice of a pool
   uint64_t decoded = 0;          // launches decoded
   uint64_t overflows = 0;        // launches that got the discard slice (pool full)
+  uint64_t paused = 0;           // launches while sessions were paused (discard slice)
   uint64_t unknown_kernels = 0;  // launches of kernels never registered (not decoded)
+  uint64_t failed_launches = 0;  // launch calls that returned an error (nothing to decode)
   uint64_t copy_errors = 0;      // driver calls that failed (that launch's data is lost)
   uint64_t samples = 0;          // closed regions decoded
   uint64_t wrapped_units = 0;
   uint64_t overwritten_events = 0;
   uint64_t unmatched_events = 0;
   uint64_t corrupt_ctas = 0;
-  uint64_t bytes_copied = 0;
-  uint64_t pool_bytes = 0;  // device bytes held by pools now
+  uint64_t bytes_copied = 0;    // device-to-host bytes actually copied (written records only)
+  uint64_t bytes_reserved = 0;  // profile-scratch bytes the launches were given
+  uint64_t pool_bytes = 0;      // device bytes held by pools now
   uint64_t max_in_flight_bytes = 0;
 };
 
@@ -88,7 +99,25 @@ class InstrRuntime {
   /// Triton's profile allocator: a device address for `bytes` (aligned to `alignment`).
   uint64_t alloc(uint64_t bytes, uint64_t alignment, uint64_t stream);
   /// Triton's launch-exit hook: queues the copy-back of the slice this thread was given.
-  void launch_exit(uint64_t function, uint64_t stream, ContextId ctx, uint64_t sessions);
+  /// `launched` false: the launch call failed, so its slice holds nothing of this launch (maybe
+  /// an older launch's records): it is given back without a copy and counted, never decoded.
+  void launch_exit(uint64_t function, uint64_t stream, ContextId ctx, uint64_t sessions,
+                   bool launched = true);
+  /// The stream handle CUDA resolves per thread (CU_STREAM_PER_THREAD): the consumer cannot
+  /// record on it for the launching thread, so that thread records an event itself.
+  static constexpr uint64_t kPerThreadStream = 0x2;
+  /// Jobs one batch takes at most (bounds the pinned staging buffers).
+  static constexpr size_t kMaxBatch = 256;
+  /// The consumer gathers launches for up to kGatherMs (or kWakeBatch of them, or until the pool
+  /// is half full) before it copies: launches then wake it once per batch, not once each (a
+  /// condition-variable wake is a futex call on the launching thread).
+  static constexpr size_t kWakeBatch = 64;
+  static constexpr int kGatherMs = 1;
+
+  /// True: launch_exit() comes from the CUPTI launch callback (the allocator flags the launch
+  /// on the thread's hot line), and launches while the callbacks are off (paused sessions) get
+  /// the discard slice. False: from Triton's launch-exit hook.
+  void set_exit_via_callback(bool on) { exit_via_callback_.store(on, std::memory_order_relaxed); }
 
   InstrStats stats();
   std::vector<std::string> errors();  // first few decode errors, for the user
@@ -102,7 +131,15 @@ class InstrRuntime {
   bool ensure_device(std::string& why);  // requires mu_
   bool ensure_pool(Pool& pool);          // requires mu_
   void consume();
+  bool pool_short() const;  // requires mu_: some pool is over half in flight
   void copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied);  // consumer thread
+  void order_after_launches(std::deque<std::unique_ptr<Job>>& batch, const char*& failed);
+  void plan_runs(std::deque<std::unique_ptr<Job>>& batch);
+  struct Staging {
+    uint8_t* data = nullptr;  // pinned
+    size_t bytes = 0;
+  };
+  bool stage(Staging& s, size_t bytes);
   void finish(Job& job);
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
@@ -122,11 +159,23 @@ class InstrRuntime {
   std::vector<void*> free_events_;
   void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
+  // Consumer thread only: this batch's runs of contiguous slices, their kernels, pinned staging
+  // for the headers and the compact rows, and one event per launch stream.
+  std::vector<SliceRun> runs_;
+  std::vector<const KernelInfo*> run_kernels_;
+  Staging header_stage_;
+  Staging data_stage_;
+  std::vector<void*> stream_events_;
+  std::vector<uint64_t> batch_streams_;
+  std::atomic<bool> exit_via_callback_{false};
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
   uint64_t queued_ = 0;
   uint64_t finished_ = 0;
+  // Threads waiting for the consumer now (drain, a full pool): it takes what is queued at once
+  // instead of gathering a batch.
+  uint32_t urgent_ = 0;
   std::thread consumer_;
   bool stop_ = false;
   InstrStats stats_;

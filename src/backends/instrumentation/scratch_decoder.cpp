@@ -126,6 +126,12 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
       ++r.skipped_ctas;
       continue;
     }
+    if (preamble == kMismatchedRowPreamble) {
+      ++r.corrupt_ctas;
+      note(r, "CTA slice " + std::to_string(c) + " (byte " + std::to_string(at + 12) +
+                  "): data size differs from the other CTAs of the launch, skipped");
+      continue;
+    }
     if (preamble != kPreamble) {
       ++r.corrupt_ctas;
       note(r, "CTA slice " + std::to_string(c) + " (byte " + std::to_string(at) +
@@ -140,7 +146,8 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
     h.pre_final_ns = load_u64(base + 24);
     h.post_final_ns = load_u64(base + 32);
     uint32_t offset = data_offset_for(layout, data_bytes);
-    uint32_t seg_bytes = units.empty() ? 0 : data_bytes / static_cast<uint32_t>(units.size());
+    const uint32_t segments = std::max<uint32_t>(segment_count(layout, units.size()), 1);
+    uint32_t seg_bytes = segments < units.size() ? 0 : data_bytes / segments;
     if (data_bytes == 0 || offset < indices_end || offset > slice || data_bytes > slice - offset ||
         seg_bytes < kEventBytes) {
       ++r.corrupt_ctas;

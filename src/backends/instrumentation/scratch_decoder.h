@@ -23,6 +23,9 @@ namespace proton::instr {
 
 inline constexpr uint32_t kPreamble = 0xdeadbeefu;
 inline constexpr uint32_t kHeaderFixedBytes = 40;
+/// Not written by any kernel: the copy-back marks a CTA whose data size differs from the other
+/// CTAs of its launch with it (compact_copy.h), so the decoder reports it instead of guessing.
+inline constexpr uint32_t kMismatchedRowPreamble = 0x0badda7au;
 
 /// What the decoder must know about the kernel (from its compile metadata).
 struct KernelLayout {
@@ -30,7 +33,16 @@ struct KernelLayout {
   uint32_t scratch_bytes = 0;   // bytes per CTA (metadata.profile_scratch_size)
   std::vector<uint32_t> units;  // profiled warp ids, ascending; empty = every warp
   uint32_t data_offset = 0;     // where the data starts in a CTA's slice; 0 = after indices
+  /// Equal segments the data is split into; 0 = one per profiled unit. More when the kernel
+  /// was compiled with selected warps past its last one (a granularity's group leaders up to
+  /// 32 warps): their segments come last, since ids are ascending, and stay empty.
+  uint32_t segments = 0;
 };
+
+/// The number of equal segments a CTA's data is split into.
+inline uint32_t segment_count(const KernelLayout& layout, size_t units) {
+  return layout.segments != 0 ? layout.segments : static_cast<uint32_t>(units);
+}
 
 /// One closed region on one unit (warp) of one CTA.
 struct RegionSample {

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <span>
 
+#include <cstring>
+#include <vector>
+
+#include "backends/instrumentation/compact_copy.h"
 #include "backends/instrumentation/region_totals.h"
 #include "backends/instrumentation/scratch_decoder.h"
 
@@ -25,5 +29,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   k.scope_parents[0] = 1;  // a cycle in bad metadata must not loop
   (void)region_totals(k, r);
   (void)region_spans(k, r, 1980000);
+  // The same bytes through the runtime's compact copy-back (compact_copy.h), done on the host:
+  // headers read, plan made from them, compact rows built and decoded.
+  std::span<const uint8_t> rows(data + 4, size - 4);
+  std::vector<uint32_t> units = profiled_units(layout);
+  SliceRun run;
+  run.slice = layout.scratch_bytes;
+  run.header = 40 + 4 * layout.num_warps;
+  run.data_offset = data_offset_for(layout, 0);
+  run.units = static_cast<uint32_t>(units.size());
+  run.rows = rows.size() / run.slice;
+  std::vector<uint8_t> headers(run.rows * run.header);
+  for (uint64_t i = 0; i < run.rows; ++i)
+    std::memcpy(headers.data() + i * run.header, rows.data() + i * run.slice, run.header);
+  plan_unit_bytes(run, headers, units);
+  std::vector<uint8_t> compact(run.rows * run.compact_bytes());
+  write_compact_headers(run, headers, compact);
+  for (uint64_t i = 0; i < run.rows; ++i)
+    for (uint32_t u = 0; u < run.units; ++u)
+      if (run.unit_bytes != 0 && run.data_offset + (u + 1) * uint64_t{run.segment} <= run.slice)
+        std::memcpy(compact.data() + i * run.compact_bytes() + run.header + u * run.unit_bytes,
+                    rows.data() + i * run.slice + run.data_offset + u * run.segment,
+                    run.unit_bytes);
+  (void)decode_scratch(compact, compact_layout(layout, run));
   return 0;
 }
