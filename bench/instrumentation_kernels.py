@@ -95,3 +95,51 @@ def matmul_args(torch, m=4096, n=4096, k=4096):
     grid = (triton.cdiv(m, 128) * triton.cdiv(n, 128),)
     return (a, b, c, m, n, k), grid, dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8,
                                           num_stages=3)
+
+
+# A warp-specialized kernel (Gluon's warp_specialize, Hopper and newer): the default partition
+# (4 warps: warpgroup 0) and one worker partition (4 warps: warpgroup 1) each run their own
+# loop inside their own region, so a per-warp and a per-warpgroup timeline show two different
+# lanes of work per CTA.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+except ImportError:  # a Triton without Gluon
+    gluon = None
+
+if gluon is not None:
+
+    @gluon.jit
+    def _ws_consume(x_ptr, out_ptr, ITERS: gl.constexpr, BLOCK: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([BLOCK // 128], [32], [4], [0])
+        offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+        acc = gl.zeros([BLOCK], gl.float32, layout)
+        pl.enter_scope("consume")
+        for i in range(ITERS):
+            acc += gl.load(x_ptr + offs + i * BLOCK)
+        pl.exit_scope("consume")
+        gl.store(out_ptr + offs, acc)
+
+    @gluon.jit
+    def _ws_produce(x_ptr, out_ptr, ITERS: gl.constexpr, BLOCK: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([BLOCK // 128], [32], [4], [0])
+        offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+        acc = gl.zeros([BLOCK], gl.float32, layout)
+        pl.enter_scope("produce")
+        for i in range(ITERS):
+            acc += gl.load(x_ptr + offs + (ITERS - 1 - i) * BLOCK) * 2.0
+        pl.exit_scope("produce")
+        gl.store(out_ptr + offs + gl.num_programs(0) * BLOCK, acc)
+
+    @gluon.jit
+    def warp_specialized(x_ptr, out_ptr, ITERS: gl.constexpr, BLOCK: gl.constexpr):
+        gl.warp_specialize([(_ws_consume, (x_ptr, out_ptr, ITERS, BLOCK)),
+                            (_ws_produce, (x_ptr, out_ptr, ITERS, BLOCK))], [4], [96])
+
+
+def warp_specialized_args(torch, ctas=32, iters=16, block=256):
+    """x, out (twice the CTAs' blocks: both partitions store), grid, constexprs; num_warps=4
+    for the default partition (the worker's 4 come on top: 8 warps per CTA)."""
+    x = torch.randn(ctas * block + iters * block, device="cuda")
+    out = torch.empty(2 * ctas * block, device="cuda")
+    return x, out, (ctas,), dict(ITERS=iters, BLOCK=block)

@@ -8,7 +8,7 @@ and the paper's short form (``"mma_cycle::[warpgroup::circular::all]"``); anythi
 ``ValueError`` naming the valid parts.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import List, Union
 
@@ -168,6 +168,23 @@ class InstrumentationMode(BaseMode):
                 f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"
                 f":buffer_size={self.buffer_size}:optimizations={opts}")
 
+    def group_warps(self) -> int:
+        """Warps one recorded unit stands for: 1 (warp), N (warp_N), 4 (warp_group), 4N
+        (warp_group_N); CTA_LANE for cta."""
+        return _GROUP_WARPS[self.granularity]
+
+    def compiled(self) -> "InstrumentationMode":
+        """The options handed to Triton's passes. They implement warp granularity only, so a
+        coarser granularity becomes warp granularity with selective sampling of each group's
+        first warp (every group_warps-th warp, up to MAX_WARPS): the same records a per-group
+        lowering would write, at a fraction of the per-warp cost."""
+        if self.granularity == GRANULARITY.WARP:
+            return self
+        step = MAX_WARPS if self.granularity == GRANULARITY.CTA else self.group_warps()
+        return replace(self, granularity=GRANULARITY.WARP,
+                       sampling_strategy=SAMPLING_STRATEGY.SELECTIVE,
+                       sampling_options=",".join(str(w) for w in range(0, MAX_WARPS, step)))
+
     def to_triton(self):
         """The same options as Triton's enums (needs Triton; called when compiling)."""
         from triton._C.libtriton import proton as tp
@@ -179,6 +196,15 @@ class InstrumentationMode(BaseMode):
             buffer_strategy=getattr(tp.BUFFER_STRATEGY, self.buffer_strategy.name),
             buffer_type=getattr(tp.BUFFER_TYPE, self.buffer_type.name),
         )
+
+
+# A CTA has at most 32 warps (1,024 threads); cta granularity records warp 0 alone.
+MAX_WARPS = 32
+CTA_LANE = 0xFFFF  # group_warps of granularity cta (kWholeCta in src/data/region_metrics.h)
+_GROUP_WARPS = {GRANULARITY.CTA: CTA_LANE, GRANULARITY.WARP: 1, GRANULARITY.WARP_2: 2,
+                GRANULARITY.WARP_4: 4, GRANULARITY.WARP_8: 8, GRANULARITY.WARP_GROUP: 4,
+                GRANULARITY.WARP_GROUP_2: 8, GRANULARITY.WARP_GROUP_4: 16,
+                GRANULARITY.WARP_GROUP_8: 32}
 
 
 @dataclass(frozen=True)

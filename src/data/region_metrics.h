@@ -25,15 +25,19 @@ struct RegionTotals {
   uint64_t count = 0;
 };
 
+/// RegionSpan::group_warps of granularity "cta": one lane per CTA, whatever its warp count.
+inline constexpr uint32_t kWholeCta = 0xffff;
+
 /// One region execution on one warp, in GPU global-timer ns (the clock of CUPTI's kernel
 /// records), for the timeline.
 struct RegionSpan {
   NameId name = kNoName;
   uint32_t sm = 0;
   uint32_t cta = 0;
-  uint32_t warp = 0;
+  uint32_t warp = 0;  // the recording warp (the first of its group)
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
+  uint32_t group_warps = 1;  // warps it stands for: 1, a warpgroup (4), ...; kWholeCta
 };
 
 /// Adds one launch's regions below `kernel`. `units` = warps x CTAs of the launch (> 0).

@@ -27,7 +27,8 @@ namespace proton {
 
 struct TraceEvent {
   // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
-  // thread = warp, op = the kernel's NameId, name = the region's.
+  // thread = warp, flags = warps per lane (granularity), op = the kernel's NameId, name = the
+  // region's.
   enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2 };
   uint64_t start_ns = 0;             // steady clock
   uint64_t end_ns = 0;               // steady clock

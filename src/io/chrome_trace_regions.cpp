@@ -1,9 +1,10 @@
-// Intra-kernel regions on the Chrome trace: each (SM, CTA, warp) gets a lane in its GPU's
+// Intra-kernel regions on the Chrome trace: each (SM, CTA, unit) gets a lane in its GPU's
 // process, below the stream lanes, so Perfetto shows a kernel's box and, under it, the regions
-// each warp ran, on one clock.
+// each warp (or warpgroup, or CTA, by the mode's granularity) ran, on one clock.
 #include <string>
 
 #include "common/name_table.h"
+#include "data/region_metrics.h"
 #include "io/chrome_trace_writer.h"
 #include "io/json_writer.h"
 
@@ -19,17 +20,29 @@ uint64_t lane_key(const TraceEvent& e) {
          (e.thread & 0xffffu);
 }
 
+// "warp 5", "warps 4-5", "warpgroup 1", "warpgroups 2-3", "all warps": what one lane records.
+std::string unit_label(uint32_t warp, uint32_t group) {
+  if (group <= 1) return "warp " + std::to_string(warp);
+  if (group >= kWholeCta) return "CTA (warp " + std::to_string(warp) + ")";
+  if (group % 4 == 0 && warp % 4 == 0) {
+    const uint32_t first = warp / 4;
+    if (group == 4) return "warpgroup " + std::to_string(first);
+    return "warpgroups " + std::to_string(first) + "-" + std::to_string(first + group / 4 - 1);
+  }
+  return "warps " + std::to_string(warp) + "-" + std::to_string(warp + group - 1);
+}
+
 }  // namespace
 
 void ChromeTraceWriter::append_region(const TraceEvent& e) {
   auto& lanes = region_lanes_[e.device];
-  auto [it, inserted] = lanes.try_emplace(lane_key(e), 0);
-  if (inserted) it->second = kRegionLaneBase + lanes.size() - 1;
+  auto [it, inserted] = lanes.try_emplace(lane_key(e));
+  if (inserted) it->second = {kRegionLaneBase + lanes.size() - 1, e.flags != 0 ? e.flags : 1u};
   if (!first_event_) buf_.push_back(',');
   first_event_ = false;
   buf_ += "\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":";
   buf_ += quoted_name(e.name);
-  append_gpu_place(e.device, it->second, e.start_ns);
+  append_gpu_place(e.device, it->second.tid, e.start_ns);
   buf_ += ",\"dur\":";
   append_duration(e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0);
   buf_ += ",\"args\":{\"kernel\":";
@@ -40,6 +53,10 @@ void ChromeTraceWriter::append_region(const TraceEvent& e) {
   buf_ += std::to_string(e.correlation);
   buf_ += ",\"warp\":";
   buf_ += std::to_string(e.thread);
+  if (e.flags > 1) {
+    buf_ += ",\"warps\":";
+    buf_ += std::to_string(e.flags);
+  }
   buf_ += ",\"call_stack\":";
   buf_ += call_stack(e.context);
   buf_ += "}}";
@@ -48,10 +65,11 @@ void ChromeTraceWriter::append_region(const TraceEvent& e) {
 void ChromeTraceWriter::append_region_lane_names() {
   for (const auto& [device, lanes] : region_lanes_) {
     std::string pid = std::to_string(device);
-    for (const auto& [key, tid] : lanes) {
+    for (const auto& [key, lane] : lanes) {
+      const uint64_t tid = lane.tid;
       std::string name = "SM " + std::to_string(key >> 48) + " / CTA " +
-                         std::to_string((key >> 16) & 0xffffffffu) + " / warp " +
-                         std::to_string(key & 0xffffu);
+                         std::to_string((key >> 16) & 0xffffffffu) + " / " +
+                         unit_label(static_cast<uint32_t>(key & 0xffffu), lane.group_warps);
       std::string quoted;
       JsonWriter::append_string(quoted, name);
       for (const auto& [what, arg] :

@@ -116,8 +116,12 @@ class ChromeTraceWriter {
   std::unordered_map<uint32_t, OpArgs> ops_;           // per launch-metadata op
   std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;   // device -> streams seen
   std::set<uint32_t> cpu_lanes_;                       // thread indices seen
-  // device -> (SM, CTA, warp) key -> lane id (chrome_trace_regions.cpp)
-  std::map<uint32_t, std::map<uint64_t, uint64_t>> region_lanes_;
+  // device -> (SM, CTA, warp) key -> lane (chrome_trace_regions.cpp)
+  struct RegionLane {
+    uint64_t tid = 0;
+    uint32_t group_warps = 1;  // warps the lane stands for (granularity)
+  };
+  std::map<uint32_t, std::map<uint64_t, RegionLane>> region_lanes_;
 };
 
 }  // namespace proton

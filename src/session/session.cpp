@@ -212,6 +212,7 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
     e.stream = r.sm;
     e.correlation = r.cta;
     e.thread = r.warp;
+    e.flags = static_cast<uint16_t>(std::min<uint32_t>(r.group_warps, 0xffffu));
     e.op = b.kernel;
     trace_->add(e);
   }

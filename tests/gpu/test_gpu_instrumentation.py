@@ -190,6 +190,61 @@ def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
     assert len(names) == CTAS * WARPS
 
 
+def _ws_trace(out_name, mode=None):
+    """Runs the warp-specialized kernel once under a tree+trace session; returns the profile's
+    kernel node, the region events and the region lane names."""
+    import json
+
+    if getattr(K, "gluon", None) is None:
+        pytest.skip("this Triton has no Gluon warp_specialize")
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("warp specialization needs Hopper or newer")
+    x, out, grid, kw = K.warp_specialized_args(torch)
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace", mode=mode)
+    K.warp_specialized[grid](x, out, num_warps=4, **kw)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    # The kernel computed what it computes uninstrumented: both partitions ran.
+    ctas, iters, block = grid[0], kw["ITERS"], kw["BLOCK"]
+    rows = x[: (ctas + iters) * block]
+    want = sum(rows[i * block: i * block + ctas * block] for i in range(iters))
+    assert torch.allclose(out[: ctas * block], want, rtol=1e-4, atol=1e-3)
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    lanes = {e["tid"]: e["args"]["name"] for e in trace
+             if e.get("ph") == "M" and e.get("name") == "thread_name" and e["tid"] >= 1 << 32}
+    return regions, lanes, ctas
+
+
+def test_warp_specialized_kernel_per_warp_timeline(out_name, read_profile):
+    regions, lanes, ctas = _ws_trace(out_name)
+    # consume on the default partition's warps 0-3, produce on the worker's warps 4-7.
+    by_name = {}
+    for e in regions:
+        by_name.setdefault(e["name"], set()).add(e["args"]["warp"])
+    assert by_name == {"consume": {0, 1, 2, 3}, "produce": {4, 5, 6, 7}}, by_name
+    assert len(regions) == ctas * 8
+    assert all(" / warp " in name for name in lanes.values()), lanes
+    p = read_profile()
+    kernel = kernel_node(p, name="warp_specialized")
+    for region in ("consume", "produce"):
+        assert p.node(region, start=kernel)["metrics"]["count"] == ctas * 4
+
+
+def test_warp_specialized_kernel_per_warpgroup_timeline(out_name, read_profile):
+    regions, lanes, ctas = _ws_trace(out_name, mode="default:granularity=warp_group")
+    # One lane per warpgroup: its first warp records (warps 0 and 4), no other warp does.
+    assert {(e["name"], e["args"]["warp"], e["args"].get("warps")) for e in regions} == {
+        ("consume", 0, 4), ("produce", 4, 4)}
+    assert len(regions) == ctas * 2
+    names = set(lanes.values())
+    assert any(n.endswith("/ warpgroup 0") for n in names), names
+    assert any(n.endswith("/ warpgroup 1") for n in names), names
+    p = read_profile()
+    kernel = kernel_node(p, name="warp_specialized")
+    assert p.node("produce", start=kernel)["metrics"]["count"] == ctas
+
+
 def test_record_cost_is_calibrated():
     c = instr.calibrate()
     assert 0 <= c["record_cycles"] < 500, c

@@ -7,6 +7,7 @@ compiled with no session carries none, and nothing stays installed after the ses
 """
 
 import os
+import pathlib
 
 import pytest
 
@@ -168,10 +169,63 @@ def test_sessions_with_different_modes_are_refused(tmp_path):
 def test_bad_mode_fails_before_a_session_exists(tmp_path):
     with pytest.raises(ValueError, match="unknown granularity"):
         proton.start(str(tmp_path / "a"), backend="instrumentation", mode="default:granularity=x")
-    with pytest.raises(ValueError, match="only 'warp'"):
+    with pytest.raises(ValueError, match="cannot be combined with selective"):
         proton.start(str(tmp_path / "a"), backend="instrumentation",
-                     mode="default:granularity=warp_group")
+                     mode="default:granularity=warp_group:sampling_strategy=selective"
+                          ":sampling_options=0,1")
     assert not instr._Registry.sessions
+
+
+@pytest.mark.parametrize("granularity, leaders", [
+    ("warp_group", "0,4,8,12,16,20,24,28"), ("warp_2", ",".join(str(w) for w in range(0, 32, 2))),
+    ("warp_group_2", "0,8,16,24"), ("cta", "0")])
+def test_coarse_granularity_compiles_as_group_leaders(tmp_path, lang, granularity, leaders):
+    # Triton's passes take warp granularity only: a coarser one becomes warp granularity with
+    # each group's first warp selected, which Triton's passes do compile.
+    from proton import mode as _mode
+
+    m = _mode.parse(f"default:granularity={granularity}").compiled()
+    assert m.granularity == _mode.GRANULARITY.WARP and m.sampling_options == leaders
+    fn = _kernels()
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation",
+                               mode=f"default:granularity={granularity}")
+        try:
+            k = _compile(fn, tmp_path / "cache", num_warps=8)
+        finally:
+            proton.finalize(session)
+    assert k.metadata.profile_scratch_size > 0
+    assert 'proton.record start "load"' in k.asm["ttgir"]
+
+
+def test_warp_specialized_gluon_kernel_compiles_with_regions_in_each_partition(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+    import instrumentation_kernels as K
+    from triton.backends.compiler import GPUTarget
+    from triton import knobs
+
+    if getattr(K, "gluon", None) is None:
+        pytest.skip("this Triton has no Gluon")
+    from triton.experimental.gluon._runtime import GluonASTSource
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation",
+                               mode="default:granularity=warp_group")
+        try:
+            knobs.cache.dir = str(tmp_path / "cache")
+            src = GluonASTSource(
+                fn=K.warp_specialized, signature={"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                constexprs={"ITERS": 4, "BLOCK": 256})
+            k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                               options={"num_warps": 4, "instrumentation_mode":
+                                        knobs.compilation.instrumentation_mode})
+        finally:
+            proton.finalize(session)
+    assert k.metadata.num_warps == 8  # the default partition's 4 and the worker's 4
+    assert k.metadata.profile_scratch_size > 0
+    assert 'proton.record start "consume"' in k.asm["ttgir"]
+    assert 'proton.record start "produce"' in k.asm["ttgir"]
 
 
 def test_events_need_a_newer_triton_or_work(tmp_path, lang):

@@ -58,6 +58,7 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
     r.sm = s.sm;
     r.cta = s.cta;
     r.warp = s.unit;
+    r.group_warps = k.group_warps;
     r.start_ns = h.init_ns + static_cast<uint64_t>(
                                  static_cast<double>(s.start_cycle - h.first_clock) * ns_per_cycle);
     r.end_ns = r.start_ns + static_cast<uint64_t>(static_cast<double>(s.end_cycle - s.start_cycle) *

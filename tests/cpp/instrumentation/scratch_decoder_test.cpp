@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "scratch_builder.h"
 
 namespace proton::instr {
@@ -93,6 +95,30 @@ TEST(ScratchDecoder, SelectedWarpsUseTheirOwnIndices) {
   ASSERT_EQ(r.samples.size(), 2u);
   EXPECT_EQ(r.samples[1].unit, 1u);
   EXPECT_EQ(r.samples[1].end_cycle - r.samples[1].start_cycle, 8u);
+}
+
+TEST(ScratchDecoder, GroupLeadersPastTheLastWarpKeepEmptySegments) {
+  // granularity=warp_group on an 8-warp kernel: compiled with warps 0,4,...,28 selected, so
+  // the data is split into 8 segments; warps 0 and 4 (the two warpgroups' leaders) fill the
+  // first two, the other six never run.
+  ScratchBuilder b(8, 1024, 8);
+  b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 5}}, {{false, 0, 1}, {true, 0, 9}}});
+  uint8_t* cta = b.bytes().data();
+  uint32_t words = 0;
+  std::memcpy(&words, cta + kHeaderFixedBytes + 4, 4);  // the builder wrote slot 1: move it
+  ScratchBuilder::put32(cta + kHeaderFixedBytes + 4, 0);
+  ScratchBuilder::put32(cta + kHeaderFixedBytes + 4 * 4, words);
+  KernelLayout layout = layout_of(b, 8, {0, 4});
+  layout.segments = 8;
+  DecodeResult r = decode_scratch(b.bytes(), layout);
+  ASSERT_EQ(r.samples.size(), 2u) << (r.errors.empty() ? "" : r.errors[0]);
+  EXPECT_EQ(r.samples[1].unit, 4u);
+  EXPECT_EQ(r.samples[1].end_cycle - r.samples[1].start_cycle, 8u);
+  // Without the segment count the second leader would be read from the wrong place.
+  layout.segments = 0;
+  DecodeResult wrong = decode_scratch(b.bytes(), layout);
+  EXPECT_TRUE(wrong.samples.size() != 2u ||
+              wrong.samples[1].end_cycle - wrong.samples[1].start_cycle != 8u);
 }
 
 TEST(ScratchDecoder, UnprofiledCtaIsSkippedQuietly) {

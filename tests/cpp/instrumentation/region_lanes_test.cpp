@@ -1,0 +1,93 @@
+// Region lanes of the Chrome trace: one lane per (SM, CTA, unit), named after what the unit is
+// at the mode's granularity (a warp, a warpgroup, a CTA).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "common/name_table.h"
+#include "data/region_metrics.h"
+#include "io/chrome_trace_writer.h"
+
+namespace proton {
+namespace {
+
+using json = nlohmann::json;
+
+TraceEvent region(uint32_t sm, uint32_t cta, uint32_t warp, uint32_t group, uint64_t start) {
+  TraceEvent e;
+  e.kind = TraceEvent::kRegion;
+  e.start_ns = start;
+  e.end_ns = start + 100;
+  e.name = NameTable::global().intern("produce");
+  e.op = NameTable::global().intern("ws_kernel");
+  e.stream = sm;
+  e.correlation = cta;
+  e.thread = warp;
+  e.flags = static_cast<uint16_t>(group);
+  return e;
+}
+
+std::map<uint64_t, std::string> lane_names(const std::vector<TraceEvent>& events) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "proton_region_lanes_test.json").string();
+  {
+    ChromeTraceWriter w(path, TraceClock{1000, 1000, 0});
+    w.append(events);
+    w.finish(TraceSummary{});
+  }
+  std::ifstream in(path);
+  json trace = json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  std::filesystem::remove(path);
+  std::map<uint64_t, std::string> names;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"].get<uint64_t>() >= (1ull << 32))
+      names[e["tid"].get<uint64_t>()] = e["args"]["name"];
+  return names;
+}
+
+TEST(RegionLanes, NamedByGranularity) {
+  auto names = lane_names({region(3, 0, 0, 1, 2000), region(3, 0, 1, 1, 2000),
+                           region(3, 1, 4, 4, 2000), region(3, 1, 8, 8, 2000),
+                           region(3, 2, 2, 2, 2000), region(3, 3, 0, kWholeCta, 2000)});
+  std::multiset<std::string> got;
+  for (auto& [tid, name] : names)
+    got.insert(name);
+  EXPECT_EQ(got, (std::multiset<std::string>{
+                     "SM 3 / CTA 0 / warp 0", "SM 3 / CTA 0 / warp 1", "SM 3 / CTA 1 / warpgroup 1",
+                     "SM 3 / CTA 1 / warpgroups 2-3", "SM 3 / CTA 2 / warps 2-3",
+                     "SM 3 / CTA 3 / CTA (warp 0)"}));
+}
+
+TEST(RegionLanes, ARegionOfAWarpgroupSaysHowManyWarpsItStandsFor) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "proton_region_args_test.json").string();
+  {
+    ChromeTraceWriter w(path, TraceClock{1000, 1000, 0});
+    std::vector<TraceEvent> events{region(0, 0, 4, 4, 2000), region(0, 0, 1, 1, 2000)};
+    w.append(events);
+    w.finish(TraceSummary{});
+  }
+  std::ifstream in(path);
+  json trace = json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  std::filesystem::remove(path);
+  int seen = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "region") continue;
+    ++seen;
+    if (e["args"]["warp"] == 4) {
+      EXPECT_EQ(e["args"]["warps"], 4);
+    } else {
+      EXPECT_FALSE(e["args"].contains("warps"));  // a single warp: as before
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
+}  // namespace
+}  // namespace proton
