@@ -106,6 +106,11 @@ void bind_instrumentation(nb::module_& m) {
     d["bytes_copied"] = s.bytes_copied;
     d["pool_bytes"] = s.pool_bytes;
     d["max_in_flight_bytes"] = s.max_in_flight_bytes;
+    d["batches"] = s.batches;
+    d["copy_wait_ns"] = s.copy_wait_ns;
+    d["decode_ns"] = s.decode_ns;
+    d["deliver_ns"] = s.deliver_ns;
+    d["full_wait_ns"] = s.full_wait_ns;
     d["errors"] = instr::InstrRuntime::get().errors();
     return d;
   });

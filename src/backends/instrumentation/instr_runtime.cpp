@@ -57,6 +57,12 @@ thread_local struct {
   uint64_t bytes = 0;
 } t_pending;
 
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 uint64_t default_pool_bytes() {
   if (const char* mb = std::getenv("PROTON_INSTR_POOL_MB")) {
     uint64_t v = std::strtoull(mb, nullptr, 10);
@@ -243,7 +249,9 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       // Full: the GPU is behind the host. Let the consumer free slices, up to a bound.
       ++urgent_;
       work_cv_.notify_all();
+      const uint64_t waited_from = now_ns();
       const bool timed_out = done_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
+      stats_.full_wait_ns += now_ns() - waited_from;
       --urgent_;
       if (timed_out) break;
     }
@@ -374,10 +382,18 @@ void InstrRuntime::consume() {
     if (batch_event_ == nullptr) batch_event_ = api_->create_event();
     void* copied = batch_event_;
     lock.unlock();
+    const uint64_t t0 = now_ns();
     copy_back(batch, copied);
+    const uint64_t t1 = now_ns();
+    uint64_t deliver = 0;
     for (auto& job : batch)
-      finish(*job);
+      deliver += finish(*job);
+    const uint64_t t2 = now_ns();
     lock.lock();
+    ++stats_.batches;
+    stats_.copy_wait_ns += t1 - t0;
+    stats_.decode_ns += t2 - t1 - deliver;
+    stats_.deliver_ns += deliver;
     for (auto& job : batch) {
       if (job->launched) free_events_.push_back(job->launched);
       job->pool->tail = std::max(job->pool->tail, job->end);
@@ -565,18 +581,18 @@ void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copi
   if (failed != nullptr) note_copy_error(failed);
 }
 
-void InstrRuntime::finish(Job& job) {
+uint64_t InstrRuntime::finish(Job& job) {
   // Runs on the consumer thread without mu_: the slice is ours until the tail passes it.
-  if (!job.launch_ok) return;  // counted at the launch
+  if (!job.launch_ok) return 0;  // counted at the launch
   if (!job.ok) {
     std::lock_guard lock(mu_);
     ++stats_.copy_errors;
-    return;
+    return 0;
   }
   if (!job.kernel) {
     std::lock_guard lock(mu_);
     ++stats_.unknown_kernels;
-    return;
+    return 0;
   }
   const KernelInfo& k = *job.kernel;
   DecodeResult r;
@@ -602,8 +618,10 @@ void InstrRuntime::finish(Job& job) {
       if (errors_.size() < 8) errors_.push_back(e);
     sink = sink_;
   }
-  if (sink != nullptr)
-    sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());
+  if (sink == nullptr) return 0;
+  const uint64_t t0 = now_ns();
+  sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());
+  return now_ns() - t0;
 }
 
 InstrStats InstrRuntime::stats() {

@@ -65,6 +65,13 @@ struct InstrStats {
   uint64_t bytes_reserved = 0;  // profile-scratch bytes the launches were given
   uint64_t pool_bytes = 0;      // device bytes held by pools now
   uint64_t max_in_flight_bytes = 0;
+  // Where the consumer's time goes (ns, summed): waiting for the copies, decoding, handing
+  // regions to the sessions; and how long launches waited for a full pool.
+  uint64_t batches = 0;
+  uint64_t copy_wait_ns = 0;
+  uint64_t decode_ns = 0;
+  uint64_t deliver_ns = 0;
+  uint64_t full_wait_ns = 0;
 };
 
 /// Where decoded launches go (the session runtime; tests pass their own).
@@ -140,7 +147,7 @@ class InstrRuntime {
     size_t bytes = 0;
   };
   bool stage(Staging& s, size_t bytes);
-  void finish(Job& job);
+  uint64_t finish(Job& job);                // decodes and delivers; returns ns spent delivering
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
 

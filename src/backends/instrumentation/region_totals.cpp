@@ -1,8 +1,10 @@
 #include "backends/instrumentation/region_totals.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
+#include "attribution/launch_stage.h"
 #include "common/name_table.h"
 #include "session/runtime.h"
 
@@ -18,16 +20,23 @@ NameId scope_name(const KernelInfo& k, uint32_t id) {
 }  // namespace
 
 std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult& d) {
-  std::vector<RegionTotals> by_scope(256);
+  // Scope ids are 8 bits: a flat array on the stack, no allocation per launch.
+  struct Sum {
+    uint64_t cycles = 0;
+    uint64_t count = 0;
+  };
+  std::array<Sum, 256> by_scope{};
   for (const RegionSample& s : d.samples) {
-    RegionTotals& t = by_scope[s.scope & 0xffu];
+    Sum& t = by_scope[s.scope & 0xffu];
     t.cycles += s.end_cycle - s.start_cycle;
     ++t.count;
   }
   std::vector<RegionTotals> out;
   for (uint32_t id = 0; id < by_scope.size(); ++id) {
     if (by_scope[id].count == 0) continue;
-    RegionTotals t = std::move(by_scope[id]);
+    RegionTotals t;
+    t.cycles = by_scope[id].cycles;
+    t.count = by_scope[id].count;
     // Walk up the parents; a cycle in bad metadata stops at 256 steps.
     uint32_t cur = id;
     for (int steps = 0; steps < 256; ++steps) {
@@ -73,7 +82,10 @@ void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelIn
   std::vector<RegionTotals> totals = region_totals(k, d);
   if (totals.empty()) return;
   uint64_t units = uint64_t{k.layout.num_warps} * (d.ctas.size() + d.skipped_ctas);
-  std::vector<RegionSpan> spans = region_spans(k, d, clock_khz);
+  // Spans only for sessions that keep a trace: a tree-only run skips one record per region.
+  std::vector<RegionSpan> spans;
+  if ((sessions & LaunchStage::trace_sessions.load(std::memory_order_relaxed)) != 0)
+    spans = region_spans(k, d, clock_khz);
   Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans);
 }
 

@@ -121,6 +121,16 @@ TEST(ScratchDecoder, GroupLeadersPastTheLastWarpKeepEmptySegments) {
               wrong.samples[1].end_cycle - wrong.samples[1].start_cycle != 8u);
 }
 
+TEST(ScratchDecoder, ARegionLeftOpenInOneWarpNeverPairsWithTheNextWarpsEnd) {
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 0, {{{false, 3, 10}}, {{true, 3, 50}, {false, 1, 60}, {true, 1, 70}}});
+  b.add_cta(1, 0, {{{true, 3, 90}}, {}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  ASSERT_EQ(r.samples.size(), 1u);  // only warp 1's scope 1
+  EXPECT_EQ(r.samples[0].scope, 1u);
+  EXPECT_EQ(r.unmatched_events, 3u);  // warp 0's open start, warp 1's and CTA 1's lone ends
+}
+
 TEST(ScratchDecoder, UnprofiledCtaIsSkippedQuietly) {
   ScratchBuilder b(1, 64, 1);
   b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}}}, 1000, 0);
