@@ -306,6 +306,9 @@ NB_MODULE(_proton, m) {
                                    {"dropped", &S::dropped},
                                    {"non_user", &S::non_user},
                                    {"adaptations", &S::adaptations},
+                                   {"live_period_changes", &S::live_period_changes},
+                                   {"reenables", &S::reenables},
+                                   {"get_data_errors", &S::get_data_errors},
                                    {"bad_records", &S::bad_records},
                                    {"binaries", &S::binaries},
                                    {"binary_bytes", &S::binary_bytes},
@@ -317,6 +320,8 @@ NB_MODULE(_proton, m) {
     d["sleep_span_ms"] = s.sleep_span_ms;
     d["stall_reasons"] = s.stall_reasons;
     d["drain_ms_total"] = s.drain_ms_total;
+    d["enable_ms"] = s.enable_ms;
+    d["disable_ms"] = s.disable_ms;
     return d;
   });
 #endif

@@ -20,15 +20,20 @@ struct PcSamplingStats {
   uint64_t get_data_calls = 0;
   uint64_t samples = 0;  // samples decoded (all reasons of all PCs)
   uint64_t pc_records = 0;
-  uint64_t buffer_full = 0;  // GetData calls that reported hardwareBufferFull
-  uint64_t dropped = 0;      // droppedSamples reported by CUPTI
-  uint64_t non_user = 0;     // nonUsrKernelsTotalSamples
-  uint64_t adaptations = 0;  // period raises after a full buffer
+  uint64_t buffer_full = 0;          // GetData calls that reported hardwareBufferFull
+  uint64_t dropped = 0;              // droppedSamples reported by CUPTI
+  uint64_t non_user = 0;             // nonUsrKernelsTotalSamples
+  uint64_t adaptations = 0;          // period raises after a full buffer
+  uint64_t live_period_changes = 0;  // of those, taken by CUPTI on the enabled context
+  uint64_t reenables = 0;            // of those, by disabling and enabling the context again
+  uint64_t get_data_errors = 0;      // GetData calls that failed (other than a full buffer)
   uint64_t bad_records = 0;
   uint64_t binaries = 0;  // cubins kept for line mapping
   uint64_t binary_bytes = 0;
   uint64_t line_lookups = 0;  // cuptiGetSassToSourceCorrelation calls
   double drain_ms_total = 0;  // time our thread spent in GetData + translation
+  double enable_ms = 0;       // in cuptiPCSamplingEnable + configuration, all contexts
+  double disable_ms = 0;      // in cuptiPCSamplingDisable
 };
 
 PcSamplingStats pc_sampling_stats();
