@@ -308,6 +308,25 @@ def diagnose(k, slow):
         scenario("floor (again)", fstart, fstop, order)
         scenario("floor, 300 ms pause", fstart, fstop, order, pause=0.3)
         scenario("floor, tiny first", fstart, fstop, ["torch_add", "torch_add", "gemm", "triton_add", "slow"])
+
+        # Does anything but a kernel launch take the setup? (If so, start() could pay it.)
+        def then(first):
+            def f():
+                fstart()
+                first()
+            return f
+
+        scenario("floor, sync first", then(torch.cuda.synchronize), fstop, order)
+        try:
+            import cupy
+
+            def memset():
+                cupy.cuda.runtime.memsetAsync(k.o.data_ptr(), 0, 4, 0)
+                torch.cuda.synchronize()
+
+            scenario("floor, memset first", then(memset), fstop, order)
+        except ImportError:
+            out["memset"] = "no cupy"
     scenario("pcs", pstart("pcsampling"), pstop, order)
     scenario("pcs, 300 ms pause", pstart("pcsampling"), pstop, order, pause=0.3)
     scenario("timing", pstart(None), proton.finalize, order)
@@ -593,6 +612,8 @@ def main():
     ap.add_argument("--only", default="gemm,tiny_triton,tiny_torch,mlp")
     ap.add_argument("--triton-only", default=None, help="workloads for triton.profiler (default: --only)")
     ap.add_argument("--triton-timeout", type=int, default=120)
+    ap.add_argument("--memory-workloads", default="gemm,mlp")
+    ap.add_argument("--mlp-steps", type=int, default=None, help="MLP steps per run (200; --quick: 50)")
     ap.add_argument("--tag", default="", help="file name part: <date>-<gpu>-pc-sampling[-TAG]")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)
@@ -604,7 +625,8 @@ def main():
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sections = args.sections.split(",")
-    sizes = {"gemm": 100, "tiny": 5000, "mlp": 50 if args.quick else 200, "only": args.only.split(",")}
+    sizes = {"gemm": 100, "tiny": 5000, "mlp": args.mlp_steps or (50 if args.quick else 200),
+             "only": args.only.split(",")}
     rounds = args.rounds or (3 if args.quick else 5)
     report = {"argv": sys.argv, "sizes": sizes, "rounds": rounds, "reps": args.reps,
               "commit": os.environ.get("PROTON_COMMIT", "?")}
@@ -644,7 +666,7 @@ def main():
     if "memory" in sections:
         print("== memory", flush=True)
         report["memory"] = {}
-        for w in ("gemm", "mlp"):
+        for w in args.memory_workloads.split(","):
             if w in sizes["only"]:
                 report["memory"][w] = {v: run_child(v, w, sizes, 300) for v in ("none", "timing", "pcs", "floor")}
                 print(f"  {w}: " + ", ".join(f"{v} {r.get('rss_growth_mb', r.get('error'))}"
@@ -654,7 +676,11 @@ def main():
         print("== triton", flush=True)
         only = (args.triton_only or args.only).split(",")
         report["triton"] = {w: run_child("triton", w, sizes, args.triton_timeout) for w in only}
-        report["none_child"] = {w: run_child("none", w, sizes, args.triton_timeout) for w in only}
+        # Its ratio is over the table's in-process run with no profiler (same loop, same GPU;
+        # at 40-300x the process it ran in does not matter), else over a child of its own.
+        table = report.get("table", {})
+        report["none_child"] = {w: ({"run_s": table[w]["none_s"], "from": "table"} if w in table
+                                    else run_child("none", w, sizes, args.triton_timeout)) for w in only}
         for w in only:
             t, n = report["triton"][w], report["none_child"][w]
             print(f"  triton.profiler {w}: " + (f"{t['run_s'] / n['run_s']:.1f}x" if "run_s" in t and "run_s" in n

@@ -306,7 +306,6 @@ NB_MODULE(_proton, m) {
                                    {"dropped", &S::dropped},
                                    {"non_user", &S::non_user},
                                    {"adaptations", &S::adaptations},
-                                   {"live_period_changes", &S::live_period_changes},
                                    {"reenables", &S::reenables},
                                    {"get_data_errors", &S::get_data_errors},
                                    {"bad_records", &S::bad_records},

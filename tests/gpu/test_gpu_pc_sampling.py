@@ -145,12 +145,15 @@ def test_two_call_paths_share_samples_by_their_time(kernel, out_name, read_profi
 def test_a_full_hardware_buffer_is_reported_not_an_empty_profile(kernel, out_name, read_profile,
                                                                 capfd):
     # 2^5 cycles into 1 MB: the buffer fills within microseconds. CUPTI then drops its samples
-    # (GetData answers CUPTI_ERROR_OUT_OF_MEMORY, hardwareBufferFull set); the drain that sees
-    # it counts it and raises the period, so the rest of the loop is sampled.
+    # (GetData answers CUPTI_ERROR_OUT_OF_MEMORY, hardwareBufferFull set, until disable); the
+    # drain that sees it counts it and enables sampling again at a period the buffer holds.
+    # Kernels launched before that are not sampled: the loop is steps with a synchronize each,
+    # as a training loop is (1,000 launches queued at once would all be launched before it).
     proton.start(out_name, mode="pcsampling:interval=32:buffer_mb=1")
-    for _ in range(1000):
-        kernel(64)
-    torch.cuda.synchronize()
+    for _ in range(50):
+        for _ in range(10):
+            kernel(64)
+        torch.cuda.synchronize()
     proton.finalize()
     err = capfd.readouterr().err
     stats = _proton._pc_sampling_stats()

@@ -28,8 +28,11 @@ constexpr uint32_t kDefaultPeriod = 16;
 // measurement (2 MB was enough; a quarter of 8 MB at 2^14 was not): the rate scales with
 // 2^-period and the SM count.
 constexpr double kBytesPer100msAt17 = 2.0 * (1 << 20);
-// The buffer holds this many sleep spans: CUPTI's worker may be late, kernels bursty.
-constexpr double kSafety = 4.0;
+// The buffer holds this many sleep spans: CUPTI's worker may be late, kernels bursty. 4 was
+// not enough: an MLP training loop (back-to-back cuBLAS GEMMs, ~3.5M samples/s at 2^16 on an
+// H100) filled the 4 MB buffer this gave in 1 of 3 rounds, in two sessions; 8 MB costs 4 MB of
+// host memory more.
+constexpr double kSafety = 8.0;
 constexpr uint64_t kMinBuffer = uint64_t{2} << 20;
 
 std::atomic<PcSampler*> g_active{nullptr};
@@ -85,8 +88,8 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
 struct PcSampler::Context {
   CUcontext ctx = nullptr;
   uint32_t period_log2 = 0;
-  uint32_t reenable_log2 = 0;  // != 0: the drain thread disables it and enables it again so
-  bool changed_live = false;   // the period was set on the enabled context after a full buffer
+  uint32_t reenable_log2 = 0;  // != 0: the drain thread disables and enables it at this period
+  bool full = false;           // its hardware buffer filled (CUPTI says so until disable)
   StallIndex index{{}};
   size_t reasons = 0;
   PcDataBuffer get;         // GetData's
@@ -275,6 +278,9 @@ void PcSampler::drain_locked(Context& c, bool final) {
 
 void PcSampler::buffer_full_locked(Context& c, bool final) {
   // CUPTI dropped what the hardware buffer held: count it, and sample less often from now on.
+  // CUPTI repeats the answer at every GetData until disable: one fill, counted once.
+  if (c.full) return;
+  c.full = true;
   ++batch_.buffer_full;
   ++stats_.buffer_full;
   if (final) {
@@ -286,18 +292,12 @@ void PcSampler::buffer_full_locked(Context& c, bool final) {
   // Straight to the period the rate model says this buffer holds (at least one step up): with
   // a user's buffer far too small for their interval, one step per drain would take many.
   uint32_t next = period_after_full(from, sizes_.buffer_bytes, sizes_.sleep_span_ms, sms_);
-  if (!c.changed_live && set_pc_sampling_period(*api_, c.ctx, next) == CUPTI_SUCCESS) {
-    // Taken on the enabled context. Should the buffer fill again (CUPTI may keep the old
-    // period, or stay stopped after the fill), the next fill re-enables the context.
-    c.changed_live = true;
-    c.period_log2 = next;
-    sizes_.period_log2 = std::max(sizes_.period_log2, next);  // contexts created from now on
-    ++stats_.live_period_changes;
-    ++stats_.adaptations;
-    stats_.period_log2 = std::max(stats_.period_log2, next);
-  } else {
-    c.reenable_log2 = next;  // the drain thread does it after this drain (reenable_locked)
-  }
+  // Measured on an H100 (CUDA 13, bench/pc_sampling.py --sections live): once the buffer has
+  // filled, every GetData answers CUPTI_ERROR_OUT_OF_MEMORY until sampling is disabled, and a
+  // period set on the enabled context is accepted (CUPTI_SUCCESS) but changes nothing. So the
+  // context is disabled and enabled again at the new period, on the drain thread after this
+  // drain (reenable_locked). Kernels launched before that are not sampled.
+  c.reenable_log2 = next;
   if (!said_adapting_) {
     said_adapting_ = true;
     std::fprintf(stderr,
@@ -330,9 +330,10 @@ void PcSampler::enable_pending_locked() {
 }
 
 void PcSampler::reenable_locked() {
-  // Contexts whose buffer filled and whose period could not be changed live: disable (what
-  // CUPTI still holds is delivered) and enable again at the raised period. New contexts get
-  // it too. Kernels that run in between are not sampled.
+  // Contexts whose buffer filled: disable (what CUPTI still holds is delivered) and enable
+  // again at the raised period; new contexts get it too. Kernels launched before the enable
+  // are not sampled, and the first launch after it pays CUPTI's setup again (~60 ms on an H100,
+  // docs/pc-sampling.md): a rare event, not a steady cost.
   for (size_t i = 0; i < contexts_.size(); ++i) {
     uint32_t log2 = contexts_[i]->reenable_log2;
     if (log2 == 0) continue;

@@ -10,9 +10,9 @@
 // Sizing: the period, the hardware buffer and CUPTI's worker sleep span are chosen together
 // (choose_pc_sizes): the buffer must hold several sleep spans of samples at the chosen rate,
 // or CUPTI drops them all (GetData returns CUPTI_ERROR_OUT_OF_MEMORY and/or sets
-// hardwareBufferFull). A full buffer is counted at the drain that sees it, reported in the
-// profile, and answered by raising the period (period_after_full): on the enabled context if
-// CUPTI takes it, else, or if the buffer fills again, by disabling and enabling the context.
+// hardwareBufferFull), and keeps answering so until sampling is disabled. A full buffer is
+// counted at the drain that sees it, reported in the profile, and answered by raising the
+// period (period_after_full): the drain thread disables the context and enables it again.
 // Enabling and configuring a context is pc_sampling_setup.h, shared with the bench floor.
 //
 // Threads and locks: start/stop/drain come from the backend (session layer's API lock). mu_
