@@ -305,8 +305,6 @@ NB_MODULE(_proton, m) {
                                    {"buffer_full", &S::buffer_full},
                                    {"dropped", &S::dropped},
                                    {"non_user", &S::non_user},
-                                   {"adaptations", &S::adaptations},
-                                   {"reenables", &S::reenables},
                                    {"get_data_errors", &S::get_data_errors},
                                    {"bad_records", &S::bad_records},
                                    {"binaries", &S::binaries},
@@ -316,6 +314,8 @@ NB_MODULE(_proton, m) {
     d["error"] = s.error;
     d["period_log2"] = s.period_log2;
     d["start_period_log2"] = s.start_period_log2;
+    d["asked_period_log2"] = s.asked_period_log2;
+    d["next_period_log2"] = s.next_period_log2;
     d["sleep_span_ms"] = s.sleep_span_ms;
     d["stall_reasons"] = s.stall_reasons;
     d["drain_ms_total"] = s.drain_ms_total;

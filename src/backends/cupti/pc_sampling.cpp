@@ -66,21 +66,26 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
   s.period_log2 = o.period_log2 == 0 ? kDefaultPeriod : std::clamp<uint32_t>(o.period_log2, 5, 31);
   s.scratch_bytes = kScratchBytes;
   auto need = [&](uint32_t period) { return pc_buffer_bytes_needed(period, s.sleep_span_ms, sms); };
-  if (o.buffer_bytes != 0) {
-    s.buffer_bytes = o.buffer_bytes;
-    return s;  // the user's choice; a full buffer is still detected and adapted to
-  }
   uint32_t asked = s.period_log2;
-  while (s.period_log2 < 31 && need(s.period_log2) > o.max_buffer_bytes)
-    ++s.period_log2;
-  s.buffer_bytes = std::clamp(round_up_pow2(need(s.period_log2)), kMinBuffer, o.max_buffer_bytes);
+  if (o.buffer_bytes != 0) {
+    // The user's buffer: their period stands if the buffer holds it, or if they said adapt=0
+    // (a full buffer is then counted and reported, and loses the rest of the session).
+    s.buffer_bytes = o.buffer_bytes;
+    while (o.adapt && s.period_log2 < 31 && need(s.period_log2) > s.buffer_bytes)
+      ++s.period_log2;
+  } else {
+    while (s.period_log2 < 31 && need(s.period_log2) > o.max_buffer_bytes)
+      ++s.period_log2;
+    s.buffer_bytes = std::clamp(round_up_pow2(need(s.period_log2)), kMinBuffer, o.max_buffer_bytes);
+  }
   if (s.period_log2 != asked) {
     s.note = "sampling period raised from 2^" + std::to_string(asked) + " to 2^" +
              std::to_string(s.period_log2) + " cycles so that a " +
-             std::to_string(s.buffer_bytes >> 20) + " MB hardware buffer holds " +
+             std::to_string(s.buffer_bytes >> 10) + " KB hardware buffer holds " +
              std::to_string(static_cast<int>(kSafety)) + " of CUPTI's " +
-             std::to_string(s.sleep_span_ms) + " ms decode spans (pcsampling:buffer_mb=N " +
-             "chooses a larger buffer)";
+             std::to_string(s.sleep_span_ms) + " ms decode spans (a full buffer loses every " +
+             "sample after it; pcsampling:buffer_mb=N chooses a larger buffer, adapt=0 keeps " +
+             "the period)";
   }
   return s;
 }
@@ -88,8 +93,7 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
 struct PcSampler::Context {
   CUcontext ctx = nullptr;
   uint32_t period_log2 = 0;
-  uint32_t reenable_log2 = 0;  // != 0: the drain thread disables and enables it at this period
-  bool full = false;           // its hardware buffer filled (CUPTI says so until disable)
+  bool full = false;  // its hardware buffer filled (CUPTI says so until disable)
   StallIndex index{{}};
   size_t reasons = 0;
   PcDataBuffer get;         // GetData's
@@ -123,6 +127,18 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
   options_ = options;
   sizes_ = choose_pc_sizes(options, sms);
   sms_ = sms;
+  {
+    // An earlier session of this process filled a buffer of this size: start where it said.
+    std::lock_guard lock(mu_);
+    if (options.adapt && learned_.buffer_bytes == sizes_.buffer_bytes &&
+        learned_.sleep_span_ms == sizes_.sleep_span_ms &&
+        learned_.period_log2 > sizes_.period_log2) {
+      sizes_.note = "sampling period raised from 2^" + std::to_string(sizes_.period_log2) +
+                    " to 2^" + std::to_string(learned_.period_log2) +
+                    " cycles: the hardware buffer filled at the lower rate earlier in this process";
+      sizes_.period_log2 = learned_.period_log2;
+    }
+  }
   // lines_ keeps its binaries across start/finalize cycles: modules loaded earlier stay
   // loaded, and their load callbacks will not come again.
   if (api.cuptiGetSassToSourceCorrelation != nullptr) {
@@ -171,9 +187,9 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
     stopping_ = false;
     warned_ = false;
     final_fills_ = 0;
-    said_adapting_ = false;
     stats_ = PcSamplingStats{};
     stats_.period_log2 = stats_.start_period_log2 = sizes_.period_log2;
+    stats_.asked_period_log2 = options.period_log2;
     stats_.buffer_bytes = sizes_.buffer_bytes;
     stats_.scratch_bytes = sizes_.scratch_bytes;
     stats_.sleep_span_ms = sizes_.sleep_span_ms;
@@ -277,34 +293,36 @@ void PcSampler::drain_locked(Context& c, bool final) {
 }
 
 void PcSampler::buffer_full_locked(Context& c, bool final) {
-  // CUPTI dropped what the hardware buffer held: count it, and sample less often from now on.
-  // CUPTI repeats the answer at every GetData until disable: one fill, counted once.
+  // CUPTI dropped what the hardware buffer held, and (measured on an H100, CUDA 13) answers
+  // CUPTI_ERROR_OUT_OF_MEMORY at every GetData until sampling is disabled: one fill, counted
+  // once, and no sample of this context until the session ends.
   if (c.full) return;
   c.full = true;
   ++batch_.buffer_full;
   ++stats_.buffer_full;
-  if (final) {
-    ++final_fills_;  // nothing is left to sample less often
-    return;
+  if (final) ++final_fills_;
+  // Nothing is changed on the running context. A period set on it is accepted and changes
+  // nothing (measured), and disabling and enabling it again from the drain thread while the
+  // application launched kernels hung the GPU test that exercised it (H100, CUDA 13). So the
+  // next session of this process starts at a period this buffer holds (start()), and the
+  // user is told now.
+  uint32_t next = 0;
+  if (options_.adapt) {
+    next = period_after_full(c.period_log2, sizes_.buffer_bytes, sizes_.sleep_span_ms, sms_);
+    learned_ = {sizes_.buffer_bytes, sizes_.sleep_span_ms, std::max(learned_.period_log2, next)};
+    stats_.next_period_log2 = learned_.period_log2;
   }
-  if (!options_.adapt || c.period_log2 >= 31 || c.reenable_log2 != 0) return;
-  uint32_t from = c.period_log2;
-  // Straight to the period the rate model says this buffer holds (at least one step up): with
-  // a user's buffer far too small for their interval, one step per drain would take many.
-  uint32_t next = period_after_full(from, sizes_.buffer_bytes, sizes_.sleep_span_ms, sms_);
-  // Measured on an H100 (CUDA 13, bench/pc_sampling.py --sections live): once the buffer has
-  // filled, every GetData answers CUPTI_ERROR_OUT_OF_MEMORY until sampling is disabled, and a
-  // period set on the enabled context is accepted (CUPTI_SUCCESS) but changes nothing. So the
-  // context is disabled and enabled again at the new period, on the drain thread after this
-  // drain (reenable_locked). Kernels launched before that are not sampled.
-  c.reenable_log2 = next;
-  if (!said_adapting_) {
-    said_adapting_ = true;
+  if (!final) {
+    std::string then =
+        next == 0 ? std::string(" (adapt=0)")
+                  : "; the next session samples every 2^" + std::to_string(next) + " cycles";
     std::fprintf(stderr,
-                 "proton: PC sampling: the hardware buffer (%llu KB) filled at 2^%u cycles and "
-                 "CUPTI dropped its samples; sampling every 2^%u cycles from now on "
-                 "(pcsampling:buffer_mb=N keeps a faster rate)\n",
-                 static_cast<unsigned long long>(sizes_.buffer_bytes >> 10), from, next);
+                 "proton: PC sampling: the hardware buffer (%llu KB) filled at 2^%u cycles: CUPTI "
+                 "drops every sample of this context until the session ends (counted on the "
+                 "profile's root as pc_sampling_buffer_full)%s; a larger pcsampling:buffer_mb=N "
+                 "or interval=N avoids it\n",
+                 static_cast<unsigned long long>(sizes_.buffer_bytes >> 10), c.period_log2,
+                 then.c_str());
   }
 }
 
@@ -327,37 +345,6 @@ void PcSampler::enable_pending_locked() {
   }
   for (CUcontext ctx : pending)
     enable_or_warn(ctx);
-}
-
-void PcSampler::reenable_locked() {
-  // Contexts whose buffer filled: disable (what CUPTI still holds is delivered) and enable
-  // again at the raised period; new contexts get it too. Kernels launched before the enable
-  // are not sampled, and the first launch after it pays CUPTI's setup again (~60 ms on an H100,
-  // docs/pc-sampling.md): a rare event, not a steady cost.
-  for (size_t i = 0; i < contexts_.size(); ++i) {
-    uint32_t log2 = contexts_[i]->reenable_log2;
-    if (log2 == 0) continue;
-    CUcontext ctx = contexts_[i]->ctx;
-    disable_locked(*contexts_[i]);
-    deliver();
-    sizes_.period_log2 = std::max(sizes_.period_log2, log2);
-    contexts_.erase(contexts_.begin() + static_cast<std::ptrdiff_t>(i));
-    std::string why;
-    if (enable(ctx, why)) {
-      ++stats_.reenables;
-      ++stats_.adaptations;
-      stats_.period_log2 = std::max(stats_.period_log2, log2);
-      // Back in its place, so that the loop neither skips nor repeats a context.
-      std::rotate(contexts_.begin() + static_cast<std::ptrdiff_t>(i), contexts_.end() - 1,
-                  contexts_.end());
-    } else {
-      stats_.error = "re-enabling after a full buffer: " + why;
-      std::fprintf(stderr, "proton: PC sampling is off for a CUDA context: %s\n",
-                   stats_.error.c_str());
-      --i;
-    }
-    stats_.contexts = contexts_.size();
-  }
 }
 
 void PcSampler::disable_locked(Context& c) {
@@ -409,7 +396,6 @@ void PcSampler::tick_locked() {
   for (auto& c : contexts_)
     drain_locked(*c, false);
   deliver();
-  reenable_locked();
   ++stats_.drains;
   stats_.drain_ms_total += (steady_ns() - t0) / 1e6;
 }
@@ -436,7 +422,6 @@ void PcSampler::stop() {
   std::lock_guard lock(mu_);
   g_active.store(nullptr, std::memory_order_release);
   for (auto& c : contexts_) {
-    if (c->reenable_log2 != 0) ++final_fills_;  // its re-enable never came: too late as well
     disable_locked(*c);
   }
   deliver();
@@ -445,12 +430,12 @@ void PcSampler::stop() {
     // A fill first seen by the last drain (at finalize) leaves no later interval to sample
     // less often: say so, so that an unchanged period is not read as a failed adaptation.
     std::fprintf(stderr,
-                 "proton: PC sampling: the hardware buffer filled %llu time(s) and CUPTI returned "
-                 "no samples for those intervals (counted on the profile's root as "
-                 "pc_sampling_buffer_full); the period went from 2^%u to 2^%u cycles; %llu of "
-                 "the fills were seen at the end of the session, too late to adapt to\n",
-                 static_cast<unsigned long long>(stats_.buffer_full), stats_.start_period_log2,
-                 stats_.period_log2, static_cast<unsigned long long>(final_fills_));
+                 "proton: PC sampling: the hardware buffer filled %llu time(s) at 2^%u cycles "
+                 "and CUPTI dropped the samples from then on (counted on the profile's root as "
+                 "pc_sampling_buffer_full); %llu of the fills were seen at the end of the "
+                 "session\n",
+                 static_cast<unsigned long long>(stats_.buffer_full), stats_.period_log2,
+                 static_cast<unsigned long long>(final_fills_));
   }
   PcLineMap::Stats ls = lines_.stats();
   stats_.binaries = ls.binaries;

@@ -10,9 +10,12 @@
 // Sizing: the period, the hardware buffer and CUPTI's worker sleep span are chosen together
 // (choose_pc_sizes): the buffer must hold several sleep spans of samples at the chosen rate,
 // or CUPTI drops them all (GetData returns CUPTI_ERROR_OUT_OF_MEMORY and/or sets
-// hardwareBufferFull), and keeps answering so until sampling is disabled. A full buffer is
-// counted at the drain that sees it, reported in the profile, and answered by raising the
-// period (period_after_full): the drain thread disables the context and enables it again.
+// hardwareBufferFull), and keeps answering so until sampling is disabled. So the period is
+// raised at start until the buffer holds it (unless adapt=0). A fill that comes anyway is
+// counted at the drain that sees it, reported in the profile and on stderr, and the next
+// session of the process starts at a period the buffer holds (period_after_full). The running
+// context is left alone: re-enabling it from the drain thread while the application launched
+// hung the process on an H100.
 // Enabling and configuring a context is pc_sampling_setup.h, shared with the bench floor.
 //
 // Threads and locks: start/stop/drain come from the backend (session layer's API lock). mu_
@@ -98,12 +101,11 @@ class PcSampler {
   void translate(Context& c, const CUpti_PCSamplingData& data);  // requires mu_
   void buffer_full_locked(Context& c, bool final);               // requires mu_
   void disable_locked(Context& c);                               // requires mu_
-  void reenable_locked();              // requires mu_: contexts whose period could not be set live
-  void deliver();                      // requires mu_
-  void run();                          // the drain thread
-  void tick_locked();                  // requires mu_
-  void enable_or_warn(CUcontext ctx);  // requires mu_
-  void enable_pending_locked();        // requires mu_
+  void deliver();                                                // requires mu_
+  void run();                                                    // the drain thread
+  void tick_locked();                                            // requires mu_
+  void enable_or_warn(CUcontext ctx);                            // requires mu_
+  void enable_pending_locked();                                  // requires mu_
   NameId locate(uint64_t crc, NameId fn, const char* name, uint64_t pc);
 
   const CuptiApi* api_ = nullptr;
@@ -123,8 +125,14 @@ class PcSampler {
   PcSamplingStats stats_;                           // guarded by mu_
   bool warned_ = false;                             // guarded by mu_
   uint32_t sms_ = 0;
-  uint64_t final_fills_ = 0;    // guarded by mu_: full buffers seen when disabling (too late)
-  bool said_adapting_ = false;  // guarded by mu_: the line about raising the period was printed
+  uint64_t final_fills_ = 0;  // guarded by mu_: full buffers seen when disabling (too late)
+  // A full buffer seen in this process: the period the next session with this buffer and
+  // span starts at (guarded by mu_).
+  struct Learned {
+    uint64_t buffer_bytes = 0;
+    uint32_t sleep_span_ms = 0;
+    uint32_t period_log2 = 0;
+  } learned_;
   // Contexts created while the drain thread held mu_ (on_resource), enabled at its next tick.
   std::mutex pending_mu_;  // guards pending_contexts_ only; taken after mu_ or alone
   std::vector<CUcontext> pending_contexts_;

@@ -11,7 +11,9 @@ struct PcSamplingStats {
   std::string error;         // why PC sampling is off (or was turned off), "" when fine
   uint32_t period_log2 = 0;  // current sampling period, log2 of cycles
   uint32_t start_period_log2 = 0;
-  uint64_t buffer_bytes = 0;  // hardware buffer
+  uint32_t asked_period_log2 = 0;  // what the options asked for (0: automatic)
+  uint32_t next_period_log2 = 0;   // where the next session starts after a full buffer (0: none)
+  uint64_t buffer_bytes = 0;       // hardware buffer
   uint64_t scratch_bytes = 0;
   uint32_t sleep_span_ms = 0;
   uint32_t stall_reasons = 0;
@@ -23,8 +25,6 @@ struct PcSamplingStats {
   uint64_t buffer_full = 0;      // GetData calls that reported hardwareBufferFull
   uint64_t dropped = 0;          // droppedSamples reported by CUPTI
   uint64_t non_user = 0;         // nonUsrKernelsTotalSamples
-  uint64_t adaptations = 0;      // period raises after a full buffer
-  uint64_t reenables = 0;        // contexts disabled and enabled again at a raised period
   uint64_t get_data_errors = 0;  // GetData calls that failed (other than a full buffer)
   uint64_t bad_records = 0;
   uint64_t binaries = 0;  // cubins kept for line mapping

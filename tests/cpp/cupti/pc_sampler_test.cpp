@@ -137,73 +137,63 @@ class PcSamplerTest : public ::testing::Test {
   PcSampler sampler_;
 };
 
-TEST_F(PcSamplerTest, AFullBufferAnsweredAsOutOfMemoryIsCountedAndSamplingEnabledAgain) {
+TEST_F(PcSamplerTest, AUserBufferTooSmallForTheIntervalRaisesThePeriodAtStart) {
   ASSERT_TRUE(start());
+  // The first period from 2^5 up that 1 MB holds by the rate model.
+  uint32_t fits = period_after_full(4, options_.buffer_bytes, options_.sleep_span_ms, 132);
+  EXPECT_EQ(g.periods, (std::vector<uint32_t>{fits}));
+  PcSamplingStats s = sampler_.stats();
+  EXPECT_EQ(s.asked_period_log2, 5u);
+  EXPECT_EQ(s.period_log2, fits);
+}
+
+TEST_F(PcSamplerTest, AFullBufferAnsweredAsOutOfMemoryIsCountedOnceAndSaid) {
+  options_.adapt = false;  // the user's 2^5 into 1 MB stands: it fills
+  ASSERT_TRUE(start());
+  EXPECT_EQ(g.periods, (std::vector<uint32_t>{5}));
+  ::testing::internal::CaptureStderr();
   g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
   sampler_.tick();
+  std::string err = ::testing::internal::GetCapturedStderr();
   PcSamplingStats s = sampler_.stats();
   EXPECT_EQ(s.buffer_full, 1u) << "the error is the full buffer, not 'nothing this time'";
   EXPECT_EQ(s.get_data_errors, 0u);
-  // A period set on the enabled context changes nothing after a fill (measured on an H100):
-  // the context is disabled and enabled again, straight at the period the buffer holds.
-  uint32_t fits = period_after_full(5, options_.buffer_bytes, options_.sleep_span_ms, 132);
-  EXPECT_EQ(g.disables, 1);
-  EXPECT_EQ(g.enables, 2);
-  EXPECT_TRUE(g.enabled);
-  EXPECT_EQ(g.periods, (std::vector<uint32_t>{5, fits})) << "no live change attempted";
-  EXPECT_EQ(s.reenables, 1u);
-  EXPECT_EQ(s.adaptations, 1u);
-  EXPECT_EQ(s.period_log2, fits);
-  EXPECT_EQ(s.contexts, 1u);
-  // Sampling goes on at the new rate.
-  g.answers = {{CUPTI_SUCCESS, false, 9}};
+  EXPECT_NE(err.find("filled at 2^5"), std::string::npos) << err;
+  // CUPTI repeats the answer at every GetData until disable: one fill.
+  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
   sampler_.tick();
-  s = sampler_.stats();
-  EXPECT_EQ(s.samples, 9u);
-  EXPECT_EQ(s.pc_records, 1u);
+  EXPECT_EQ(sampler_.stats().buffer_full, 1u);
+  // The running context is left alone: no disable or enable from the drain thread.
+  EXPECT_EQ(g.enables, 1);
+  EXPECT_EQ(g.disables, 0);
 }
 
 TEST_F(PcSamplerTest, TheOutOfMemoryErrorAloneIsAFullBufferToo) {
+  options_.adapt = false;
   ASSERT_TRUE(start());
   g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, false, 0}};
   sampler_.tick();
   EXPECT_EQ(sampler_.stats().buffer_full, 1u);
 }
 
-TEST_F(PcSamplerTest, AFillCuptiRepeatsUntilDisableIsCountedOnce) {
-  options_.adapt = false;
+TEST_F(PcSamplerTest, AFillIsAnsweredByTheNextSessionStartingSlower) {
+  // A buffer the rate model says holds 2^16 fills anyway (a denser workload than the model's).
+  options_.period_log2 = 16;
+  options_.buffer_bytes = pc_buffer_bytes_needed(16, options_.sleep_span_ms, 132);
   ASSERT_TRUE(start());
+  EXPECT_EQ(g.periods.back(), 16u);
   g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
   sampler_.tick();
-  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
-  sampler_.tick();
-  EXPECT_EQ(sampler_.stats().buffer_full, 1u);
-}
-
-TEST_F(PcSamplerTest, AFillAfterEnablingAgainIsANewFillAndRaisesThePeriodAgain) {
+  uint32_t next = period_after_full(16, options_.buffer_bytes, options_.sleep_span_ms, 132);
+  EXPECT_EQ(sampler_.stats().next_period_log2, next);
+  sampler_.stop();
   ASSERT_TRUE(start());
-  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
-  sampler_.tick();
-  uint32_t first = sampler_.stats().period_log2;
-  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
-  sampler_.tick();
-  PcSamplingStats s = sampler_.stats();
-  EXPECT_EQ(s.buffer_full, 2u);
-  EXPECT_EQ(s.reenables, 2u);
-  EXPECT_EQ(g.enables, 3);
-  EXPECT_EQ(s.period_log2, first + 1);
-  EXPECT_EQ(g.periods.back(), s.period_log2);
-}
-
-TEST_F(PcSamplerTest, WithoutAdaptationTheFullBufferIsStillCounted) {
-  options_.adapt = false;
+  EXPECT_EQ(g.periods.back(), next);
+  EXPECT_EQ(sampler_.stats().period_log2, next);
+  sampler_.stop();
+  options_.adapt = false;  // ...unless the user keeps the period
   ASSERT_TRUE(start());
-  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
-  sampler_.tick();
-  PcSamplingStats s = sampler_.stats();
-  EXPECT_EQ(s.buffer_full, 1u);
-  EXPECT_EQ(s.adaptations, 0u);
-  EXPECT_EQ(s.period_log2, 5u);
+  EXPECT_EQ(g.periods.back(), 16u);
 }
 
 TEST_F(PcSamplerTest, OtherErrorsAreCountedApartFromFullBuffers) {
@@ -213,10 +203,18 @@ TEST_F(PcSamplerTest, OtherErrorsAreCountedApartFromFullBuffers) {
   PcSamplingStats s = sampler_.stats();
   EXPECT_EQ(s.get_data_errors, 1u);
   EXPECT_EQ(s.buffer_full, 0u);
-  EXPECT_EQ(s.adaptations, 0u);
 }
 
-TEST_F(PcSamplerTest, AFullBufferSeenOnlyAtDisableIsSaidToBeTooLate) {
+TEST_F(PcSamplerTest, SamplesOfADrainAreCounted) {
+  ASSERT_TRUE(start());
+  g.answers = {{CUPTI_SUCCESS, false, 9}};
+  sampler_.tick();
+  PcSamplingStats s = sampler_.stats();
+  EXPECT_EQ(s.samples, 9u);
+  EXPECT_EQ(s.pc_records, 1u);
+}
+
+TEST_F(PcSamplerTest, AFullBufferSeenOnlyAtDisableIsSaidToBeLate) {
   ASSERT_TRUE(start());
   g.full_at_disable = true;
   ::testing::internal::CaptureStderr();
@@ -224,9 +222,21 @@ TEST_F(PcSamplerTest, AFullBufferSeenOnlyAtDisableIsSaidToBeTooLate) {
   std::string err = ::testing::internal::GetCapturedStderr();
   PcSamplingStats s = sampler_.stats();
   EXPECT_EQ(s.buffer_full, 1u);
-  EXPECT_EQ(s.adaptations, 0u);
   EXPECT_NE(err.find("filled 1 time(s)"), std::string::npos) << err;
   EXPECT_NE(err.find("1 of the fills were seen at the end"), std::string::npos) << err;
+}
+
+TEST(PcSizes, AUserBufferIsKeptAndThePeriodRaisedUnlessAdaptIsOff) {
+  PcSamplingOptions o;
+  o.period_log2 = 5;
+  o.buffer_bytes = uint64_t{1} << 20;
+  PcSizes s = choose_pc_sizes(o, 132);
+  EXPECT_EQ(s.buffer_bytes, o.buffer_bytes);
+  EXPECT_GT(s.period_log2, 5u);
+  EXPECT_LE(pc_buffer_bytes_needed(s.period_log2, s.sleep_span_ms, 132), o.buffer_bytes);
+  EXPECT_NE(s.note.find("raised from 2^5"), std::string::npos) << s.note;
+  o.adapt = false;
+  EXPECT_EQ(choose_pc_sizes(o, 132).period_log2, 5u);
 }
 
 TEST(PcSizes, AFullBufferJumpsToThePeriodTheBufferHolds) {
