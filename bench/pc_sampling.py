@@ -613,6 +613,7 @@ def main():
     ap.add_argument("--triton-only", default=None, help="workloads for triton.profiler (default: --only)")
     ap.add_argument("--triton-timeout", type=int, default=120)
     ap.add_argument("--memory-workloads", default="gemm,mlp")
+    ap.add_argument("--memory-variants", default="none,timing,pcs,floor")
     ap.add_argument("--mlp-steps", type=int, default=None, help="MLP steps per run (200; --quick: 50)")
     ap.add_argument("--tag", default="", help="file name part: <date>-<gpu>-pc-sampling[-TAG]")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -668,7 +669,7 @@ def main():
         report["memory"] = {}
         for w in args.memory_workloads.split(","):
             if w in sizes["only"]:
-                report["memory"][w] = {v: run_child(v, w, sizes, 300) for v in ("none", "timing", "pcs", "floor")}
+                report["memory"][w] = {v: run_child(v, w, sizes, 300) for v in args.memory_variants.split(",")}
                 print(f"  {w}: " + ", ".join(f"{v} {r.get('rss_growth_mb', r.get('error'))}"
                                              for v, r in report["memory"][w].items()), flush=True)
         save()
