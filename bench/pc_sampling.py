@@ -616,6 +616,7 @@ def main():
     ap.add_argument("--memory-variants", default="none,timing,pcs,floor")
     ap.add_argument("--mlp-steps", type=int, default=None, help="MLP steps per run (200; --quick: 50)")
     ap.add_argument("--tag", default="", help="file name part: <date>-<gpu>-pc-sampling[-TAG]")
+    ap.add_argument("--markdown-from", help="rewrite the .md of an earlier JSON report, and exit")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
@@ -623,6 +624,9 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child_main(args)
+    if args.markdown_from:
+        src = pathlib.Path(args.markdown_from)
+        return write_markdown(json.loads(src.read_text()), src.with_suffix(".md"))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sections = args.sections.split(",")
@@ -687,8 +691,7 @@ def main():
             print(f"  triton.profiler {w}: " + (f"{t['run_s'] / n['run_s']:.1f}x" if "run_s" in t and "run_s" in n
                                                 else str(t.get("error"))), flush=True)
         save()
-    if "table" in sections:
-        write_markdown(report, json_path.with_suffix(".md"))
+    write_markdown(report, json_path.with_suffix(".md"))
     print("wrote", json_path)
 
 
@@ -727,6 +730,37 @@ def write_markdown(report, path):
             if v in row:
                 lines.append(f"| {w} | {v} | {row[v]['start_s'] * 1e3:.0f} ms | {row[v]['one_time_s'] * 1e3:.0f} ms | "
                              f"{row[v]['stop_s'] * 1e3:.0f} ms |")
+    diag = report.get("diagnose", {})
+    if diag.get("scenarios"):
+        lines += ["", "Where the one-time cost lands (diagnose; ms; excess over the same op with no "
+                  "profiler; launch = the launching call on the CPU, gpu = CUDA events around it):", "",
+                  "| scenario | enable | stop | first op: excess (launch, gpu) | later ops: largest excess |",
+                  "|---|---|---|---|---|"]
+        for sc in diag["scenarios"]:
+            first, rest = sc["steps"][0], sc["steps"][1:]
+            worst = max(rest, key=lambda x: x["excess_ms"]) if rest else None
+            lines.append(f"| {sc['scenario']} | {sc['enable_ms']:.1f} | {sc['stop_ms']:.1f} | {first['op']}: "
+                         f"{first['excess_ms']:.1f} ({first['launch_ms']:.1f}, {first['gpu_ms']:.1f}) | "
+                         + (f"{worst['op']}: {worst['excess_ms']:.1f}" if worst else "-") + " |")
+    live = report.get("live", {})
+    if live and "error" not in live:
+        lines += ["", "CUPTI's GetData answers while a 1 MB buffer fills (live; result codes: 0 success, "
+                  "8 CUPTI_ERROR_OUT_OF_MEMORY):", ""]
+        for label, rec in live.items():
+            lines.append(f"- {label}: set_period -> {rec['set_period_result']}; before {rec['before']}; "
+                         f"after {rec['after']}; samples at disable {rec['stats'].get('samples_at_disable')}")
+    sw = report.get("sweep", {})
+    if sw.get("rows"):
+        lines += ["", "The floor's steady cost over CUPTI settings (sweep; one factor at a time around "
+                  "2^16, 4 MB buffer, 8 MB scratch, 20 ms sleep span and drain):", "",
+                  "| setting | gemm steady | tiny_torch steady | gemm first run | samples | buffer full |",
+                  "|---|---|---|---|---|---|"]
+        for r in sw["rows"]:
+            if "steady_ratio" not in r:
+                lines.append(f"| {r['config']} | {r.get('error')} | | | | |")
+                continue
+            lines.append(f"| {r['config']} | {r['steady_ratio']['gemm']:.3f}x | {r['steady_ratio']['tiny_torch']:.3f}x | "
+                         f"{r['first_ratio']['gemm']:.2f}x | {r['stats'].get('samples')} | {r['stats'].get('buffer_full')} |")
     if report.get("memory"):
         lines += ["", "Host memory growth (MB, fresh process, after warm-up):", ""]
         for w, m in report["memory"].items():
