@@ -40,17 +40,22 @@ NB_MODULE(_proton_bench, m) {
   m.doc() = "Proton's benchmark instruments (CUPTI floors); not part of the product";
   m.def(
       "pc_floor_start",
-      [](uint32_t period_log2, uint64_t buffer_bytes, uint32_t sleep_ms, uint32_t drain_ms) {
+      [](uint32_t period_log2, uint64_t buffer_bytes, uint32_t sleep_ms, uint32_t drain_ms,
+         uint64_t scratch_bytes, bool log) {
         PcFloorConfig c;
         c.period_log2 = period_log2;
         c.buffer_bytes = buffer_bytes;
         c.sleep_span_ms = sleep_ms;
         c.drain_ms = drain_ms;
+        c.scratch_bytes = scratch_bytes;
+        c.log = log;
         std::string why;
         if (!pc_floor_start(c, why)) throw std::runtime_error(why);
       },
       nb::arg("period_log2") = 16, nb::arg("buffer_bytes") = uint64_t{4} << 20,
-      nb::arg("sleep_ms") = 20, nb::arg("drain_ms") = 20);
+      nb::arg("sleep_ms") = 20, nb::arg("drain_ms") = 20,
+      nb::arg("scratch_bytes") = uint64_t{8} << 20, nb::arg("log") = false);
+  m.def("pc_floor_set_period", &pc_floor_set_period, nb::arg("period_log2"));
   // The kernel-tracing floor and its variants (cupti_floor.h), moved out of the product: the
   // names are those _proton had, so bench scripts only change the module they import.
   m.def(
@@ -109,8 +114,18 @@ NB_MODULE(_proton_bench, m) {
     d["samples"] = c.samples;
     d["pc_records"] = c.pc_records;
     d["buffer_full"] = c.buffer_full;
+    d["oom_returns"] = c.oom_returns;
+    d["other_errors"] = c.other_errors;
     d["dropped"] = c.dropped;
+    d["samples_at_disable"] = c.samples_at_disable;
     d["stall_reasons"] = c.stall_reasons;
+    d["enable_ms"] = c.enable_ms;
+    d["disable_ms"] = c.disable_ms;
+    nb::list events;
+    for (const PcFloorEvent& e : c.events) {
+      events.append(nb::make_tuple(e.t_ms, e.result, e.buffer_full, e.samples, e.pcs, e.remaining));
+    }
+    d["events"] = events;
     return d;
   });
   proton::bench::register_counters_floor(m);  // bench/counters.py's floor

@@ -305,7 +305,7 @@ NB_MODULE(_proton, m) {
                                    {"buffer_full", &S::buffer_full},
                                    {"dropped", &S::dropped},
                                    {"non_user", &S::non_user},
-                                   {"adaptations", &S::adaptations},
+                                   {"get_data_errors", &S::get_data_errors},
                                    {"bad_records", &S::bad_records},
                                    {"binaries", &S::binaries},
                                    {"binary_bytes", &S::binary_bytes},
@@ -314,9 +314,13 @@ NB_MODULE(_proton, m) {
     d["error"] = s.error;
     d["period_log2"] = s.period_log2;
     d["start_period_log2"] = s.start_period_log2;
+    d["asked_period_log2"] = s.asked_period_log2;
+    d["next_period_log2"] = s.next_period_log2;
     d["sleep_span_ms"] = s.sleep_span_ms;
     d["stall_reasons"] = s.stall_reasons;
     d["drain_ms_total"] = s.drain_ms_total;
+    d["enable_ms"] = s.enable_ms;
+    d["disable_ms"] = s.disable_ms;
     return d;
   });
 #endif

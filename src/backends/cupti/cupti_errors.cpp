@@ -18,9 +18,15 @@ std::string_view advice(CUptiResult result) {
       return "the driver restricts GPU profiling to administrators "
              "(NVreg_RestrictProfilingToAdminUsers); run as root or lift the restriction";
     case CUPTI_ERROR_NOT_INITIALIZED:
-    case CUPTI_ERROR_NOT_COMPATIBLE:
       return "libcupti does not match the installed driver; point PROTON_CUPTI_PATH at the "
              "libcupti of a CUDA version the driver supports";
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      // Measured on an H100 with CUDA 13: after another client of this process enabled PC
+      // sampling on the context, cuptiActivityEnable(CONCURRENT_KERNEL) fails so.
+      return "either another tool in this process has enabled CUPTI's PC sampling first (CUPTI "
+             "then refuses kernel tracing: stop it, or start proton first), or libcupti does not "
+             "match the installed driver (point PROTON_CUPTI_PATH at the libcupti of a CUDA "
+             "version the driver supports)";
     case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
     case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
     case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:

@@ -28,21 +28,14 @@ constexpr uint32_t kDefaultPeriod = 16;
 // measurement (2 MB was enough; a quarter of 8 MB at 2^14 was not): the rate scales with
 // 2^-period and the SM count.
 constexpr double kBytesPer100msAt17 = 2.0 * (1 << 20);
-// The buffer holds this many sleep spans: CUPTI's worker may be late, kernels bursty.
-constexpr double kSafety = 4.0;
+// The buffer holds this many sleep spans: CUPTI's worker may be late, kernels bursty. 4 was
+// not enough: an MLP training loop (back-to-back cuBLAS GEMMs, ~3.5M samples/s at 2^16 on an
+// H100) filled the 4 MB buffer this gave in 1 of 3 rounds, in two sessions; 8 MB costs 4 MB of
+// host memory more.
+constexpr double kSafety = 8.0;
 constexpr uint64_t kMinBuffer = uint64_t{2} << 20;
 
 std::atomic<PcSampler*> g_active{nullptr};
-
-std::string pc_error(const CuptiApi& api, const char* call, CUptiResult r) {
-  std::string s = cupti_error(api, call, r);
-  if (r == CUPTI_ERROR_NOT_SUPPORTED) {
-    s += " (this GPU or driver has no PC sampling: it needs compute capability 7.0 or newer)";
-  } else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    s += " (profiling is restricted to admin users: see NVreg_RestrictProfilingToAdminUsers)";
-  }
-  return s;
-}
 
 uint64_t round_up_pow2(uint64_t v) {
   uint64_t p = 1;
@@ -53,31 +46,46 @@ uint64_t round_up_pow2(uint64_t v) {
 
 }  // namespace
 
+uint64_t pc_buffer_bytes_needed(uint32_t period_log2, uint32_t sleep_span_ms, uint32_t sms) {
+  double sm_scale = sms == 0 ? 1.0 : sms / 132.0;
+  double rate = kBytesPer100msAt17 * std::ldexp(1.0, 17 - static_cast<int>(period_log2)) * sm_scale;
+  return static_cast<uint64_t>(rate * (sleep_span_ms / 100.0) * kSafety);
+}
+
+uint32_t period_after_full(uint32_t period_log2, uint64_t buffer_bytes, uint32_t sleep_span_ms,
+                           uint32_t sms) {
+  uint32_t p = std::min<uint32_t>(31, period_log2 + 1);
+  while (p < 31 && pc_buffer_bytes_needed(p, sleep_span_ms, sms) > buffer_bytes)
+    ++p;
+  return p;
+}
+
 PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
   PcSizes s;
   s.sleep_span_ms = std::max<uint32_t>(1, o.sleep_span_ms);
   s.period_log2 = o.period_log2 == 0 ? kDefaultPeriod : std::clamp<uint32_t>(o.period_log2, 5, 31);
   s.scratch_bytes = kScratchBytes;
-  double sm_scale = sms == 0 ? 1.0 : sms / 132.0;
-  auto need = [&](uint32_t period) {
-    double rate = kBytesPer100msAt17 * std::ldexp(1.0, 17 - static_cast<int>(period)) * sm_scale;
-    return static_cast<uint64_t>(rate * (s.sleep_span_ms / 100.0) * kSafety);
-  };
-  if (o.buffer_bytes != 0) {
-    s.buffer_bytes = o.buffer_bytes;
-    return s;  // the user's choice; a full buffer is still detected and adapted to
-  }
+  auto need = [&](uint32_t period) { return pc_buffer_bytes_needed(period, s.sleep_span_ms, sms); };
   uint32_t asked = s.period_log2;
-  while (s.period_log2 < 31 && need(s.period_log2) > o.max_buffer_bytes)
-    ++s.period_log2;
-  s.buffer_bytes = std::clamp(round_up_pow2(need(s.period_log2)), kMinBuffer, o.max_buffer_bytes);
+  if (o.buffer_bytes != 0) {
+    // The user's buffer: their period stands if the buffer holds it, or if they said adapt=0
+    // (a full buffer is then counted and reported, and loses the rest of the session).
+    s.buffer_bytes = o.buffer_bytes;
+    while (o.adapt && s.period_log2 < 31 && need(s.period_log2) > s.buffer_bytes)
+      ++s.period_log2;
+  } else {
+    while (s.period_log2 < 31 && need(s.period_log2) > o.max_buffer_bytes)
+      ++s.period_log2;
+    s.buffer_bytes = std::clamp(round_up_pow2(need(s.period_log2)), kMinBuffer, o.max_buffer_bytes);
+  }
   if (s.period_log2 != asked) {
     s.note = "sampling period raised from 2^" + std::to_string(asked) + " to 2^" +
              std::to_string(s.period_log2) + " cycles so that a " +
-             std::to_string(s.buffer_bytes >> 20) + " MB hardware buffer holds " +
+             std::to_string(s.buffer_bytes >> 10) + " KB hardware buffer holds " +
              std::to_string(static_cast<int>(kSafety)) + " of CUPTI's " +
-             std::to_string(s.sleep_span_ms) + " ms decode spans (pcsampling:buffer_mb=N " +
-             "chooses a larger buffer)";
+             std::to_string(s.sleep_span_ms) + " ms decode spans (a full buffer loses every " +
+             "sample after it; pcsampling:buffer_mb=N chooses a larger buffer, adapt=0 keeps " +
+             "the period)";
   }
   return s;
 }
@@ -85,39 +93,18 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
 struct PcSampler::Context {
   CUcontext ctx = nullptr;
   uint32_t period_log2 = 0;
-  uint32_t reenable_log2 = 0;  // != 0: disable and enable again with this period
+  bool full = false;  // its hardware buffer filled (CUPTI says so until disable)
   StallIndex index{{}};
   size_t reasons = 0;
-  // GetData's buffer, and the one CUPTI fills at disable (SAMPLING_DATA_BUFFER).
-  struct Buffer {
-    std::vector<CUpti_PCSamplingPCData> pcs;
-    std::vector<CUpti_PCSamplingStallReason> stalls;
-    CUpti_PCSamplingData data{};
-    void init(size_t n_pcs, size_t n_reasons) {
-      pcs.assign(n_pcs, CUpti_PCSamplingPCData{});
-      stalls.assign(n_pcs * std::max<size_t>(1, n_reasons), CUpti_PCSamplingStallReason{});
-      for (size_t i = 0; i < n_pcs; ++i) {
-        pcs[i].size = sizeof(CUpti_PCSamplingPCData);
-        pcs[i].stallReason = &stalls[i * std::max<size_t>(1, n_reasons)];
-      }
-      data = CUpti_PCSamplingData{};
-      data.size = sizeof(CUpti_PCSamplingData);
-      data.collectNumPcs = n_pcs;
-      data.pPcData = pcs.data();
-    }
-    void reset() {
-      // CUPTI writes stallReasonCount per record: restore the capacities it reads.
-      data.totalNumPcs = 0;
-      data.remainingNumPcs = 0;
-      data.hardwareBufferFull = 0;
-      data.droppedSamples = 0;
-      data.totalSamples = 0;
-      data.nonUsrKernelsTotalSamples = 0;
-    }
-  };
-  Buffer get;
-  Buffer final_data;
+  PcDataBuffer get;         // GetData's
+  PcDataBuffer at_disable;  // CUPTI's SAMPLING_DATA_BUFFER: filled at disable
 };
+
+PcSampler::PcSampler() = default;
+
+PcSampler::~PcSampler() {
+  stop();
+}
 
 PcSampler& PcSampler::global() {
   static PcSampler* s = new PcSampler();  // leaked: resource callbacks may come during exit
@@ -139,6 +126,19 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
   sink_ = sink;
   options_ = options;
   sizes_ = choose_pc_sizes(options, sms);
+  sms_ = sms;
+  {
+    // An earlier session of this process filled a buffer of this size: start where it said.
+    std::lock_guard lock(mu_);
+    if (options.adapt && learned_.buffer_bytes == sizes_.buffer_bytes &&
+        learned_.sleep_span_ms == sizes_.sleep_span_ms &&
+        learned_.period_log2 > sizes_.period_log2) {
+      sizes_.note = "sampling period raised from 2^" + std::to_string(sizes_.period_log2) +
+                    " to 2^" + std::to_string(learned_.period_log2) +
+                    " cycles: the hardware buffer filled at the lower rate earlier in this process";
+      sizes_.period_log2 = learned_.period_log2;
+    }
+  }
   // lines_ keeps its binaries across start/finalize cycles: modules loaded earlier stay
   // loaded, and their load callbacks will not come again.
   if (api.cuptiGetSassToSourceCorrelation != nullptr) {
@@ -189,6 +189,7 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
     final_fills_ = 0;
     stats_ = PcSamplingStats{};
     stats_.period_log2 = stats_.start_period_log2 = sizes_.period_log2;
+    stats_.asked_period_log2 = options.period_log2;
     stats_.buffer_bytes = sizes_.buffer_bytes;
     stats_.scratch_bytes = sizes_.scratch_bytes;
     stats_.sleep_span_ms = sizes_.sleep_span_ms;
@@ -214,127 +215,34 @@ bool PcSampler::enable(CUcontext ctx, std::string& why) {
   for (auto& c : contexts_) {
     if (c->ctx == ctx) return true;
   }
-  CUpti_PCSamplingEnableParams ep{};
-  ep.size = CUpti_PCSamplingEnableParamsSize;
-  ep.ctx = ctx;
-  CUptiResult r = api_->cuptiPCSamplingEnable(&ep);
-  if (r != CUPTI_SUCCESS) {
-    why = pc_error(*api_, "cuptiPCSamplingEnable", r);
-    return false;
-  }
   auto c = std::make_unique<Context>();
   c->ctx = ctx;
-  auto fail = [&](const std::string& message) {
-    why = message;
-    CUpti_PCSamplingDisableParams dp{};
-    dp.size = CUpti_PCSamplingDisableParamsSize;
-    dp.ctx = ctx;
-    api_->cuptiPCSamplingDisable(&dp);
+  c->period_log2 = sizes_.period_log2;
+  PcContinuousSettings settings{sizes_.period_log2, sizes_.buffer_bytes, sizes_.scratch_bytes,
+                                sizes_.sleep_span_ms};
+  PcStallReasons reasons;
+  uint64_t t0 = steady_ns();
+  if (!enable_continuous_pc_sampling(*api_, ctx, settings, kPcsPerCall, c->at_disable, reasons,
+                                     why)) {
     return false;
-  };
-  // Stall reasons, read once per context at enable (40 on an H100).
-  size_t n = 0;
-  CUpti_PCSamplingGetNumStallReasonsParams np{};
-  np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
-  np.ctx = ctx;
-  np.numStallReasons = &n;
-  r = api_->cuptiPCSamplingGetNumStallReasons(&np);
-  if (r != CUPTI_SUCCESS) return fail(pc_error(*api_, "cuptiPCSamplingGetNumStallReasons", r));
-  if (n == 0 || n > 1024) return fail("CUPTI reports " + std::to_string(n) + " stall reasons");
-  std::vector<uint32_t> indices(n);
-  std::vector<std::vector<char>> storage(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
-  std::vector<char*> names(n);
-  for (size_t i = 0; i < n; ++i)
-    names[i] = storage[i].data();
-  CUpti_PCSamplingGetStallReasonsParams sp{};
-  sp.size = CUpti_PCSamplingGetStallReasonsParamsSize;
-  sp.ctx = ctx;
-  sp.numStallReasons = n;
-  sp.stallReasonIndex = indices.data();
-  sp.stallReasons = names.data();
-  r = api_->cuptiPCSamplingGetStallReasons(&sp);
-  if (r != CUPTI_SUCCESS) return fail(pc_error(*api_, "cuptiPCSamplingGetStallReasons", r));
-  std::vector<std::string> raw(n);
-  for (size_t i = 0; i < n; ++i) {
-    storage[i].back() = '\0';
-    raw[i] = storage[i].data();
   }
+  stats_.enable_ms += (steady_ns() - t0) / 1e6;
+  size_t n = reasons.names.size();
   if (!table_) {
-    raw_reasons_ = raw;
-    table_ = std::make_shared<const PcStallTable>(PcStallTable::from_names(raw));
+    raw_reasons_ = reasons.names;
+    table_ = std::make_shared<const PcStallTable>(PcStallTable::from_names(reasons.names));
     stats_.stall_reasons = static_cast<uint32_t>(n);
   }
-  // Our table is the first context's; another GPU's reasons map by name.
-  std::vector<uint32_t> by_position(raw_reasons_.size(), UINT32_MAX);
+  // Our table is the first context's; another GPU's reasons map by name. StallIndex maps
+  // CUPTI's hardware index -> our position: build it from each position's hardware index.
+  std::vector<uint32_t> hw(raw_reasons_.size(), 1u << 20);  // past the index cap: unknown
   for (size_t i = 0; i < n; ++i) {
-    auto it = std::find(raw_reasons_.begin(), raw_reasons_.end(), raw[i]);
-    if (it != raw_reasons_.end()) by_position[it - raw_reasons_.begin()] = indices[i];
+    auto it = std::find(raw_reasons_.begin(), raw_reasons_.end(), reasons.names[i]);
+    if (it != raw_reasons_.end()) hw[it - raw_reasons_.begin()] = reasons.indices[i];
   }
-  {
-    // StallIndex maps hardware index -> position: build from positions' hardware indices.
-    std::vector<uint32_t> hw(by_position.size());
-    for (size_t i = 0; i < hw.size(); ++i)
-      hw[i] = by_position[i] == UINT32_MAX ? 1u << 20 : by_position[i];  // past the index cap
-    c->index = StallIndex(hw);
-  }
+  c->index = StallIndex(hw);
   c->reasons = n;
   c->get.init(kPcsPerCall, n);
-  c->final_data.init(kPcsPerCall, n);
-  c->period_log2 = sizes_.period_log2;
-
-  std::vector<CUpti_PCSamplingConfigurationInfo> cfg(8);
-  for (auto& a : cfg)
-    a = CUpti_PCSamplingConfigurationInfo{};
-  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  cfg[0].attributeData.samplingPeriodData.samplingPeriod = sizes_.period_log2;
-  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
-  cfg[1].attributeData.stallReasonData.stallReasonCount = n;
-  cfg[1].attributeData.stallReasonData.pStallReasonIndex = indices.data();
-  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
-  cfg[2].attributeData.scratchBufferSizeData.scratchBufferSize = sizes_.scratch_bytes;
-  cfg[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
-  cfg[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = sizes_.buffer_bytes;
-  cfg[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-  cfg[4].attributeData.collectionModeData.collectionMode =
-      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-  cfg[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  cfg[5].attributeData.enableStartStopControlData.enableStartStopControl = 0;
-  cfg[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
-  cfg[6].attributeData.outputDataFormatData.outputDataFormat =
-      CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
-  cfg[7].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-  cfg[7].attributeData.samplingDataBufferData.samplingDataBuffer = &c->final_data.data;
-  CUpti_PCSamplingConfigurationInfo span{};
-  span.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
-  span.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
-      sizes_.sleep_span_ms;
-  cfg.push_back(span);
-  CUpti_PCSamplingConfigurationInfoParams cp{};
-  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
-  cp.ctx = ctx;
-  cp.numAttributes = cfg.size();
-  cp.pPCSamplingConfigurationInfo = cfg.data();
-  r = api_->cuptiPCSamplingSetConfigurationAttribute(&cp);
-  if (r != CUPTI_SUCCESS) {
-    std::string which;
-    for (const auto& a : cfg) {
-      if (a.attributeStatus == CUPTI_SUCCESS) continue;
-      switch (a.attributeType) {
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
-          which = "the interval 2^" + std::to_string(sizes_.period_log2) +
-                  " cycles was refused (CUPTI takes 2^5 to 2^31)";
-          break;
-        case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE:
-          which = "the hardware buffer of " + std::to_string(sizes_.buffer_bytes) +
-                  " bytes was refused";
-          break;
-        default:
-          if (which.empty()) which = "attribute " + std::to_string(a.attributeType) + " refused";
-      }
-    }
-    return fail(pc_error(*api_, "cuptiPCSamplingSetConfigurationAttribute", r) +
-                (which.empty() ? "" : ": " + which));
-  }
   contexts_.push_back(std::move(c));
   stats_.contexts = contexts_.size();
   return true;
@@ -344,13 +252,24 @@ NameId PcSampler::locate(uint64_t crc, NameId fn, const char* name, uint64_t pc)
   return lines_.locate(crc, fn, name, pc);
 }
 
-void PcSampler::drain_locked(Context& c, bool final) {
-  // Each call returns what CUPTI's worker decoded so far; loop while it says more remain.
+void PcSampler::translate(Context& c, const CUpti_PCSamplingData& data) {
   PcDecodeLimits limits{kPcsPerCall, c.reasons};
   auto intern = [](const char* s) { return NameTable::global().intern(s); };
   auto loc = [this](uint64_t crc, NameId fn, const char* name, uint64_t pc) {
     return locate(crc, fn, name, pc);
   };
+  batch_.dropped_samples += data.droppedSamples;
+  batch_.non_user_samples += data.nonUsrKernelsTotalSamples;
+  stats_.dropped += data.droppedSamples;
+  stats_.non_user += data.nonUsrKernelsTotalSamples;
+  stats_.samples += data.totalSamples;
+  PcDecodeStats d = translate_pc_data(data, limits, c.index, 0, intern, loc, batch_);
+  stats_.pc_records += d.records;
+  stats_.bad_records += d.bad_records;
+}
+
+void PcSampler::drain_locked(Context& c, bool final) {
+  // Each call returns what CUPTI's worker decoded so far; loop while it says more remain.
   for (int round = 0; round < 256; ++round) {
     c.get.reset();
     CUpti_PCSamplingGetDataParams gp{};
@@ -359,31 +278,51 @@ void PcSampler::drain_locked(Context& c, bool final) {
     gp.pcSamplingData = &c.get.data;
     ++stats_.get_data_calls;
     CUptiResult r = api_->cuptiPCSamplingGetData(&gp);
-    if (r != CUPTI_SUCCESS) break;
-    batch_.dropped_samples += c.get.data.droppedSamples;
-    batch_.non_user_samples += c.get.data.nonUsrKernelsTotalSamples;
-    stats_.dropped += c.get.data.droppedSamples;
-    stats_.non_user += c.get.data.nonUsrKernelsTotalSamples;
-    stats_.samples += c.get.data.totalSamples;
-    if (c.get.data.hardwareBufferFull) {
-      // CUPTI returns no samples for this interval: count it, and sample less often so the
-      // buffer keeps up from now on.
-      ++batch_.buffer_full;
-      ++stats_.buffer_full;
-      if (final) ++final_fills_;
-      if (options_.adapt && !final && c.period_log2 < 31) {
-        // Set on the enabled context if CUPTI allows it; else re-enable it after this drain.
-        if (set_period(c, c.period_log2 + 1)) {
-          ++stats_.adaptations;
-        } else {
-          c.reenable_log2 = c.period_log2 + 1;
-        }
-      }
+    PcGetDataOutcome outcome = classify_get_data(r, c.get.data);
+    if (outcome == PcGetDataOutcome::kFailed) {
+      ++stats_.get_data_errors;
+      break;
     }
-    PcDecodeStats d = translate_pc_data(c.get.data, limits, c.index, 0, intern, loc, batch_);
-    stats_.pc_records += d.records;
-    stats_.bad_records += d.bad_records;
+    if (r == CUPTI_SUCCESS) translate(c, c.get.data);
+    if (outcome == PcGetDataOutcome::kBufferFull) {
+      buffer_full_locked(c, final);
+      break;
+    }
     if (c.get.data.remainingNumPcs == 0 || c.get.data.totalNumPcs == 0) break;
+  }
+}
+
+void PcSampler::buffer_full_locked(Context& c, bool final) {
+  // CUPTI dropped what the hardware buffer held, and (measured on an H100, CUDA 13) answers
+  // CUPTI_ERROR_OUT_OF_MEMORY at every GetData until sampling is disabled: one fill, counted
+  // once, and no sample of this context until the session ends.
+  if (c.full) return;
+  c.full = true;
+  ++batch_.buffer_full;
+  ++stats_.buffer_full;
+  if (final) ++final_fills_;
+  // Nothing is changed on the running context. A period set on it is accepted and changes
+  // nothing (measured), and disabling and enabling it again from the drain thread while the
+  // application launched kernels hung the GPU test that exercised it (H100, CUDA 13). So the
+  // next session of this process starts at a period this buffer holds (start()), and the
+  // user is told now.
+  uint32_t next = 0;
+  if (options_.adapt) {
+    next = period_after_full(c.period_log2, sizes_.buffer_bytes, sizes_.sleep_span_ms, sms_);
+    learned_ = {sizes_.buffer_bytes, sizes_.sleep_span_ms, std::max(learned_.period_log2, next)};
+    stats_.next_period_log2 = learned_.period_log2;
+  }
+  if (!final) {
+    std::string then =
+        next == 0 ? std::string(" (adapt=0)")
+                  : "; the next session samples every 2^" + std::to_string(next) + " cycles";
+    std::fprintf(stderr,
+                 "proton: PC sampling: the hardware buffer (%llu KB) filled at 2^%u cycles: CUPTI "
+                 "drops every sample of this context until the session ends (counted on the "
+                 "profile's root as pc_sampling_buffer_full)%s; a larger pcsampling:buffer_mb=N "
+                 "or interval=N avoids it\n",
+                 static_cast<unsigned long long>(sizes_.buffer_bytes >> 10), c.period_log2,
+                 then.c_str());
   }
 }
 
@@ -408,66 +347,16 @@ void PcSampler::enable_pending_locked() {
     enable_or_warn(ctx);
 }
 
-void PcSampler::reenable_locked() {
-  for (size_t i = 0; i < contexts_.size(); ++i) {
-    uint32_t log2 = contexts_[i]->reenable_log2;
-    if (log2 == 0) continue;
-    CUcontext ctx = contexts_[i]->ctx;
-    disable_locked(*contexts_[i]);
-    deliver();
-    contexts_.erase(contexts_.begin() + static_cast<std::ptrdiff_t>(i));
-    sizes_.period_log2 = log2;
-    std::string why;
-    if (enable(ctx, why)) {
-      ++stats_.adaptations;
-      stats_.period_log2 = std::max(stats_.period_log2, log2);
-      std::swap(contexts_[i], contexts_.back());  // back where it was
-    } else {
-      stats_.error = "re-enabling after a full buffer: " + why;
-    }
-  }
-}
-
-bool PcSampler::set_period(Context& c, uint32_t log2) {
-  CUpti_PCSamplingConfigurationInfo a{};
-  a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  a.attributeData.samplingPeriodData.samplingPeriod = log2;
-  CUpti_PCSamplingConfigurationInfoParams cp{};
-  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
-  cp.ctx = c.ctx;
-  cp.numAttributes = 1;
-  cp.pPCSamplingConfigurationInfo = &a;
-  if (api_->cuptiPCSamplingSetConfigurationAttribute(&cp) != CUPTI_SUCCESS) return false;
-  c.period_log2 = log2;
-  stats_.period_log2 = std::max(stats_.period_log2, log2);
-  return true;
-}
-
 void PcSampler::disable_locked(Context& c) {
   drain_locked(c, true);
-  c.final_data.reset();
-  CUpti_PCSamplingDisableParams dp{};
-  dp.size = CUpti_PCSamplingDisableParamsSize;
-  dp.ctx = c.ctx;
-  if (api_->cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS) {
-    // What CUPTI still held goes into SAMPLING_DATA_BUFFER at disable.
-    PcDecodeLimits limits{kPcsPerCall, c.reasons};
-    auto intern = [](const char* s) { return NameTable::global().intern(s); };
-    auto loc = [this](uint64_t crc, NameId fn, const char* name, uint64_t pc) {
-      return locate(crc, fn, name, pc);
-    };
-    if (c.final_data.data.hardwareBufferFull) {
-      ++batch_.buffer_full;
-      ++stats_.buffer_full;
-      ++final_fills_;
-    }
-    stats_.samples += c.final_data.data.totalSamples;
-    batch_.non_user_samples += c.final_data.data.nonUsrKernelsTotalSamples;
-    stats_.non_user += c.final_data.data.nonUsrKernelsTotalSamples;
-    PcDecodeStats d = translate_pc_data(c.final_data.data, limits, c.index, 0, intern, loc, batch_);
-    stats_.pc_records += d.records;
-    stats_.bad_records += d.bad_records;
-  }
+  c.at_disable.reset();
+  uint64_t t0 = steady_ns();
+  CUptiResult r = disable_pc_sampling(*api_, c.ctx);
+  stats_.disable_ms += (steady_ns() - t0) / 1e6;
+  if (r != CUPTI_SUCCESS) return;
+  // What CUPTI still held went into SAMPLING_DATA_BUFFER at disable.
+  translate(c, c.at_disable.data);
+  if (c.at_disable.data.hardwareBufferFull) buffer_full_locked(c, true);
 }
 
 void PcSampler::deliver() {
@@ -492,15 +381,23 @@ void PcSampler::run() {
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.drain_ms));
     if (stopping_) break;
-    uint64_t t0 = steady_ns();
-    enable_pending_locked();
-    for (auto& c : contexts_)
-      drain_locked(*c, false);
-    deliver();
-    reenable_locked();
-    ++stats_.drains;
-    stats_.drain_ms_total += (steady_ns() - t0) / 1e6;
+    tick_locked();
   }
+}
+
+void PcSampler::tick() {
+  std::lock_guard lock(mu_);
+  tick_locked();
+}
+
+void PcSampler::tick_locked() {
+  uint64_t t0 = steady_ns();
+  enable_pending_locked();
+  for (auto& c : contexts_)
+    drain_locked(*c, false);
+  deliver();
+  ++stats_.drains;
+  stats_.drain_ms_total += (steady_ns() - t0) / 1e6;
 }
 
 void PcSampler::drain() {
@@ -525,7 +422,6 @@ void PcSampler::stop() {
   std::lock_guard lock(mu_);
   g_active.store(nullptr, std::memory_order_release);
   for (auto& c : contexts_) {
-    if (c->reenable_log2 != 0) ++final_fills_;  // its re-enable never came: too late as well
     disable_locked(*c);
   }
   deliver();
@@ -534,12 +430,12 @@ void PcSampler::stop() {
     // A fill first seen by the last drain (at finalize) leaves no later interval to sample
     // less often: say so, so that an unchanged period is not read as a failed adaptation.
     std::fprintf(stderr,
-                 "proton: PC sampling: the hardware buffer filled %llu time(s) and CUPTI returned "
-                 "no samples for those intervals (counted on the profile's root as "
-                 "pc_sampling_buffer_full); the period went from 2^%u to 2^%u cycles; %llu of "
-                 "the fills were seen at the end of the session, too late to adapt to\n",
-                 static_cast<unsigned long long>(stats_.buffer_full), stats_.start_period_log2,
-                 stats_.period_log2, static_cast<unsigned long long>(final_fills_));
+                 "proton: PC sampling: the hardware buffer filled %llu time(s) at 2^%u cycles "
+                 "and CUPTI dropped the samples from then on (counted on the profile's root as "
+                 "pc_sampling_buffer_full); %llu of the fills were seen at the end of the "
+                 "session\n",
+                 static_cast<unsigned long long>(stats_.buffer_full), stats_.period_log2,
+                 static_cast<unsigned long long>(final_fills_));
   }
   PcLineMap::Stats ls = lines_.stats();
   stats_.binaries = ls.binaries;

@@ -11,7 +11,9 @@ struct PcSamplingStats {
   std::string error;         // why PC sampling is off (or was turned off), "" when fine
   uint32_t period_log2 = 0;  // current sampling period, log2 of cycles
   uint32_t start_period_log2 = 0;
-  uint64_t buffer_bytes = 0;  // hardware buffer
+  uint32_t asked_period_log2 = 0;  // what the options asked for (0: automatic)
+  uint32_t next_period_log2 = 0;   // where the next session starts after a full buffer (0: none)
+  uint64_t buffer_bytes = 0;       // hardware buffer
   uint64_t scratch_bytes = 0;
   uint32_t sleep_span_ms = 0;
   uint32_t stall_reasons = 0;
@@ -20,15 +22,17 @@ struct PcSamplingStats {
   uint64_t get_data_calls = 0;
   uint64_t samples = 0;  // samples decoded (all reasons of all PCs)
   uint64_t pc_records = 0;
-  uint64_t buffer_full = 0;  // GetData calls that reported hardwareBufferFull
-  uint64_t dropped = 0;      // droppedSamples reported by CUPTI
-  uint64_t non_user = 0;     // nonUsrKernelsTotalSamples
-  uint64_t adaptations = 0;  // period raises after a full buffer
+  uint64_t buffer_full = 0;      // GetData calls that reported hardwareBufferFull
+  uint64_t dropped = 0;          // droppedSamples reported by CUPTI
+  uint64_t non_user = 0;         // nonUsrKernelsTotalSamples
+  uint64_t get_data_errors = 0;  // GetData calls that failed (other than a full buffer)
   uint64_t bad_records = 0;
   uint64_t binaries = 0;  // cubins kept for line mapping
   uint64_t binary_bytes = 0;
   uint64_t line_lookups = 0;  // cuptiGetSassToSourceCorrelation calls
   double drain_ms_total = 0;  // time our thread spent in GetData + translation
+  double enable_ms = 0;       // in cuptiPCSamplingEnable + configuration, all contexts
+  double disable_ms = 0;      // in cuptiPCSamplingDisable
 };
 
 PcSamplingStats pc_sampling_stats();

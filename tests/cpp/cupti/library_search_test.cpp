@@ -109,5 +109,14 @@ TEST(CuptiErrors, OtherErrorsCarryCuptisWordsOrTheCode) {
   EXPECT_NE(m.find("NVreg_RestrictProfilingToAdminUsers"), std::string::npos) << m;
 }
 
+TEST(CuptiErrors, NotCompatibleNamesBothCauses) {
+  // Another client's PC sampling (measured on an H100) or a libcupti/driver mismatch.
+  std::string m = describe_cupti_error("cuptiActivityEnable", CUPTI_ERROR_NOT_COMPATIBLE,
+                                       "CUPTI_ERROR_NOT_COMPATIBLE");
+  EXPECT_NE(m.find("PC sampling"), std::string::npos) << m;
+  EXPECT_NE(m.find("PROTON_CUPTI_PATH"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace proton::cupti
