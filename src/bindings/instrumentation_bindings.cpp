@@ -24,6 +24,27 @@ using namespace proton;
 
 namespace proton {
 
+namespace {
+
+// What the decoder and the tree need of a kernel: its layout and its scope ids' names and
+// parents (from Triton's analysis of the kernel, or the caller's for CUDA C++ kernels).
+instr::KernelInfo kernel_info(const std::string& name, instr::KernelLayout layout,
+                              const std::vector<std::pair<uint32_t, std::string>>& names,
+                              const std::vector<std::pair<uint32_t, uint32_t>>& parents) {
+  instr::KernelInfo k;
+  k.name = NameTable::global().intern(name);
+  k.layout = std::move(layout);
+  k.scope_names.assign(256, kNoName);
+  k.scope_parents.assign(256, -1);
+  for (const auto& [id, n] : names)
+    if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
+  for (const auto& [id, parent] : parents)
+    if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+  return k;
+}
+
+}  // namespace
+
 void bind_instrumentation(nb::module_& m) {
   static instr::SessionRegionSink sink;
   m.def("instr_open", [](uint32_t session, uint64_t pool_bytes) {
@@ -53,19 +74,10 @@ void bind_instrumentation(nb::module_& m) {
          std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
          std::vector<std::pair<uint32_t, uint32_t>> parents, uint32_t group_warps,
          uint32_t segments) {
-        instr::KernelInfo k;
+        instr::KernelInfo k = kernel_info(
+            name, instr::KernelLayout{num_warps, scratch, std::move(units), 0, segments}, names,
+            parents);
         k.group_warps = group_warps == 0 ? 1 : group_warps;
-        k.layout.segments = segments;
-        k.name = NameTable::global().intern(name);
-        k.layout.num_warps = num_warps;
-        k.layout.scratch_bytes = scratch;
-        k.layout.units = std::move(units);
-        k.scope_names.assign(256, kNoName);
-        k.scope_parents.assign(256, -1);
-        for (auto& [id, n] : names)
-          if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
-        for (auto& [id, parent] : parents)
-          if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
         instr::InstrRuntime::get().register_kernel(function, std::move(k));
       },
       nb::arg("function"), nb::arg("name"), nb::arg("num_warps"), nb::arg("scratch"),
@@ -120,15 +132,8 @@ void bind_instrumentation(nb::module_& m) {
         [](const std::string& name, nb::bytes data, uint32_t num_warps, uint32_t scratch,
            std::vector<uint32_t> units, std::vector<std::pair<uint32_t, std::string>> names,
            std::vector<std::pair<uint32_t, uint32_t>> parents, uint32_t clock_khz) {
-          instr::KernelInfo k;
-          k.name = NameTable::global().intern(name);
-          k.layout = instr::KernelLayout{num_warps, scratch, std::move(units), 0};
-          k.scope_names.assign(256, kNoName);
-          k.scope_parents.assign(256, -1);
-          for (auto& [id, n] : names)
-            if (id < 256) k.scope_names[id] = NameTable::global().intern(n);
-          for (auto& [id, parent] : parents)
-            if (id < 256) k.scope_parents[id] = static_cast<int32_t>(parent);
+          instr::KernelInfo k = kernel_info(
+              name, instr::KernelLayout{num_warps, scratch, std::move(units), 0}, names, parents);
           instr::DecodeResult r = instr::decode_scratch(
               {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, k.layout);
           instr::SessionRegionSink().deliver(

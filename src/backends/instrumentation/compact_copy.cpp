@@ -31,18 +31,6 @@ bool usable_row(const SliceRun& run, const uint8_t* h, uint32_t& data_bytes) {
 
 }  // namespace
 
-std::vector<uint32_t> profiled_units(const KernelLayout& layout) {
-  std::vector<uint32_t> units = layout.units;
-  if (units.empty()) {
-    units.resize(layout.num_warps);
-    for (uint32_t i = 0; i < layout.num_warps; ++i)
-      units[i] = i;
-  }
-  std::sort(units.begin(), units.end());
-  units.erase(std::unique(units.begin(), units.end()), units.end());
-  return units;
-}
-
 void plan_unit_bytes(SliceRun& run, std::span<const uint8_t> headers,
                      std::span<const uint32_t> units) {
   run.segment = 0;

@@ -38,10 +38,6 @@ struct SliceRun {
   uint32_t compact_bytes() const { return header + units * unit_bytes; }
 };
 
-/// The profiled unit ids of a layout, ascending and unique (every warp when none are named),
-/// in the order their segments sit in a row.
-std::vector<uint32_t> profiled_units(const KernelLayout& layout);
-
 /// Reads the run's copied headers (`headers`: rows x run.header bytes) and sets segment,
 /// data_bytes and unit_bytes: the largest number of bytes any profiled unit of any valid row
 /// wrote, rounded up to whole events, capped at the segment (a wrapped unit needs all of it).

@@ -109,6 +109,18 @@ uint32_t data_offset_for(const KernelLayout& layout, uint32_t data_bytes) {
   return kHeaderFixedBytes + 4 * layout.num_warps;
 }
 
+std::vector<uint32_t> profiled_units(const KernelLayout& layout) {
+  std::vector<uint32_t> units = layout.units;
+  if (units.empty()) {
+    units.resize(layout.num_warps);
+    for (uint32_t i = 0; i < layout.num_warps; ++i)
+      units[i] = i;
+  }
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  return units;
+}
+
 DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& layout) {
   DecodeResult r;
   const uint32_t slice = layout.scratch_bytes;
@@ -118,14 +130,7 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
                 std::to_string(layout.num_warps) + " warps");
     return r;
   }
-  std::vector<uint32_t> units = layout.units;
-  if (units.empty()) {
-    units.resize(layout.num_warps);
-    for (uint32_t i = 0; i < layout.num_warps; ++i)
-      units[i] = i;
-  }
-  std::sort(units.begin(), units.end());
-  units.erase(std::unique(units.begin(), units.end()), units.end());
+  const std::vector<uint32_t> units = profiled_units(layout);
   if (units.back() >= layout.num_warps) {
     note(r, "kernel layout: profiled warp " + std::to_string(units.back()) +
                 " but the kernel has " + std::to_string(layout.num_warps) + " warps");

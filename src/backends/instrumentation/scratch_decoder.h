@@ -39,6 +39,10 @@ struct KernelLayout {
   uint32_t segments = 0;
 };
 
+/// The profiled unit ids of a layout, ascending and unique (every warp when none are named),
+/// in the order their segments sit in a row.
+std::vector<uint32_t> profiled_units(const KernelLayout& layout);
+
 /// The number of equal segments a CTA's data is split into.
 inline uint32_t segment_count(const KernelLayout& layout, size_t units) {
   return layout.segments != 0 ? layout.segments : static_cast<uint32_t>(units);
