@@ -48,6 +48,30 @@ def loop_region_per_iter(x_ptr, out_ptr, ITERS: tl.constexpr, BLOCK: tl.constexp
     tl.store(out_ptr + offs, acc)
 
 
+# The same loops with a trip count known only at run time (as a GEMM's K loop): the plain loop
+# cannot be unrolled whole either, so the ratio is what the records cost, not what unrolling
+# gave the plain loop (with ITERS a constexpr, the plain loop issues all 16 loads at once and
+# the instrumented one, whose records keep it a loop, one iteration's at a time).
+@triton.jit
+def loop_plain_rt(x_ptr, out_ptr, iters, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(iters):
+        acc += tl.load(x_ptr + offs + i * BLOCK)
+    tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def loop_region_per_iter_rt(x_ptr, out_ptr, iters, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(iters):
+        pl.enter_scope("iter")
+        acc += tl.load(x_ptr + offs + i * BLOCK)
+        pl.exit_scope("iter")
+    tl.store(out_ptr + offs, acc)
+
+
 @triton.jit
 def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
            BLOCK_K: tl.constexpr, REGION: tl.constexpr):
