@@ -52,7 +52,7 @@ def vmrss():
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 vm0 = vmrss()
 PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
-          "TPC.TriageCompute.tpc__warps_active_realtime.avg.pct_of_peak_sustained_active",
+          "sm__warps_active.avg.pct_of_peak_sustained_active",
           "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active",
           "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
           "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second"]
@@ -63,9 +63,12 @@ if variant.startswith("floor"):
     if variant in ("floor", "floor_kernels"):
         P._floor_start()
     if variant in ("floor", "floor_pm"):
-        P._pm_floor_start(PM_SET, interval_ns=int(os.environ.get("PM_INTERVAL_NS", "100000")),
-                          hardware_buffer=int(os.environ.get("PM_BUFFER_MB", "8")) << 20,
-                          image_samples=1024, decode_ms=20, evaluate=True)
+        # Proton's sizes at this interval (src/backends/cupti/pm_sampling.cpp).
+        interval_us = int(os.environ.get("PM_INTERVAL_US", "100"))
+        mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
+        image = min(1024, max(32, 2 * (20000 // interval_us) + 1))
+        P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+                          image_samples=image, decode_ms=20, evaluate=True)
 elif variant != "baseline" and variant != "baseline2":
     import proton
     kw = {"timing": {}, "counters": {"mode": "counters"},

@@ -16,6 +16,11 @@ Stages (each a subprocess with a timeout, so one crash does not hide the rest; e
           at a time: per-launch values, for the comparison with ncu.
   ncu     Nsight Compute on the same kernels, as the program runs (no cache flush, no clock
           locking) and with its defaults (flush + base clocks).
+  final   in one process: kernel timing, then mode="counters" at several intervals: the GEMM
+          loop and tiny launches over baseline, samples, overflows, decode cost, copy bytes vs
+          bytes moved, kernel durations (clock shift), resident memory.
+  floor2  the PM floor with Proton's buffer sizes at those intervals, and a lighter metric set:
+          image bytes and decode cost per sample.
 """
 
 import argparse
@@ -26,7 +31,7 @@ import sys
 import time
 
 PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
-          "TPC.TriageCompute.tpc__warps_active_realtime.avg.pct_of_peak_sustained_active",
+          "sm__warps_active.avg.pct_of_peak_sustained_active",
           "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active",
           "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
           "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second"]
@@ -88,6 +93,13 @@ torch.cuda.synchronize()
 def rest():
     torch.cuda.synchronize()
     time.sleep(0.003)
+
+def vmrss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+INTERVALS = [100, 250, 1000]
 
 try:
     if stage == "sweep":
@@ -202,6 +214,105 @@ try:
             proton.finalize()
             res[tag] = kernels(os.path.join(OUT, "range_" + tag + ".hatchet"))
             res[tag + "_stats"] = proton.counters.stats()
+    elif stage == "final":
+        import proton, proton.counters
+        base = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                "tiny": min(timed(small, 5000) for _ in range(3))}
+        res["baseline_s"] = base
+        print(json.dumps(base), flush=True)
+        nbytes = src.numel() * 4
+        for tag, mode in [("timing", None)] + [(f"counters_{i}", f"counters:interval_us={i}")
+                                               for i in INTERVALS]:
+            row = {"mode": mode}
+            try:
+                vm0 = vmrss()
+                t0 = time.perf_counter()
+                proton.start(os.path.join(OUT, tag), **({} if mode is None else {"mode": mode}))
+                row["start_s"] = time.perf_counter() - t0
+                row["vm_start_kb"] = vmrss() - vm0
+                with proton.scope("gemm"):
+                    g = min(timed(gemm, 100) for _ in range(3))
+                with proton.scope("tiny"):
+                    t = min(timed(small, 5000) for _ in range(3))
+                rest()
+                with proton.scope("copy"):
+                    for _ in range(10):
+                        copy()
+                rest()
+                with proton.scope("gemm8k"):
+                    for _ in range(5):
+                        gemm8k()
+                rest()
+                row["vm_run_kb"] = vmrss() - vm0
+                t0 = time.perf_counter()
+                proton.finalize()
+                row["finalize_s"] = time.perf_counter() - t0
+                row["gemm"] = g / base["gemm"]
+                row["tiny"] = t / base["tiny"]
+                row["tiny_us_per_launch"] = (t - base["tiny"]) / 5000 * 1e6
+                st = proton.counters.stats()
+                row["stats"] = {k: v for k, v in st.items() if k.startswith("pm_")}
+                if st.get("pm_samples"):
+                    row["decode_us_per_sample"] = st["pm_decode_ns"] / st["pm_samples"] / 1e3
+                    row["evaluate_us_per_sample"] = st["pm_evaluate_ns"] / st["pm_samples"] / 1e3
+                ks = kernels(os.path.join(OUT, tag + ".hatchet"))
+                for path, m in ks.items():
+                    scope = path.split("/")[2] if path.count("/") >= 2 else ""
+                    if scope not in ("gemm", "tiny", "copy", "gemm8k"):
+                        continue
+                    info = {"count": m["count"], "mean_ns": m["time (ns)"] / m["count"]}
+                    for k, v in m.items():
+                        if k.endswith(" (ns-weighted)") and m.get("counter time (ns)"):
+                            info[k[:-14][-40:]] = v / m["counter time (ns)"]
+                        elif k.startswith(("dram__", "lts__", "counter samples")):
+                            info[k] = v
+                    if scope == "copy" and "dram__bytes_read.sum" in m:
+                        info["bytes_vs_moved"] = (m["dram__bytes_read.sum"] +
+                                                  m["dram__bytes_write.sum"]) / (2 * nbytes * m["count"])
+                    row.setdefault("kernels", {})[scope] = info
+                root = json.load(open(os.path.join(OUT, tag + ".hatchet")))[0]["metrics"]
+                row["root"] = {k: v for k, v in root.items() if k.startswith("counter ")}
+            except Exception:
+                import traceback
+                row["exception"] = traceback.format_exc()[-1500:]
+            res[tag] = row
+            print(tag, json.dumps(row)[:3000], flush=True)
+            save()
+        res["baseline_end_s"] = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                                 "tiny": min(timed(small, 5000) for _ in range(3))}
+    elif stage == "floor2":
+        import _proton_bench as P
+        light = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors.sum",
+                 "gpc__cycles_elapsed.avg.per_second"]
+        base = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                "tiny": min(timed(small, 5000) for _ in range(3))}
+        P._floor_start()
+        kf = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+              "tiny": min(timed(small, 5000) for _ in range(3))}
+        res["kernel_floor"] = {k: kf[k] / base[k] for k in kf}
+        print(json.dumps(res), flush=True)
+        res["configs"] = []
+        for interval_us, metrics, set_name in [(100, PM_SET, "default"), (100, light, "light"),
+                                               (250, PM_SET, "default"), (1000, PM_SET, "default")]:
+            per_period = 20000 // interval_us
+            mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
+            image = min(1024, max(32, 2 * per_period + 1))
+            P._pm_floor_start(metrics, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+                              image_samples=image, decode_ms=20, evaluate=True, keep_samples=0)
+            g = min(timed(gemm, 100) for _ in range(3))
+            t = min(timed(small, 5000) for _ in range(3))
+            s = dict(P._pm_floor_stop())
+            row = {"interval_us": interval_us, "set": set_name, "buffer_mb": mb,
+                   "image_samples": image, "gemm": g / base["gemm"], "tiny": t / base["tiny"],
+                   **{k: v for k, v in s.items() if k != "kept"}}
+            row["image_bytes_per_sample"] = s["image_bytes"] / image
+            if s["samples"]:
+                row["decode_us_per_sample"] = s["decode_ns"] / s["samples"] / 1000
+                row["evaluate_us_per_sample"] = s["evaluate_ns"] / s["samples"] / 1000
+            res["configs"].append(row)
+            print(json.dumps(row), flush=True)
+            save()
+        P._floor_stop()
     elif stage == "ncu_target":
         with torch.cuda.nvtx.range("measure"):
             for f in (gemm8k, copy, gemm):
@@ -241,7 +352,7 @@ def main():
     with open(script, "w") as f:
         f.write(STAGE)
     py = sys.executable
-    timeouts = {"sweep": 60, "values": 60, "range": 40}
+    timeouts = {"sweep": 60, "values": 60, "range": 40, "final": 40, "floor2": 25}
     for stage in args.stages.split(","):
         if stage == "ncu":
             for tag, extra in (("ncu_inplace", ["--cache-control", "none", "--clock-control",

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,13 @@ struct Floor {
   bool quit = false;
   PmFloorStats stats;  // guarded by mu
 
-  void step(const char* name) { stats.rss_kb.emplace_back(name, rss_kb()); }
+  // Each step also goes to stderr at once, so that a crash inside CUPTI shows where it was.
+  void step(const char* name) {
+    stats.rss_kb.emplace_back(name, rss_kb());
+    std::fprintf(stderr, "pm_floor: %s (VmRSS %lld kB)\n", name,
+                 static_cast<long long>(stats.rss_kb.back().second));
+    std::fflush(stderr);
+  }
 
   void decode() {  // requires mu
     uint64_t t0 = now_ns();
@@ -137,7 +144,21 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   if (f->api == nullptr || !ensure_profiler_initialized(*f->api, why)) return false;
   f->step("profiler initialised");
   std::string chip = chip_name(*f->api, 0, why);
-  if (chip.empty() || !f->host.init(*f->api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, {}, why)) {
+  if (chip.empty()) return false;
+  // The counter availability of the device, as Proton's sampler passes it (without it, the
+  // first GPU run of this floor crashed at start).
+  std::vector<uint8_t> availability;
+  CUpti_PmSampling_GetCounterAvailability_Params av{};
+  av.structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE;
+  av.deviceIndex = 0;
+  if (f->api->cuptiPmSamplingGetCounterAvailability(&av) == CUPTI_SUCCESS &&
+      av.counterAvailabilityImageSize > 0) {
+    availability.assign(av.counterAvailabilityImageSize, 0);
+    av.pCounterAvailabilityImage = availability.data();
+    if (f->api->cuptiPmSamplingGetCounterAvailability(&av) != CUPTI_SUCCESS) availability.clear();
+  }
+  f->step("availability");
+  if (!f->host.init(*f->api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, availability, why)) {
     return false;
   }
   f->step("host initialised");
@@ -174,7 +195,7 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   set.hardwareBufferSize = config.hardware_buffer;
   set.samplingInterval = config.interval_ns;
   set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;  // as Proton
   r = f->api->cuptiPmSamplingSetConfig(&set);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingSetConfig", r);
   f->step("config set (hardware buffer)");

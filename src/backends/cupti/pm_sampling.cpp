@@ -13,11 +13,27 @@ namespace proton::cupti {
 namespace {
 
 // Decode period: the hardware buffer must hold this long of samples (and whatever a busy host
-// delays our thread by). The sizes are measured (docs/counters.md, Cost): the hardware buffer
-// and the counter-data image are the sampler's memory.
+// delays our thread by). Measured on an H100 (GH100, the default set): a sample takes ~25 KB in
+// the counter-data image and fills the hardware buffer at about the same rate, and decoding
+// costs our thread tens of microseconds per sample (docs/counters.md, Cost). So both buffers
+// are sized by the interval: the image for two decode periods, the hardware buffer for
+// kBufferSpan, within limits that keep memory bounded.
 constexpr auto kDecodePeriod = std::chrono::milliseconds(20);
-constexpr size_t kHardwareBufferMb = 8;
-constexpr uint32_t kImageSamples = 1024;  // per decode call; a decode loops when it fills
+constexpr uint64_t kBytesPerSample = 32u << 10;
+constexpr uint64_t kBufferSpanNs = 200'000'000;
+constexpr uint64_t kMinBufferMb = 4, kMaxBufferMb = 64;
+
+uint64_t hardware_buffer_mb(uint32_t interval_us) {
+  uint64_t samples = kBufferSpanNs / (uint64_t{interval_us} * 1000) + 1;
+  uint64_t mb = (samples * kBytesPerSample + (1u << 20) - 1) >> 20;
+  return std::clamp(mb, kMinBufferMb, kMaxBufferMb);
+}
+
+uint32_t image_samples(uint32_t interval_us) {
+  uint64_t per_period =
+      std::chrono::nanoseconds(kDecodePeriod).count() / (uint64_t{interval_us} * 1000);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(2 * per_period + 1, 32, 1024));
+}
 
 size_t size_from_env(const char* name, size_t fallback, size_t lo, size_t hi) {
   // Read once at start (never in a callback): benchmarks try other sizes without a rebuild.
@@ -108,14 +124,18 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   set.pPmSamplingObject = object_;
   set.configSize = config_image_.size();
   set.pConfig = config_image_.data();
-  const size_t hw_bytes = size_from_env("PROTON_PM_BUFFER_MB", kHardwareBufferMb, 1, 4096) << 20;
-  const uint32_t image_samples =
-      static_cast<uint32_t>(size_from_env("PROTON_PM_IMAGE_SAMPLES", kImageSamples, 16, 1 << 20));
+  const size_t hw_bytes =
+      size_from_env("PROTON_PM_BUFFER_MB", hardware_buffer_mb(config.interval_us), 1, 4096) << 20;
+  const uint32_t samples_per_image = static_cast<uint32_t>(
+      size_from_env("PROTON_PM_IMAGE_SAMPLES", image_samples(config.interval_us), 16, 1 << 20));
   interval_us_ = config.interval_us;
   set.hardwareBufferSize = hw_bytes;
   set.samplingInterval = uint64_t{config.interval_us} * 1000;  // ns in time-interval mode
   set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  // Keep the latest: with KEEP_OLDEST a buffer that filled once (our thread delayed) made every
+  // later decode fail on an H100, ending sampling for the run; now a late decode loses the
+  // oldest samples (a gap, counted in overflows) and sampling goes on.
+  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
   r = api.cuptiPmSamplingSetConfig(&set);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingSetConfig", r);
   CUpti_PmSampling_GetCounterDataSize_Params size{};
@@ -123,7 +143,7 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   size.pPmSamplingObject = object_;
   size.pMetricNames = metric_ptrs_.data();
   size.numMetrics = metric_ptrs_.size();
-  size.maxSamples = image_samples;
+  size.maxSamples = samples_per_image;
   r = api.cuptiPmSamplingGetCounterDataSize(&size);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingGetCounterDataSize", r);
   image_.assign(size.counterDataSize, 0);
@@ -175,7 +195,7 @@ void PmSampler::worker() {
 void PmSampler::decode_once() {
   const uint64_t t0 = steady_ns();
   uint64_t evaluate_ns = 0;
-  // Decode until the hardware buffer is empty (the image holds kImageSamples samples).
+  // Decode until the hardware buffer is empty (a decode stops when the image is full).
   for (int round = 0; round < 64; ++round) {
     CUpti_PmSampling_DecodeData_Params d{};
     d.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
