@@ -7,7 +7,7 @@ a 4096x4096 bf16 GEMM loop (100 launches) and 5,000 tiny launches (`x.add_(1)`):
   baseline       no profiler (run first and last: the spread is the noise)
   timing         proton kernel timing (mode=None)
   counters       proton mode="counters": PM sampling split over kernels (the default)
-  counters_i50   the same every 50 us; counters_i20: every 20 us
+  counters_i100  the same every 100 us; counters_i1000: every 1000 us
   trace          proton data="trace", mode="counters": counter tracks and per-kernel values
   range          proton mode="counters:range=user": the Range Profiler (1 round: ~1 ms/launch)
   floor_kernels  CUPTI kernel-activity tracing alone, no profiler logic (bench/native)
@@ -64,7 +64,7 @@ if variant.startswith("floor"):
         P._floor_start()
     if variant in ("floor", "floor_pm"):
         # Proton's sizes at this interval (src/backends/cupti/pm_sampling.cpp).
-        interval_us = int(os.environ.get("PM_INTERVAL_US", "100"))
+        interval_us = int(os.environ.get("PM_INTERVAL_US", "250"))
         mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
         image = min(1024, max(32, 2 * (20000 // interval_us) + 1))
         P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
@@ -72,8 +72,8 @@ if variant.startswith("floor"):
 elif variant != "baseline" and variant != "baseline2":
     import proton
     kw = {"timing": {}, "counters": {"mode": "counters"},
-          "counters_i50": {"mode": "counters:interval_us=50"},
-          "counters_i20": {"mode": "counters:interval_us=20"},
+          "counters_i100": {"mode": "counters:interval_us=100"},
+          "counters_i1000": {"mode": "counters:interval_us=1000"},
           "trace": {"mode": "counters", "data": "tree,trace"},
           "range": {"mode": "counters:range=user"}}[variant]
     session = proton.start(os.path.join(out, variant), **kw)
@@ -136,7 +136,7 @@ print(json.dumps({"times": times, "median": {k: statistics.median(v) for k, v in
 '''
 
 VARIANTS = ["baseline", "timing", "counters", "floor", "floor_kernels", "floor_pm", "trace",
-            "counters_i50", "counters_i20", "range", "baseline2"]
+            "counters_i100", "counters_i1000", "range", "baseline2"]
 WORKLOADS = (("gemm", 100), ("tiny", 5000))
 
 

@@ -38,8 +38,6 @@ NCU_NAME = {
     READ: READ,
     WRITE: WRITE,
     "lts__t_sectors.sum": "lts__t_sectors.sum",
-    "TPC.TriageCompute.tpc__warps_active_realtime.avg.pct_of_peak_sustained_active":
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__warps_active.avg.pct_of_peak_sustained_active":
         "sm__warps_active.avg.pct_of_peak_sustained_active",
     "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active":
