@@ -82,6 +82,9 @@ bool CounterHost::resolve(const std::vector<std::vector<std::string>>& wanted, b
     if (hit == alternatives.end()) {
       if (user_named) {
         why = unknown_metric_message(alternatives.front(), chip_, base_metrics());
+        why += type_ == CUPTI_PROFILER_TYPE_PM_SAMPLING
+                   ? " [PM sampling's metrics (mode=\"counters\"): list_metrics(pm=True)]"
+                   : " [the Range Profiler's metrics (range=user|auto): list_metrics()]";
         return false;
       }
       std::string joined;
