@@ -1,19 +1,21 @@
-"""Hardware counters: the issue-20 target table and correctness checks in one GPU run.
+"""Hardware counters: the issue-20 target table in one GPU run.
 
-    python bench/counters.py [--out bench/results] [--rounds 5]
+    python bench/counters.py [--out bench/results] [--rounds 5] [--variants a,b,...]
 
-Each variant runs in a fresh process (one CUPTI client per process):
-  baseline   no profiler
-  timing     proton kernel timing (mode=None)
-  counters   proton mode="counters" (default set, user ranges)
-  auto       proton mode="counters:range=auto" (CUPTI auto ranges: a sync per launch)
-  floor      the counters floor: CUPTI's Range Profiler alone, ranges pushed/popped around each
-             launch and decoded in batches, no profiler logic (bench/native/counters_floor.h)
-  pm         proton data="trace", mode="counters" (PM-sampling counter tracks)
-Workloads: a 4096x4096 bf16 GEMM loop and 5,000 tiny launches. Reported: wall time (median of
-rounds) over baseline, the per-kernel cost of tiny launches, peak RSS growth over kernel timing.
-Checks: a device-to-device copy's DRAM bytes within 5% of the bytes moved, a large bf16 GEMM's
-tensor-pipe utilisation > 50%, and (with ncu on PATH) values within 10% of ncu.
+Each variant runs in a fresh process (one CUPTI client per process) and times both workloads,
+a 4096x4096 bf16 GEMM loop (100 launches) and 5,000 tiny launches (`x.add_(1)`):
+  baseline       no profiler (run first and last: the spread is the noise)
+  timing         proton kernel timing (mode=None)
+  counters       proton mode="counters": PM sampling split over kernels (the default)
+  counters_i100  the same every 100 us; counters_i1000: every 1000 us
+  trace          proton data="trace", mode="counters": counter tracks and per-kernel values
+  range          proton mode="counters:range=user": the Range Profiler (1 round: ~1 ms/launch)
+  floor_kernels  CUPTI kernel-activity tracing alone, no profiler logic (bench/native)
+  floor_pm       CUPTI PM sampling alone with Proton's settings: decode + evaluate on a thread
+  floor          both: the floor of mode="counters" (kernel records and samples, nothing joined)
+Reported: wall time over baseline (median of rounds), the per-launch cost of tiny launches,
+peak RSS growth over kernel timing, and the mean kernel duration of each loop as the profile
+records it (does PM sampling shift kernel times?), with the GPC clock PM sampling saw.
 """
 
 import argparse
@@ -29,7 +31,7 @@ import time
 CHILD = r'''
 import json, os, resource, statistics, sys, time
 import torch
-variant, workload, rounds, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+variant, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 x = torch.zeros(16, device="cuda")
@@ -39,53 +41,147 @@ def gemm_loop():
 def tiny_loop():
     for _ in range(5000):
         x.add_(1)
-region = gemm_loop if workload == "gemm" else tiny_loop
-region(); torch.cuda.synchronize()
+loops = {"gemm": gemm_loop, "tiny": tiny_loop}
+for f in loops.values():
+    f()
+torch.cuda.synchronize()
+def vmrss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+vm0 = vmrss()
+PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
+          "sm__warps_active.avg.pct_of_peak_sustained_active",
+          "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active",
+          "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+          "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second"]
 session = None
-if variant == "floor":
-    import _proton_bench as P  # the floor lives in the bench module (bench/native)
-    P._counters_floor_start(["dram__bytes_read.sum", "dram__bytes_write.sum",
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
-        "sm__inst_executed.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "lts__t_sectors.sum"], 512)
-elif variant != "baseline":
+t_start = time.perf_counter()
+if variant.startswith("floor"):
+    import _proton_bench as P  # bench/native
+    if variant in ("floor", "floor_kernels"):
+        P._floor_start()
+    if variant in ("floor", "floor_pm"):
+        # Proton's sizes at this interval (src/backends/cupti/pm_sampling.cpp).
+        interval_us = int(os.environ.get("PM_INTERVAL_US", "250"))
+        mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
+        image = min(1024, max(32, 2 * (20000 // interval_us) + 1))
+        P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+                          image_samples=image, decode_ms=20, evaluate=True)
+elif variant != "baseline" and variant != "baseline2":
     import proton
     kw = {"timing": {}, "counters": {"mode": "counters"},
-          "auto": {"mode": "counters:range=auto"},
-          "pm": {"mode": "counters", "data": "trace"}}[variant]
-    session = proton.start(os.path.join(out, f"{variant}_{workload}"), **kw)
-times = []
-for _ in range(rounds):
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    region()
-    torch.cuda.synchronize()
-    times.append(time.perf_counter() - t)
+          "counters_i100": {"mode": "counters:interval_us=100"},
+          "counters_i1000": {"mode": "counters:interval_us=1000"},
+          "trace": {"mode": "counters", "data": "tree,trace"},
+          "range": {"mode": "counters:range=user"}}[variant]
+    session = proton.start(os.path.join(out, variant), **kw)
+start_s = time.perf_counter() - t_start
+times = {}
+for name, f in loops.items():
+    n = 1 if variant == "range" else rounds
+    ts = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with (proton.scope(name) if session is not None else open(os.devnull)):
+            f()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    times[name] = ts
+vm_peak_run = vmrss()
 extra = {}
-if variant == "floor":
-    extra = dict(P._counters_floor_stop())
+t_fin = time.perf_counter()
+if variant.startswith("floor"):
+    if variant in ("floor", "floor_pm"):
+        s = dict(P._pm_floor_stop())
+        s.pop("kept", None)
+        extra["pm"] = s
+    if variant in ("floor", "floor_kernels"):
+        P._floor_stop()
+        extra["kernel_records"] = P._floor_records()
 elif session is not None:
-    import proton
+    import proton, proton.counters
     proton.finalize()
-    if variant in ("counters", "auto"):
-        import proton.counters
-        extra = proton.counters.stats()
+    extra = proton.counters.stats()
+finalize_s = time.perf_counter() - t_fin
+kernels = {}
+if session is not None:
+    data = json.load(open(os.path.join(out, variant + ".hatchet")))
+    for scope in data[0]["children"]:
+        if scope["frame"]["name"] not in loops:
+            continue
+        ks = [c for c in scope.get("children", []) if "count" in c.get("metrics", {})]
+        if not ks:
+            continue
+        k = max(ks, key=lambda c: c["metrics"]["time (ns)"])
+        m = k["metrics"]
+        info = {"name": k["frame"]["name"][:60], "count": m["count"],
+                "mean_ns": m["time (ns)"] / m["count"]}
+        clock = "gpc__cycles_elapsed.avg.per_second (ns-weighted)"
+        if clock in m and m.get("counter time (ns)"):
+            info["gpc_hz"] = m[clock] / m["counter time (ns)"]
+        for key in ("counter samples", "counter samples shared", "dram__bytes_read.sum"):
+            if key in m:
+                info[key] = m[key]
+        kernels[scope["frame"]["name"]] = info
+    root = data[0]["metrics"]
+    extra["root"] = {k: v for k, v in root.items() if k.startswith("counter")}
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"times": times, "median": statistics.median(times), "rss_kb": rss,
-                  "rss_growth_kb": rss - rss0, "extra": extra}))
+print(json.dumps({"times": times, "median": {k: statistics.median(v) for k, v in times.items()},
+                  "rss_kb": rss, "rss_growth_kb": rss - rss0, "vmrss_growth_kb": vm_peak_run - vm0,
+                  "start_s": start_s, "finalize_s": finalize_s, "kernels": kernels,
+                  "extra": extra}))
 '''
 
-VARIANTS = ["baseline", "timing", "counters", "auto", "floor", "pm"]
+VARIANTS = ["baseline", "timing", "counters", "floor", "floor_kernels", "floor_pm", "trace",
+            "counters_i100", "counters_i1000", "range", "baseline2"]
+WORKLOADS = (("gemm", 100), ("tiny", 5000))
 
 
-def run_child(script, variant, workload, rounds, out):
-    p = subprocess.run([sys.executable, script, variant, workload, str(rounds), out],
-                       capture_output=True, text=True, timeout=600)
+def run_child(script, variant, rounds, out, timeout):
+    try:
+        p = subprocess.run([sys.executable, script, variant, str(rounds), out],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout} s"}
     if p.returncode != 0:
         return {"error": p.stderr[-2000:]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    try:
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": p.stdout[-1000:] + p.stderr[-1000:]}
+    r["stderr"] = p.stderr[-600:]
+    return r
+
+
+def table(results, variants):
+    base = {w: min(results[v]["median"][w] for v in ("baseline", "baseline2")
+                   if "median" in results.get(v, {})) for w, _ in WORKLOADS
+            if any("median" in results.get(v, {}) for v in ("baseline", "baseline2"))}
+    timing = results.get("timing", {})
+    lines = ["| variant | gemm / baseline | tiny / baseline | tiny: per launch above baseline | "
+             "peak RSS vs timing | gemm kernel mean | tiny kernel mean | GPC clock |",
+             "|---|---|---|---|---|---|---|---|"]
+    for v in variants:
+        r = results.get(v, {})
+        if "median" not in r or not base:
+            lines.append(f"| {v} | error | | | | | | |")
+            continue
+        cells = [v]
+        for w, _ in WORKLOADS:
+            cells.append(f"{r['median'][w] / base[w]:.3f}x")
+        cells.append(f"{(r['median']['tiny'] - base['tiny']) / 5000 * 1e6:.2f} us")
+        cells.append(f"{(r['rss_kb'] - timing['rss_kb']) / 1024:+.0f} MB"
+                     if "rss_kb" in timing else "")
+        for w, _ in WORKLOADS:
+            k = r.get("kernels", {}).get(w)
+            cells.append(f"{k['mean_ns'] / 1000:.2f} us" if k else "")
+        k = r.get("kernels", {}).get("gemm", {})
+        cells.append(f"{k['gpc_hz'] / 1e6:.0f} MHz" if "gpc_hz" in k else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main():
@@ -93,46 +189,35 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=",".join(VARIANTS))
-    ap.add_argument("--checks", action="store_true", help="also run tests/gpu/test_gpu_counters.py")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per variant")
+    ap.add_argument("--tag", default="", help="added to the result file names (e.g. a commit)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="proton_counters_bench_")
     script = os.path.join(work, "child.py")
     with open(script, "w") as f:
         f.write(CHILD)
+    variants = args.variants.split(",")
     results = {}
-    for workload in ("gemm", "tiny"):
-        for variant in args.variants.split(","):
-            r = run_child(script, variant, workload, args.rounds, work)
-            results[f"{variant}/{workload}"] = r
-            print(variant, workload, {k: v for k, v in r.items() if k != "times"}, flush=True)
+    for v in variants:
+        t = time.time()
+        r = run_child(script, v, args.rounds, work, args.timeout)
+        results[v] = r
+        shown = {k: r[k] for k in ("median", "rss_growth_kb", "kernels", "extra", "error",
+                                   "start_s", "finalize_s") if k in r}
+        print(f"{v} ({time.time() - t:.1f} s): {json.dumps(shown)[:1500]}", flush=True)
     import torch
     gpu = torch.cuda.get_device_name(0)
-    lines = [f"# Hardware counters on {gpu} ({time.strftime('%Y-%m-%d')})", "",
-             "| workload | variant | time / baseline | per kernel above baseline | peak RSS growth |",
-             "|---|---|---|---|---|"]
-    for workload, kernels in (("gemm", 100), ("tiny", 5000)):
-        base = results.get(f"baseline/{workload}", {}).get("median")
-        timing_rss = results.get(f"timing/{workload}", {}).get("rss_kb")
-        for variant in args.variants.split(","):
-            r = results.get(f"{variant}/{workload}", {})
-            if "median" not in r or not base:
-                lines.append(f"| {workload} | {variant} | error | | |")
-                continue
-            ratio = r["median"] / base
-            per = (r["median"] - base) / kernels * 1e6
-            rss = "" if timing_rss is None else f"{(r['rss_kb'] - timing_rss) / 1024:+.1f} MB vs timing"
-            lines.append(f"| {workload} | {variant} | {ratio:.3f}x | {per:.2f} us | {rss} |")
-    table = "\n".join(lines)
-    print(table)
+    text = table(results, variants)
+    print(text)
     stamp = time.strftime("%Y-%m-%d") + "-" + gpu.lower().replace(" ", "-") + "-counters"
+    if args.tag:
+        stamp += "-" + args.tag
     with open(os.path.join(args.out, stamp + ".json"), "w") as f:
-        json.dump({"gpu": gpu, "host": platform.node(), "results": results}, f, indent=1)
+        json.dump({"gpu": gpu, "host": platform.node(), "rounds": args.rounds,
+                   "results": results}, f, indent=1)
     with open(os.path.join(args.out, stamp + ".md"), "w") as f:
-        f.write(table + "\n")
-    if args.checks:
-        tests = os.path.join(os.path.dirname(__file__), "..", "tests", "gpu", "test_gpu_counters.py")
-        subprocess.run([sys.executable, "-m", "pytest", "-q", tests])
+        f.write(f"# Hardware counters on {gpu} ({time.strftime('%Y-%m-%d')})\n\n" + text + "\n")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,11 +1,26 @@
 """GPU probe for hardware counters (issue 20): one command, every stage in its own process.
 
-    python bench/counters_probe.py --out $OUT/counters
+    python bench/counters_probe.py --out $OUT/probe [--stages a,b,...]
 
 Stages (each a subprocess with a timeout, so one crash does not hide the rest; each writes
-<stage>.json and <stage>.log under --out): metric enumeration, per-kernel counters with user
-and auto ranges on a bf16 GEMM and a device-to-device copy (values, per-kernel cost), a CUDA
-graph replay, a bad metric name, PM sampling counter tracks, and ncu on the same kernels.
+<stage>.json and <stage>.log under --out):
+  sweep   the PM-sampling floor (bench/native/pm_floor.h) with kernel activity beside it, over
+          intervals, hardware-buffer sizes and evaluate on/off: cost on a GEMM loop and on tiny
+          launches, samples, overflows, decode and evaluate time per sample, and the process's
+          resident memory after each setup step (profiler host, hardware buffer, image).
+  values  proton mode="counters" (data="tree,trace") on an 8192^2 bf16 GEMM, a 256 MB copy
+          kernel, tiny launches and a graph replay, each alone, then all back to back: values
+          per kernel, bytes moved vs measured, where sample edges fall against kernel edges,
+          and kernel durations under kernel timing vs counters (does sampling shift them?).
+  range   the Range Profiler (range=user and range=auto) on the same GEMM and copy, one launch
+          at a time: per-launch values, for the comparison with ncu.
+  ncu     Nsight Compute on the same kernels, as the program runs (no cache flush, no clock
+          locking) and with its defaults (flush + base clocks).
+  final   in one process: kernel timing, then mode="counters" at several intervals: the GEMM
+          loop and tiny launches over baseline, samples, overflows, decode cost, copy bytes vs
+          bytes moved, kernel durations (clock shift), resident memory.
+  floor2  the PM floor with Proton's buffer sizes at those intervals, and a lighter metric set:
+          image bytes and decode cost per sample.
 """
 
 import argparse
@@ -15,34 +30,30 @@ import subprocess
 import sys
 import time
 
+PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
+          "sm__warps_active.avg.pct_of_peak_sustained_active",
+          "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active",
+          "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
+          "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second"]
+
+NCU_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum",
+               "sm__warps_active.avg.pct_of_peak_sustained_active",
+               "sm__inst_executed.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+               "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second",
+               "gpu__time_duration.sum"]
+
 STAGE = r'''
-import json, os, sys, time
+import json, os, statistics, sys, time
 import torch
-import proton
-import proton.counters as pc
-OUT = sys.argv[1]
-stage = sys.argv[2]
+OUT, stage = sys.argv[1], sys.argv[2]
+PM_SET = json.loads(sys.argv[3])
 res = {"stage": stage}
 
 def save():
     with open(os.path.join(OUT, stage + ".json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
-
-def walk(node, path=""):
-    name = node["frame"]["name"]
-    p = path + "/" + name
-    yield p, node
-    for c in node.get("children", []):
-        yield from walk(c, p)
-
-def kernels(path):
-    data = json.load(open(path))
-    out = {}
-    for p, n in walk(data[0]):
-        m = n.get("metrics", {})
-        if m.get("count", 0) and not n.get("children"):
-            out[p] = m
-    return out
 
 def timed(fn, n):
     torch.cuda.synchronize()
@@ -52,155 +63,269 @@ def timed(fn, n):
     torch.cuda.synchronize()
     return time.perf_counter() - t
 
+def walk(node, path=""):
+    p = path + "/" + node["frame"]["name"][:60]
+    yield p, node
+    for c in node.get("children", []):
+        yield from walk(c, p)
+
+def kernels(path):
+    data = json.load(open(path))
+    return {p: n["metrics"] for p, n in walk(data[0])
+            if n.get("metrics", {}).get("count") and "device_id" in n["metrics"]}
+
 torch.manual_seed(0)
+big_a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+big_b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 src = torch.empty(64 << 20, device="cuda", dtype=torch.float32)  # 256 MB
 dst = torch.empty_like(src)
 tiny = torch.zeros(16, device="cuda")
+gemm8k = lambda: torch.matmul(big_a, big_b)
 gemm = lambda: torch.matmul(a, b)
-# A copy *kernel*: torch's copy_ of a contiguous tensor is a cudaMemcpy (copy engine, no
-# kernel, no range); x * 1 reads and writes every byte once in an elementwise kernel.
-copy = lambda: torch.mul(src, 1.0, out=dst)
+copy = lambda: torch.mul(src, 1.0, out=dst)  # a copy kernel: reads and writes 256 MB
 small = lambda: tiny.add_(1)
-for f in (gemm, copy, small):
+for f in (gemm8k, gemm, copy, small):
     f()
 torch.cuda.synchronize()
 
+def rest():
+    torch.cuda.synchronize()
+    time.sleep(0.003)
+
+def vmrss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+INTERVALS = [100, 250, 1000]
+
 try:
-    if stage == "list":
-        chip, names = pc.list_metrics()
-        res["chip"] = chip
-        res["count"] = len(names)
-        res["names"] = names
-        try:
-            pchip, pnames = pc.list_metrics(pm=True)
-            res["pm_count"] = len(pnames)
-            res["pm_names"] = pnames
-        except Exception as e:
-            res["pm_error"] = repr(e)
-        res["tensor"] = [n for n in names if "tensor" in n]
-    elif stage in ("user", "auto"):
-        import resource
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        mode = "counters" if stage == "user" else "counters:range=auto"
-        base = {"gemm": timed(gemm, 50), "copy": timed(copy, 20), "tiny": timed(small, 5000)}
+    if stage == "sweep":
+        import _proton_bench as P
+        base = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                "tiny": min(timed(small, 5000) for _ in range(3))}
         res["baseline_s"] = base
+        P._floor_start()
+        kf = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+              "tiny": min(timed(small, 5000) for _ in range(3))}
+        res["kernel_floor"] = {k: kf[k] / base[k] for k in kf}
+        configs = [(100, 8, True), (100, 2, True), (100, 32, True), (200, 8, True),
+                   (50, 8, True), (20, 8, True), (20, 8, False), (10, 8, True), (20, 2, True)]
+        res["configs"] = []
+        for interval_us, mb, evaluate in configs:
+            t0 = time.perf_counter()
+            P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+                              image_samples=1024, decode_ms=20, evaluate=evaluate,
+                              keep_samples=0)
+            start_s = time.perf_counter() - t0
+            g = min(timed(gemm, 100) for _ in range(3))
+            t = min(timed(small, 5000) for _ in range(3))
+            s = dict(P._pm_floor_stop())
+            row = {"interval_us": interval_us, "buffer_mb": mb, "evaluate": evaluate,
+                   "start_s": start_s, "gemm": g / base["gemm"], "tiny": t / base["tiny"],
+                   "tiny_us_per_launch_above_kernel_floor": (t - kf["tiny"]) / 5000 * 1e6,
+                   **{k: v for k, v in s.items() if k != "kept"}}
+            if s["samples"]:
+                row["decode_us_per_sample"] = s["decode_ns"] / s["samples"] / 1000
+                row["evaluate_us_per_sample"] = s["evaluate_ns"] / s["samples"] / 1000
+            res["configs"].append(row)
+            print(json.dumps({k: v for k, v in row.items() if k not in ("rss_kb",)}), flush=True)
+            save()
+        P._floor_stop()
+    elif stage == "values":
+        import proton, proton.counters
+        # Kernel durations under kernel timing alone first (clock behaviour without sampling).
+        proton.start(os.path.join(OUT, "timing"))
+        for name, f, n in (("gemm8k", gemm8k, 5), ("copy", copy, 10), ("gemm", gemm, 50),
+                           ("tiny", small, 2000)):
+            with proton.scope(name):
+                for _ in range(n):
+                    f()
+            rest()
+        proton.finalize()
+        res["timing"] = kernels(os.path.join(OUT, "timing.hatchet"))
+        # The same under mode="counters", each kind alone, then back to back, then a graph.
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            copy(); small()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g):
+            copy(); small(); copy()
         t0 = time.perf_counter()
-        s = proton.start(os.path.join(OUT, "prof_" + stage), mode=mode)
+        proton.start(os.path.join(OUT, "counters"), data="tree,trace", mode="counters")
         res["start_s"] = time.perf_counter() - t0
-        with proton.scope("gemm_loop"):
-            g = timed(gemm, 50)
-        with proton.scope("copy_loop"):
-            c = timed(copy, 20)
-        with proton.scope("tiny_loop"):
-            t = timed(small, 5000)
-        res["counters_s"] = {"gemm": g, "copy": c, "tiny": t}
-        res["ratio"] = {k: res["counters_s"][k] / base[k] for k in base}
-        res["per_tiny_launch_us"] = (t - base["tiny"]) / 5000 * 1e6
+        for name, f, n in (("gemm8k", gemm8k, 5), ("copy", copy, 10), ("gemm", gemm, 50),
+                           ("tiny", small, 2000)):
+            with proton.scope(name):
+                for _ in range(n):
+                    f()
+            rest()
+        with proton.scope("mixed"):
+            for _ in range(5):
+                gemm8k(); copy(); small(); gemm()
+        rest()
+        with proton.scope("graph"):
+            for _ in range(5):
+                g.replay()
+        rest()
         t0 = time.perf_counter()
         proton.finalize()
         res["finalize_s"] = time.perf_counter() - t0
-        res["stats"] = pc.stats()
-        res["rss_growth_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
-        res["kernels"] = kernels(os.path.join(OUT, "prof_" + stage + ".hatchet"))
-        res["copy_bytes_moved"] = 2 * src.numel() * 4 * 20
-    elif stage == "graph":
-        s = proton.start(os.path.join(OUT, "prof_graph"), mode="counters")
-        st = torch.cuda.Stream()
-        with torch.cuda.stream(st):
-            gemm(); copy()
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            with proton.scope("captured"):
-                gemm(); copy()
-        for _ in range(10):
-            graph.replay()
-        torch.cuda.synchronize()
-        proton.finalize()
-        res["stats"] = pc.stats()
-        res["kernels"] = kernels(os.path.join(OUT, "prof_graph.hatchet"))
-    elif stage == "badname":
-        try:
-            proton.start(os.path.join(OUT, "prof_bad"), mode="counters:metrics=dram__bytes_red.sum")
-            res["error"] = None
-            gemm(); torch.cuda.synchronize()
-            proton.finalize()
-        except Exception as e:
-            res["error"] = f"{type(e).__name__}: {e}"
-        # Kernel timing must still work afterwards.
-        proton.start(os.path.join(OUT, "prof_after_bad"))
-        gemm(); torch.cuda.synchronize()
-        proton.finalize()
-        res["after_bad"] = kernels(os.path.join(OUT, "prof_after_bad.hatchet"))
-    elif stage == "pm":
-        base = timed(gemm, 200)
-        res["baseline_s"] = base
-        # Kernel time of the same loop under plain kernel timing, for the shift with PM on.
-        proton.start(os.path.join(OUT, "prof_pm_plain"))
-        res["plain_s"] = timed(gemm, 200)
-        proton.finalize()
-        res["plain_kernels"] = kernels(os.path.join(OUT, "prof_pm_plain.hatchet"))
-        s = proton.start(os.path.join(OUT, "prof_pm"), data="tree,trace",
-                         mode="counters:sampling=pm:interval_us=100")
-        g = timed(gemm, 200)
-        c = timed(copy, 20)
-        proton.finalize()
-        res["pm_s"] = g
-        res["ratio"] = g / base
-        tr = json.load(open(os.path.join(OUT, "prof_pm.chrome_trace")))
+        res["stats"] = proton.counters.stats()
+        res["counters"] = kernels(os.path.join(OUT, "counters.hatchet"))
+        res["root"] = json.load(open(os.path.join(OUT, "counters.hatchet")))[0]["metrics"]
+        res["copy_bytes_per_launch"] = 2 * src.numel() * 4
+        # Alignment: per copy kernel (trace), the DRAM rate of the samples around its edges.
+        tr = json.load(open(os.path.join(OUT, "counters.chrome_trace")))
         ev = tr["traceEvents"]
-        cev = [e for e in ev if e.get("ph") == "C"]
-        kev = [e for e in ev if e.get("ph") == "X" and e.get("cat") != "cpu"]
-        res["counter_events"] = len(cev)
-        res["counter_names"] = sorted({e["name"] for e in cev})
-        res["counter_first"] = cev[:5]
-        res["counter_ts_range"] = [min(e["ts"] for e in cev), max(e["ts"] for e in cev)] if cev else None
-        res["kernel_ts_range"] = [min(e["ts"] for e in kev), max(e["ts"] + e.get("dur", 0) for e in kev)] if kev else None
-        res["kernel_events"] = len(kev)
-        res["kernels"] = kernels(os.path.join(OUT, "prof_pm.hatchet"))
-    elif stage in ("floor", "timing"):
-        import resource
-        base = {"gemm": timed(gemm, 50), "tiny": timed(small, 5000)}
-        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        if stage == "floor":
-            import _proton_bench as P  # the floor lives in the bench module (bench/native)
-            P._counters_floor_start(["dram__bytes_read.sum", "dram__bytes_write.sum",
-        "sm__warps_active.avg.pct_of_peak_sustained_active",
-        "sm__inst_executed.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "lts__t_sectors.sum"], 512)
-        else:
-            proton.start(os.path.join(OUT, "prof_timing"))
-        g = timed(gemm, 50)
-        t = timed(small, 5000)
-        if stage == "floor":
-            res["floor_stats"] = dict(P._counters_floor_stop())
-        else:
+        reads = sorted((e["ts"], e["args"]["value"]) for e in ev
+                       if e.get("ph") == "C" and e["name"] == "dram__bytes_read.sum.per_second")
+        boxes = sorted((e["ts"], e["ts"] + e["dur"], e["name"][:40]) for e in ev
+                       if e.get("ph") == "X" and "dur" in e and e.get("pid") == 0
+                       and e.get("cat") != "cpu")
+        res["trace_samples"] = len(reads)
+        res["trace_kernels"] = len(boxes)
+        near = []
+        import bisect
+        ts = [r[0] for r in reads]
+        for k0, k1, kname in boxes:
+            if k1 - k0 < 50 or "elementwise" not in kname.lower():  # the copies, not tiny
+                continue
+            i = bisect.bisect_left(ts, k0 - 300)
+            j = bisect.bisect_right(ts, k1 + 300)
+            near.append({"kernel": [k0, k1, kname],
+                         "samples": [[round(t - k0, 1), round(v / 1e9, 1)] for t, v in reads[i:j]]})
+            if len(near) >= 4:
+                break
+        res["copy_edges_GBps"] = near
+    elif stage == "range":
+        import proton, proton.counters
+        for mode in ("counters:range=user", "counters:range=auto"):
+            tag = mode.split("=")[-1]
+            proton.start(os.path.join(OUT, "range_" + tag), mode=mode)
+            for name, f in (("gemm8k", gemm8k), ("copy", copy), ("gemm", gemm)):
+                with proton.scope(name):
+                    for _ in range(3):
+                        f()
+                        torch.cuda.synchronize()
             proton.finalize()
+            res[tag] = kernels(os.path.join(OUT, "range_" + tag + ".hatchet"))
+            res[tag + "_stats"] = proton.counters.stats()
+    elif stage == "final":
+        import proton, proton.counters
+        base = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                "tiny": min(timed(small, 5000) for _ in range(3))}
         res["baseline_s"] = base
-        res["variant_s"] = {"gemm": g, "tiny": t}
-        res["ratio"] = {"gemm": g / base["gemm"], "tiny": t / base["tiny"]}
-        res["per_tiny_launch_us"] = (t - base["tiny"]) / 5000 * 1e6
-        res["rss_growth_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0
+        print(json.dumps(base), flush=True)
+        nbytes = src.numel() * 4
+        for tag, mode in [("timing", None)] + [(f"counters_{i}", f"counters:interval_us={i}")
+                                               for i in INTERVALS]:
+            row = {"mode": mode}
+            try:
+                vm0 = vmrss()
+                t0 = time.perf_counter()
+                proton.start(os.path.join(OUT, tag), **({} if mode is None else {"mode": mode}))
+                row["start_s"] = time.perf_counter() - t0
+                row["vm_start_kb"] = vmrss() - vm0
+                with proton.scope("gemm"):
+                    g = min(timed(gemm, 100) for _ in range(3))
+                with proton.scope("tiny"):
+                    t = min(timed(small, 5000) for _ in range(3))
+                rest()
+                with proton.scope("copy"):
+                    for _ in range(10):
+                        copy()
+                rest()
+                with proton.scope("gemm8k"):
+                    for _ in range(5):
+                        gemm8k()
+                rest()
+                row["vm_run_kb"] = vmrss() - vm0
+                t0 = time.perf_counter()
+                proton.finalize()
+                row["finalize_s"] = time.perf_counter() - t0
+                row["gemm"] = g / base["gemm"]
+                row["tiny"] = t / base["tiny"]
+                row["tiny_us_per_launch"] = (t - base["tiny"]) / 5000 * 1e6
+                st = proton.counters.stats()
+                row["stats"] = {k: v for k, v in st.items() if k.startswith("pm_")}
+                if st.get("pm_samples"):
+                    row["decode_us_per_sample"] = st["pm_decode_ns"] / st["pm_samples"] / 1e3
+                    row["evaluate_us_per_sample"] = st["pm_evaluate_ns"] / st["pm_samples"] / 1e3
+                ks = kernels(os.path.join(OUT, tag + ".hatchet"))
+                for path, m in ks.items():
+                    scope = path.split("/")[2] if path.count("/") >= 2 else ""
+                    if scope not in ("gemm", "tiny", "copy", "gemm8k"):
+                        continue
+                    info = {"count": m["count"], "mean_ns": m["time (ns)"] / m["count"]}
+                    for k, v in m.items():
+                        if k.endswith(" (ns-weighted)") and m.get("counter time (ns)"):
+                            info[k[:-14][-40:]] = v / m["counter time (ns)"]
+                        elif k.startswith(("dram__", "lts__", "counter samples")):
+                            info[k] = v
+                    if scope == "copy" and "dram__bytes_read.sum" in m:
+                        info["bytes_vs_moved"] = (m["dram__bytes_read.sum"] +
+                                                  m["dram__bytes_write.sum"]) / (2 * nbytes * m["count"])
+                    row.setdefault("kernels", {})[scope] = info
+                root = json.load(open(os.path.join(OUT, tag + ".hatchet")))[0]["metrics"]
+                row["root"] = {k: v for k, v in root.items() if k.startswith("counter ")}
+            except Exception:
+                import traceback
+                row["exception"] = traceback.format_exc()[-1500:]
+            res[tag] = row
+            print(tag, json.dumps(row)[:3000], flush=True)
+            save()
+        res["baseline_end_s"] = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                                 "tiny": min(timed(small, 5000) for _ in range(3))}
+    elif stage == "floor2":
+        import _proton_bench as P
+        light = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors.sum",
+                 "gpc__cycles_elapsed.avg.per_second"]
+        base = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+                "tiny": min(timed(small, 5000) for _ in range(3))}
+        P._floor_start()
+        kf = {"gemm": min(timed(gemm, 100) for _ in range(3)),
+              "tiny": min(timed(small, 5000) for _ in range(3))}
+        res["kernel_floor"] = {k: kf[k] / base[k] for k in kf}
+        print(json.dumps(res), flush=True)
+        res["configs"] = []
+        for interval_us, metrics, set_name in [(100, PM_SET, "default"), (100, light, "light"),
+                                               (250, PM_SET, "default"), (1000, PM_SET, "default")]:
+            per_period = 20000 // interval_us
+            mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
+            image = min(1024, max(32, 2 * per_period + 1))
+            P._pm_floor_start(metrics, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+                              image_samples=image, decode_ms=20, evaluate=True, keep_samples=0)
+            g = min(timed(gemm, 100) for _ in range(3))
+            t = min(timed(small, 5000) for _ in range(3))
+            s = dict(P._pm_floor_stop())
+            row = {"interval_us": interval_us, "set": set_name, "buffer_mb": mb,
+                   "image_samples": image, "gemm": g / base["gemm"], "tiny": t / base["tiny"],
+                   **{k: v for k, v in s.items() if k != "kept"}}
+            row["image_bytes_per_sample"] = s["image_bytes"] / image
+            if s["samples"]:
+                row["decode_us_per_sample"] = s["decode_ns"] / s["samples"] / 1000
+                row["evaluate_us_per_sample"] = s["evaluate_ns"] / s["samples"] / 1000
+            res["configs"].append(row)
+            print(json.dumps(row), flush=True)
+            save()
+        P._floor_stop()
     elif stage == "ncu_target":
-        for _ in range(3):
-            gemm(); copy()
-        torch.cuda.synchronize()
-except Exception as e:
+        with torch.cuda.nvtx.range("measure"):
+            for f in (gemm8k, copy, gemm):
+                for _ in range(3):
+                    f()
+                torch.cuda.synchronize()
+except Exception:
     import traceback
     res["exception"] = traceback.format_exc()
 save()
-print(json.dumps({k: v for k, v in res.items() if k not in ("names", "pm_names", "kernels")}, default=str)[:4000])
+print(json.dumps({k: v for k, v in res.items() if k not in ("counters", "timing", "configs")},
+                 default=str)[:6000])
 '''
-
-NCU_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,"
-               "sm__warps_active.avg.pct_of_peak_sustained_active,"
-               "sm__inst_executed.avg.pct_of_peak_sustained_active,"
-               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,"
-               "lts__t_sectors.sum,lts__t_sector_hit_rate.pct,"
-               "sm__throughput.avg.pct_of_peak_sustained_elapsed")
 
 
 def run(cmd, out, name, timeout):
@@ -211,32 +336,33 @@ def run(cmd, out, name, timeout):
     except subprocess.TimeoutExpired as e:
         text, rc = f"TIMEOUT after {timeout}s\n{e.stdout}\n{e.stderr}", 124
     with open(os.path.join(out, name + ".log"), "w") as f:
-        f.write(text)
-    print(f"== {name}: rc={rc} {time.time() - t:.1f}s")
-    print(text[-1500:])
+        f.write(text if isinstance(text, str) else str(text))
+    print(f"== {name}: rc={rc} {time.time() - t:.1f}s", flush=True)
+    print(str(text)[-3000:], flush=True)
     return rc
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "counters"))
-    ap.add_argument("--stages", default="list,user,floor,timing,auto,graph,badname,pm,ncu")
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "probe"))
+    ap.add_argument("--stages", default="sweep,values,range,ncu")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     script = os.path.join(args.out, "stage.py")
     with open(script, "w") as f:
         f.write(STAGE)
     py = sys.executable
-    # Typical: 8-15 s a stage; the limits only stop a hang from eating the lead's GPU time.
-    timeouts = {"list": 20, "user": 30, "auto": 30, "graph": 20, "badname": 20, "pm": 25,
-                "floor": 20, "timing": 20}
+    timeouts = {"sweep": 60, "values": 60, "range": 40, "final": 40, "floor2": 25}
     for stage in args.stages.split(","):
         if stage == "ncu":
-            run(["ncu", "--metrics", NCU_METRICS, "--csv", "--print-units", "base", "--launch-skip", "3",
-                 "--launch-count", "4", py, script, args.out, "ncu_target"],
-                args.out, "ncu", 45)
+            for tag, extra in (("ncu_inplace", ["--cache-control", "none", "--clock-control",
+                                                "none"]), ("ncu_default", [])):
+                run(["ncu", "--metrics", ",".join(NCU_METRICS), "--csv", "--print-units", "base",
+                     *extra, "--nvtx", "--nvtx-include", "measure/", py, script, args.out,
+                     "ncu_target", json.dumps(PM_SET)], args.out, tag, 90)
         else:
-            run([py, script, args.out, stage], args.out, stage, timeouts.get(stage, 30))
+            run([py, script, args.out, stage, json.dumps(PM_SET)], args.out, stage,
+                timeouts.get(stage, 60))
 
 
 if __name__ == "__main__":

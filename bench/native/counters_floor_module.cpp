@@ -1,11 +1,13 @@
 // The floor's Python entry points (counters_floor.h), registered into _proton_bench.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <stdexcept>
 
 #include "counters_floor.h"
+#include "pm_floor.h"
 
 #ifdef PROTON_HAVE_CUPTI
 namespace proton::bench {
@@ -28,6 +30,42 @@ void register_counters_floor(nanobind::module_& m) {
     d["errors"] = s.errors;
     d["evaluated"] = s.evaluated;
     d["first_value"] = s.first_value;
+    return d;
+  });
+  // The PM-sampling floor (pm_floor.h): the floor of the default counters mode with
+  // _floor_start() (kernel activity) beside it.
+  m.def(
+      "_pm_floor_start",
+      [](const std::vector<std::string>& metrics, uint64_t interval_ns, uint64_t hardware_buffer,
+         uint32_t image_samples, uint32_t decode_ms, bool evaluate, size_t keep_samples) {
+        PmFloorConfig c;
+        c.metrics = metrics;
+        c.interval_ns = interval_ns;
+        c.hardware_buffer = hardware_buffer;
+        c.image_samples = image_samples;
+        c.decode_ms = decode_ms;
+        c.evaluate = evaluate;
+        c.keep_samples = keep_samples;
+        std::string why;
+        if (!pm_floor_start(c, why)) throw std::runtime_error(why);
+      },
+      nb::arg("metrics"), nb::arg("interval_ns") = 100000,
+      nb::arg("hardware_buffer") = uint64_t{8} << 20, nb::arg("image_samples") = 1024,
+      nb::arg("decode_ms") = 20, nb::arg("evaluate") = true, nb::arg("keep_samples") = 0);
+  m.def("_pm_floor_stop", [] {
+    PmFloorStats s = pm_floor_stop();
+    nb::dict d;
+    d["samples"] = s.samples;
+    d["decodes"] = s.decodes;
+    d["overflows"] = s.overflows;
+    d["errors"] = s.errors;
+    d["decode_ns"] = s.decode_ns;
+    d["evaluate_ns"] = s.evaluate_ns;
+    d["image_bytes"] = s.image_bytes;
+    d["passes"] = s.passes;
+    d["totals"] = s.totals;
+    d["rss_kb"] = s.rss_kb;
+    d["kept"] = s.kept;
     return d;
   });
 }

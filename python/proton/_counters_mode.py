@@ -8,7 +8,7 @@ See docs/counters.md.
 from typing import Iterable, Optional
 
 _RANGES = ("user", "auto")
-_SAMPLING = ("range", "pm", "both")
+_SAMPLING = ("pm", "range", "both")
 
 
 class Counters:
@@ -16,20 +16,24 @@ class Counters:
 
     Args:
         metrics: CUPTI metric names (``None``: the default set — DRAM bytes read and written,
-            achieved occupancy, SM throughput %, tensor-pipe utilisation %, L2 hit rate).
+            achieved occupancy, SM instruction issue %, tensor-pipe utilisation %, L2 sectors
+            for the L2 hit rate, and the GPC clock).
             An unknown name makes ``proton.start`` raise, listing this GPU's metrics.
-        range: ``"user"`` (default: a range around each launch, no synchronisation; kernels
-            running concurrently on other streams count into it) or ``"auto"`` (CUPTI cuts
-            one range per kernel and synchronises after each launch).
-        replay: allow metric sets that need several passes (kernel replay: every kernel runs
-            once per pass; implies ``range="auto"``). Off by default: one pass only.
-        sampling: ``"range"`` (per kernel), ``"pm"`` (device-wide PM sampling as counter
-            tracks on the trace) or ``"both"``; ``None`` picks ``"pm"`` for a trace-only
-            session and ``"range"`` otherwise.
+        range: ``None`` (default): PM sampling, each sample's counts split over the kernels
+            that ran in it — no synchronisation, a few percent of cost. ``"user"`` or
+            ``"auto"``: exact values per launch from CUPTI's Range Profiler instead, at about
+            1 ms per launch (``"user"``: a range around each launch, kernels running
+            concurrently on other streams count into it) or a synchronisation after every
+            launch (``"auto"``). The cost is said at start.
+        replay: allow metric sets that need several passes (Range Profiler kernel replay:
+            every kernel runs once per pass; implies ``range="auto"``). Off by default.
+        sampling: ``"pm"`` (default), ``"range"`` (same as ``range="user"``) or ``"both"``
+            (Range-Profiler values per kernel and PM sampling beside them, its values named
+            ``pm:<metric>``).
         interval_us: PM sampling period in microseconds.
     """
 
-    def __init__(self, metrics: Optional[Iterable[str]] = None, *, range: str = "user",
+    def __init__(self, metrics: Optional[Iterable[str]] = None, *, range: Optional[str] = None,
                  replay: bool = False, sampling: Optional[str] = None,
                  interval_us: Optional[int] = None):
         if isinstance(metrics, str):
@@ -41,8 +45,8 @@ class Counters:
         for m in self.metrics or []:
             if not m or any(c in m for c in ",: "):
                 raise ValueError(f"Counters: bad metric name {m!r}")
-        if range not in _RANGES:
-            raise ValueError(f"Counters: range must be one of {_RANGES}, not {range!r}")
+        if range is not None and range not in _RANGES:
+            raise ValueError(f"Counters: range must be None or one of {_RANGES}, not {range!r}")
         if sampling is not None and sampling not in _SAMPLING:
             raise ValueError(f"Counters: sampling must be one of {_SAMPLING}, not {sampling!r}")
         if interval_us is not None and not (1 <= int(interval_us) <= 1_000_000):
@@ -56,7 +60,7 @@ class Counters:
         parts = ["counters"]
         if self.metrics is not None:
             parts.append("metrics=" + ",".join(self.metrics))
-        if self.range != "user":
+        if self.range is not None:
             parts.append("range=" + self.range)
         if self.replay:
             parts.append("replay")

@@ -19,6 +19,8 @@ def list_metrics(pm: bool = False) -> Tuple[str, List[str]]:
 
 
 def stats() -> Dict[str, int]:
-    """Ranges, decode batches and time spent decoding on launching threads (ns) of the running
-    (or last) per-kernel counters run."""
+    """Statistics of the running (or last) counters run: ``pm_*`` for PM sampling (samples,
+    decodes, hardware-buffer overflows, errors, our thread's decode and evaluate time in ns, the
+    hardware buffer and counter-data image in bytes, the interval in ns); the others for the
+    Range Profiler (ranges, decode batches, time spent decoding on launching threads in ns)."""
     return dict(_proton._counters_stats())

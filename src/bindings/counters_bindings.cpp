@@ -42,6 +42,16 @@ void register_counters(nb::module_& m) {
     d["evaluated"] = s.evaluated;
     d["dropped_ranges"] = s.dropped_ranges;
     d["errors"] = s.errors;
+    cupti::PmRunStats pm = cupti::pm_run_stats();
+    d["pm_samples"] = pm.samples;
+    d["pm_decodes"] = pm.decodes;
+    d["pm_overflows"] = pm.overflows;
+    d["pm_errors"] = pm.errors;
+    d["pm_decode_ns"] = pm.decode_ns;
+    d["pm_evaluate_ns"] = pm.evaluate_ns;
+    d["pm_hardware_buffer"] = pm.hardware_buffer;
+    d["pm_image_bytes"] = pm.image_bytes;
+    d["pm_interval_ns"] = pm.interval_ns;
 #endif
     return d;
   });

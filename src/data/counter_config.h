@@ -1,19 +1,31 @@
-// What mode="counters[:...]" asks for: which hardware metrics, how ranges are cut, replay.
+// What mode="counters[:...]" asks for: which hardware metrics, from which CUPTI source.
 //
 // Vendor-neutral: the names are CUPTI's (the only backend with counters today), but parsing and
-// the default set's fallbacks are plain strings, tested on the CPU. The backend checks the
+// the default sets' fallbacks are plain strings, tested on the CPU. The backend checks the
 // names against the GPU's own metric list when it starts.
 //
+// Two sources of per-kernel values:
+//   PM sampling (default)  device-wide counters every interval_us; each sample's counts are
+//                          split over the kernels that ran in it (data/counter_split.h). No
+//                          work on the launch path, no synchronisation; the same samples are
+//                          the counter tracks of a trace.
+//   Range Profiler (opt-in, range=user|auto)  exact values per launch, at a price said at
+//                          start: ~1 ms per launch on an H100 with user ranges, a context
+//                          synchronisation per launch with auto ranges.
+//
 // Grammar (options separated by ':', metric names never contain ':'):
-//   counters                              the default set, user ranges, one pass
+//   counters                              PM sampling, the default set, one pass
 //   counters:metrics=a,b,c                these metrics instead of the default set
-//   counters:range=auto                   CUPTI's auto ranges (one context sync per launch)
-//   counters:replay                       allow metric sets that need several passes (kernel
-//                                         replay: every kernel runs once per pass)
-//   counters:interval_us=N                PM sampling period for counter tracks (data="trace")
-//   counters:sampling=range|pm|both       per-kernel range profiler, device-wide PM sampling,
-//                                         or both (default: range for "tree", pm for a
-//                                         trace-only session)
+//   counters:interval_us=N                PM sampling period
+//   counters:range=user|auto              per-kernel values from the Range Profiler instead
+//                                         (user: a range around each launch; auto: CUPTI's
+//                                         per-kernel ranges, one context sync per launch)
+//   counters:replay                       allow metric sets that need several passes (Range
+//                                         Profiler, kernel replay: every kernel runs once per
+//                                         pass; implies range=auto)
+//   counters:sampling=pm|range|both       pm (default); range = range=user; both: the Range
+//                                         Profiler per kernel and PM sampling beside it (its
+//                                         per-kernel values named "pm:<metric>")
 #pragma once
 
 #include <cstdint>
@@ -33,9 +45,14 @@ struct CounterConfig {
   bool user_metrics = false;  // metrics= was given
   CounterRange range = CounterRange::kUser;
   bool replay = false;
-  bool range_profiler = true;  // per-kernel values on the tree
-  bool pm_sampling = false;    // device-wide counter tracks on the trace
-  uint32_t interval_us = 100;  // PM sampling period
+  bool range_profiler = false;  // per-kernel values from the Range Profiler (opt-in)
+  bool pm_sampling = true;      // PM sampling: per-kernel values by split, counter tracks
+  uint32_t interval_us = kDefaultIntervalUs;
+
+  /// PM sampling period. On an H100 our thread spends 65-120 us decoding and evaluating each
+  /// sample of the default set: every 100 us it was 65% busy (64 MB hardware buffer), every
+  /// 250 us 30% (+29 MB), every 1000 us 12% (+7 MB); docs/counters.md, Cost.
+  static constexpr uint32_t kDefaultIntervalUs = 250;
 
   /// The mode string this config round-trips to (for messages and equality of sessions).
   std::string canonical() const;
@@ -44,16 +61,16 @@ struct CounterConfig {
 /// True when `mode` is a counters mode ("counters" or "counters:...", any case of the head).
 bool is_counters_mode(std::string_view mode);
 
-/// Parses a counters mode. `trace_only`: the session records a trace and no tree (then PM
-/// sampling is the default way). Throws std::invalid_argument naming the bad option and the
-/// accepted ones. A non-counters mode gives a disabled config.
-CounterConfig parse_counter_config(std::string_view mode, bool trace_only = false);
+/// Parses a counters mode. Throws std::invalid_argument naming the bad option and the accepted
+/// ones. A non-counters mode gives a disabled config.
+CounterConfig parse_counter_config(std::string_view mode);
 
-/// The default per-kernel set: DRAM bytes read and written, achieved occupancy, SM throughput,
-/// tensor-pipe utilisation (wgmma and mma.sync pipes on Hopper), L2 hit rate.
+/// The Range Profiler's default set: DRAM bytes read and written, achieved occupancy, SM
+/// throughput, tensor-pipe utilisation (wgmma and mma.sync pipes on Hopper), L2 sectors.
 std::vector<std::vector<std::string>> default_counter_metrics();
 
-/// The default PM-sampling set (device-wide rates over each sample).
+/// PM sampling's default set (per-kernel values and counter tracks): the same quantities as
+/// PM sampling can count them in one pass, plus the GPC clock.
 std::vector<std::vector<std::string>> default_sampling_metrics();
 
 }  // namespace proton

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "data/counter_rules.h"
+
 namespace proton {
 
 namespace {
@@ -37,7 +39,14 @@ std::string escaped(const std::string& s) {
 std::vector<std::string> counter_track_events(const CounterTrack& track, int64_t gpu_offset_ns,
                                               uint64_t base_steady_ns) {
   std::vector<std::string> out;
-  const auto& names = track.names();
+  // A ".sum" metric counts per sample; its track shows the rate (per second), which does not
+  // depend on the sampling period.
+  std::vector<std::string> names;
+  std::vector<bool> rate;
+  for (const std::string& n : track.names()) {
+    rate.push_back(counter_rule(n) == CounterRule::kSum);
+    names.push_back(rate.back() ? n + ".per_second" : n);
+  }
   std::map<uint32_t, uint64_t> last_end;  // device -> end of its previous sample
   for (const CounterTrack::Sample& s : track.samples()) {
     auto prev = last_end.find(s.device);
@@ -52,11 +61,13 @@ std::vector<std::string> counter_track_events(const CounterTrack& track, int64_t
       }
     }
     last_end[s.device] = s.end_ns;
+    const double seconds = static_cast<double>(s.end_ns - s.start_ns) * 1e-9;
     for (size_t m = 0; m < names.size() && m < s.values.size(); ++m) {
+      double v = rate[m] ? (seconds > 0 ? s.values[m] / seconds : 0.0) : s.values[m];
       out.push_back("{\"ph\":\"C\",\"pid\":" + std::to_string(s.device) + ",\"name\":\"" +
                     escaped(names[m]) +
                     "\",\"ts\":" + ts_us(s.start_ns, gpu_offset_ns, base_steady_ns) +
-                    ",\"args\":{\"value\":" + number(s.values[m]) + "}}");
+                    ",\"args\":{\"value\":" + number(v) + "}}");
     }
   }
   return out;

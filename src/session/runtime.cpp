@@ -148,10 +148,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   BackendOptions backend_options = options_from_env();
   backend_options.graph_level = config.mode == "graph";
   // Hardware counters (issue 20): throws for a malformed counters mode before anything changes.
-  {
-    DataKinds kinds = parse_data(config.data);
-    backend_options.counters = parse_counter_config(config.mode, kinds.trace && !kinds.tree);
-  }
+  backend_options.counters = parse_counter_config(config.mode);
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {

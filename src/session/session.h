@@ -17,6 +17,7 @@
 #include "data/call_tree.h"
 #include "data/counter_batch.h"
 #include "data/counter_join.h"
+#include "data/counter_split.h"
 #include "data/counter_track.h"
 #include "data/pc_attribution.h"
 #include "data/region_metrics.h"
@@ -125,33 +126,40 @@ class Session {
   uint64_t late_kernels = 0;  // kernels of phases already cleared or written out
 
   // Hardware counters (mode="counters", data/counter_config.h), set up by Runtime::start before
-  // the session is active. Per-launch values meet their kernel records in a CounterJoin;
-  // device-wide samples are kept for the trace's counter tracks and for per-kernel averages.
+  // the session is active. PM samples are split over the kernels that ran in them
+  // (CounterSplit) for per-kernel values, and kept for a trace's counter tracks; Range-Profiler
+  // values per launch meet their kernel records in a CounterJoin.
+  /// `per_launch`: Range-Profiler values come; `samples`: PM samples come (their per-kernel
+  /// values are then named "pm:<metric>" when `per_launch` is on too).
   void enable_counters(bool per_launch, bool samples);
-  bool counters_enabled() const { return counters_ != nullptr || counter_track_ != nullptr; }
+  bool counters_enabled() const {
+    return counters_ != nullptr || counter_track_ != nullptr || split_ != nullptr;
+  }
   void add_counters(const LaunchCounters& batch);         // takes mu
   void add_counter_samples(const CounterSamples& batch);  // takes mu
-  /// End of a flush: kernels still waiting for values get none; long kernels get their PM
-  /// averages (takes mu).
+  /// End of a flush: kernels still waiting for Range-Profiler values get none; every kernel
+  /// delivered so far gets its share of the samples received so far (takes mu).
   void settle_counters();
   const CounterJoin* counter_join() const { return counters_.get(); }         // requires mu
   const CounterTrack* counter_track() const { return counter_track_.get(); }  // requires mu
+  const CounterSplit* counter_split() const { return split_.get(); }          // requires mu
 
  private:
   void join_counters(const LaunchTag& tag, CallTree::NodeId node, const KernelRecord& r);
+  void attach_split(bool final);                   // requires mu
   uint32_t phase_for(const LaunchTag& tag) const;  // requires mu
   std::unique_ptr<CounterJoin> counters_;
-  const CounterSchema* counter_schema_ = nullptr;  // of the last batch (the backend keeps it)
-  std::unique_ptr<CounterTrack> counter_track_;
-  struct LongKernel {  // waits for the PM samples that cover it
-    uint32_t phase;
-    CallTree::NodeId node;
-    uint32_t device;
-    uint64_t start_ns, end_ns;
-  };
-  std::vector<LongKernel> long_kernels_;
-  std::unique_ptr<CounterSchema> pm_schema_;  // "pm:" + the sampled metrics, for the tree
-  uint64_t trace_base_steady_ns_ = 0;         // the trace's ts 0, for counter-track events
+  const CounterSchema* counter_schema_ = nullptr;    // of the last batch (the backend keeps it)
+  std::unique_ptr<CounterTrack> counter_track_;      // data="trace": the samples, for tracks
+  std::unique_ptr<CounterSplit> split_;              // data="tree": per-kernel values
+  bool split_prefixed_ = false;                      // its metrics are named "pm:<metric>"
+  std::unique_ptr<CounterSchema> split_schema_;      // the sampled metrics as tree metrics
+  NameId split_samples_id_ = kNoName;                // "counter samples"
+  NameId split_shared_id_ = kNoName;                 // "counter samples shared"
+  CounterSplit::Stats split_written_;                // stats already on the root
+  std::vector<CounterSplit::Result> split_results_;  // attach_split's scratch
+  std::vector<double> split_values_;
+  uint64_t trace_base_steady_ns_ = 0;  // the trace's ts 0, for counter-track events
 
   CallTree* tree_for(const LaunchTag& tag);  // requires mu
   PcAttribution::TreeOf pc_tree_of();        // requires mu while the result is used

@@ -1,8 +1,10 @@
-// Session's hardware-counter half (mode="counters"): joins per-launch values with kernel
-// records and keeps PM samples. Kept apart from session.cpp so the counters feature is one
-// file on the session side; the rules themselves live in data/counter_*.
+// Session's hardware-counter half (mode="counters"): splits PM samples over the kernels that ran
+// in them, joins Range-Profiler values with kernel records, keeps samples for counter tracks.
+// Kept apart from session.cpp so the counters feature is one file on the session side; the
+// rules themselves live in data/counter_*.
 #include <algorithm>
 
+#include "common/name_table.h"
 #include "data/counter_rules.h"
 #include "session/session.h"
 
@@ -10,19 +12,22 @@ namespace proton {
 
 namespace {
 
-// A kernel needs at least this many PM samples under it for a per-kernel average (below
-// that, one sample straddling the kernel's edges dominates).
-constexpr size_t kMinSamplesPerKernel = 3;
-// Kernels remembered for PM averages: only long ones (>= kMinSamplesPerKernel periods) are, and
-// they are resolved at every flush; the cap keeps a pathological run bounded.
-constexpr size_t kMaxLongKernels = 1u << 16;
+// The split's owner key: the phase and the node the kernel landed on.
+CounterSplit::Owner owner_of(uint32_t phase, CallTree::NodeId node) {
+  return (uint64_t{phase} << 32) | node;
+}
 
 }  // namespace
 
 void Session::enable_counters(bool per_launch, bool samples) {
   std::lock_guard lock(mu);
   if (per_launch && !counters_) counters_ = std::make_unique<CounterJoin>();
-  if (samples && !counter_track_) counter_track_ = std::make_unique<CounterTrack>();
+  if (!samples) return;
+  if (data_.trace && !counter_track_) counter_track_ = std::make_unique<CounterTrack>();
+  if (data_.tree && !split_) {
+    split_ = std::make_unique<CounterSplit>();
+    split_prefixed_ = per_launch;
+  }
 }
 
 uint32_t Session::phase_for(const LaunchTag& tag) const {
@@ -44,13 +49,7 @@ void Session::join_counters(const LaunchTag& tag, CallTree::NodeId node, const K
         attach_counters(*t, node, duration, *counter_schema_, values);
     }
   }
-  if (counter_track_ && duration > 0 && long_kernels_.size() < kMaxLongKernels) {
-    // Whether it spans enough samples is known only once the period is: keep every kernel
-    // that is not obviously short (1 us), decide at settle.
-    if (duration >= 1000) {
-      long_kernels_.push_back({phase, node, r.device_id, r.start_ns, r.end_ns});
-    }
-  }
+  if (split_) split_->add_kernel(r.device_id, r.start_ns, r.end_ns, owner_of(phase, node));
 }
 
 void Session::add_counters(const LaunchCounters& batch) {
@@ -68,37 +67,69 @@ void Session::add_counters(const LaunchCounters& batch) {
 
 void Session::add_counter_samples(const CounterSamples& batch) {
   std::lock_guard lock(mu);
-  if (!counter_track_ || batch.schema == nullptr) return;
-  counter_track_->add(batch);
-  if (!pm_schema_) {
+  if (batch.schema == nullptr) return;
+  if (counter_track_) counter_track_->add(batch);
+  if (!split_) return;
+  if (!split_schema_) {
+    std::string prefix = split_prefixed_ ? std::string(kPmPrefix) : std::string();
     std::vector<std::string> names;
     for (const std::string& n : batch.schema->names())
-      names.push_back(std::string(kPmPrefix) + n);
-    pm_schema_ = std::make_unique<CounterSchema>(std::move(names), kPmCounterTimeMetric);
+      names.push_back(prefix + n);
+    split_schema_ = std::make_unique<CounterSchema>(
+        std::move(names), split_prefixed_ ? kPmCounterTimeMetric : kCounterTimeMetric);
+    std::vector<CounterRule> rules;
+    for (size_t i = 0; i < split_schema_->size(); ++i)
+      rules.push_back(split_schema_->rule(i));
+    split_->set_rules(std::move(rules));
+    split_samples_id_ = NameTable::global().intern(prefix + "counter samples");
+    split_shared_id_ = NameTable::global().intern(prefix + "counter samples shared");
+  }
+  split_->add_samples(batch);
+  attach_split(/*final=*/false);
+}
+
+void Session::attach_split(bool final) {
+  split_results_.clear();
+  split_values_.clear();
+  split_->resolve(final, split_results_, split_values_);
+  const size_t m = split_->metrics();
+  for (size_t i = 0; i < split_results_.size(); ++i) {
+    const CounterSplit::Result& r = split_results_[i];
+    CallTree* t = phase_tree(static_cast<uint32_t>(r.owner >> 32));
+    if (t == nullptr || split_schema_ == nullptr) continue;
+    auto node = static_cast<CallTree::NodeId>(r.owner & 0xffffffffu);
+    attach_counters(*t, node, r.sampled_ns, *split_schema_,
+                    std::span<const double>(split_values_.data() + i * m, m));
+    try {
+      t->add_metric(node, split_samples_id_, MetricValue{r.samples});
+      t->add_metric(node, split_shared_id_, MetricValue{r.shared});
+    } catch (const MetricTypeError&) {
+    }
   }
 }
 
 void Session::settle_counters() {
   std::lock_guard lock(mu);
   if (counters_) counters_->settle();
-  if (!counter_track_ || !pm_schema_) return;
-  std::vector<double> avg;
-  // Kernels whose samples may not have been decoded yet stay for the next settle: a kernel is
-  // resolved once a sample ending after it exists.
-  uint64_t newest = counter_track_->samples().empty() ? 0 : counter_track_->samples().back().end_ns;
-  std::vector<LongKernel> keep;
-  for (const LongKernel& k : long_kernels_) {
-    if (k.end_ns > newest) {
-      keep.push_back(k);
-      continue;
+  if (!split_) return;
+  attach_split(/*final=*/true);
+  // What the split could not place, on the root, so that a profile says how complete its
+  // counters are.
+  if (!data_.tree) return;
+  const CounterSplit::Stats& now = split_->stats();
+  auto put = [&](const char* name, uint64_t value, uint64_t& written) {
+    if (value == written) return;
+    std::string full = (split_prefixed_ ? std::string(kPmPrefix) : std::string()) + name;
+    try {
+      tree().add_metric(CallTree::kRoot, NameTable::global().intern(full),
+                        MetricValue{static_cast<int64_t>(value - written)});
+    } catch (const MetricTypeError&) {
     }
-    if (!counter_track_->average(k.device, k.start_ns, k.end_ns, kMinSamplesPerKernel, avg))
-      continue;
-    if (CallTree* t = phase_tree(k.phase)) {
-      attach_counters(*t, k.node, k.end_ns - k.start_ns, *pm_schema_, avg);
-    }
-  }
-  long_kernels_ = std::move(keep);
+    written = value;
+  };
+  put("counter samples idle", now.idle_samples, split_written_.idle_samples);
+  put("counter kernels unsampled", now.unsampled_kernels, split_written_.unsampled_kernels);
+  put("counter kernels late", now.late_kernels, split_written_.late_kernels);
 }
 
 }  // namespace proton

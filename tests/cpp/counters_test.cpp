@@ -24,17 +24,31 @@ using json = nlohmann::json;
 using testing::id;
 
 TEST(CounterConfig, DefaultSetAndOptions) {
+  // The default: PM sampling, its one-pass set, per-kernel values by split.
   CounterConfig c = parse_counter_config("counters");
   EXPECT_TRUE(c.enabled);
   EXPECT_FALSE(c.user_metrics);
-  EXPECT_EQ(c.range, CounterRange::kUser);
   EXPECT_FALSE(c.replay);
-  EXPECT_TRUE(c.range_profiler);
-  EXPECT_FALSE(c.pm_sampling);
-  ASSERT_EQ(c.metrics.size(), default_counter_metrics().size());
+  EXPECT_FALSE(c.range_profiler);
+  EXPECT_TRUE(c.pm_sampling);
+  EXPECT_EQ(c.interval_us, CounterConfig::kDefaultIntervalUs);
+  ASSERT_EQ(c.metrics.size(), default_sampling_metrics().size());
   EXPECT_EQ(c.metrics[0][0], "dram__bytes_read.sum");
   EXPECT_EQ(c.metrics[1][0], "dram__bytes_write.sum");
+  EXPECT_EQ(c.metrics[5][0], "lts__t_sectors.sum");
+  EXPECT_EQ(c.canonical(), "counters:sampling=pm:interval_us=" +
+                               std::to_string(CounterConfig::kDefaultIntervalUs));
+
+  // The Range Profiler on request, with its own default set.
+  c = parse_counter_config("counters:range=user");
+  EXPECT_TRUE(c.range_profiler);
+  EXPECT_FALSE(c.pm_sampling);
+  EXPECT_EQ(c.range, CounterRange::kUser);
+  ASSERT_EQ(c.metrics.size(), default_counter_metrics().size());
   EXPECT_EQ(c.metrics.back()[0], "lts__t_sectors.sum");
+  EXPECT_EQ(parse_counter_config("counters:sampling=range").canonical(), c.canonical());
+  c = parse_counter_config("counters:replay");
+  EXPECT_TRUE(c.range_profiler && c.replay && !c.pm_sampling);
 
   c = parse_counter_config(
       "Counters:metrics=a__b.sum,c__d.avg.pct_of_peak_sustained_elapsed:"
@@ -47,13 +61,13 @@ TEST(CounterConfig, DefaultSetAndOptions) {
   EXPECT_EQ(c.interval_us, 50u);
   EXPECT_TRUE(c.range_profiler && c.pm_sampling);
   // The canonical form parses back to the same config.
-  CounterConfig again = parse_counter_config(c.canonical());
-  EXPECT_EQ(again.canonical(), c.canonical());
+  for (const char* mode : {"counters", "counters:range=auto", "counters:sampling=both",
+                           "counters:metrics=x.sum:interval_us=7"}) {
+    CounterConfig once = parse_counter_config(mode);
+    EXPECT_EQ(parse_counter_config(once.canonical()).canonical(), once.canonical()) << mode;
+  }
+  EXPECT_EQ(parse_counter_config(c.canonical()).canonical(), c.canonical());
 
-  // A trace-only session samples device-wide by default.
-  c = parse_counter_config("counters", /*trace_only=*/true);
-  EXPECT_FALSE(c.range_profiler);
-  EXPECT_TRUE(c.pm_sampling);
   EXPECT_FALSE(parse_counter_config("graph").enabled);
   EXPECT_FALSE(is_counters_mode("countersx"));
   EXPECT_TRUE(is_counters_mode("counters:range=auto"));
@@ -62,7 +76,8 @@ TEST(CounterConfig, DefaultSetAndOptions) {
 TEST(CounterConfig, BadOptionsSayWhatIsAccepted) {
   for (const char* bad : {"counters:metrics=", "counters:metrics=a b", "counters:range=both",
                           "counters:interval_us=0", "counters:interval_us=x",
-                          "counters:sampling=never", "counters:bogus", "counters:replay=1"}) {
+                          "counters:sampling=never", "counters:bogus", "counters:replay=1",
+                          "counters:sampling=pm:range=user", "counters:replay:sampling=pm"}) {
     try {
       parse_counter_config(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -192,22 +207,8 @@ CounterSamples samples(const CounterSchema& schema, std::vector<uint64_t> starts
   return s;
 }
 
-TEST(CounterTrack, OverlapWeightedKernelAverages) {
+TEST(CounterTrack, BoundedKeepsTheNewest) {
   CounterSchema schema({"a.pct", "b.pct"});
-  CounterTrack track;
-  // Samples of 100 ns from 0 to 600: a = 10, 20, ..., 60; b constant 5.
-  track.add(samples(schema, {0, 100, 200, 300, 400, 500}, 100,
-                    {10, 5, 20, 5, 30, 5, 40, 5, 50, 5, 60, 5}));
-  std::vector<double> avg;
-  // [150, 450): half of 20, all of 30 and 40, half of 50 -> (10 + 30 + 40 + 25) / 3 = 35.
-  ASSERT_TRUE(track.average(0, 150, 450, 3, avg));
-  EXPECT_NEAR(avg[0], 35.0, 1e-9);
-  EXPECT_NEAR(avg[1], 5.0, 1e-9);
-  // Too few samples under a short kernel: no average.
-  EXPECT_FALSE(track.average(0, 150, 260, 3, avg));
-  // Another device has no samples.
-  EXPECT_FALSE(track.average(1, 0, 600, 1, avg));
-  // Bounded: the oldest go.
   CounterTrack small(2);
   small.add(samples(schema, {0, 100, 200}, 100, {1, 1, 2, 2, 3, 3}));
   EXPECT_EQ(small.samples().size(), 2u);
@@ -236,6 +237,14 @@ TEST(CounterTrack, ChromeCounterEvents) {
   EXPECT_DOUBLE_EQ(parsed[2]["ts"].get<double>(), 200.0);  // the gap: back to 0
   EXPECT_DOUBLE_EQ(parsed[2]["args"]["value"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(parsed[3]["ts"].get<double>(), 4000.0);
+
+  // A ".sum" metric is drawn as its rate: bytes per second of the sample.
+  CounterSchema bytes({"dram__bytes_read.sum"});
+  CounterTrack rate;
+  rate.add(samples(bytes, {0}, 100000, {5000}));
+  json e = json::parse(counter_track_events(rate, 0, 0).at(0));
+  EXPECT_EQ(e["name"], "dram__bytes_read.sum.per_second");
+  EXPECT_DOUBLE_EQ(e["args"]["value"].get<double>(), 5000 / 100e-6);
 }
 
 class Counters : public testing::RuntimeFixture {
@@ -257,7 +266,7 @@ class Counters : public testing::RuntimeFixture {
 TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
   CounterSchema schema(
       {"dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"});
-  SessionId s = rt_.start(config("c", "counters"));
+  SessionId s = rt_.start(config("c", "counters:range=user"));
   SessionId plain = rt_.start(config("plain"));
   auto& tc = ThreadContext::current();
   tc.enter_scope(id("model"));
@@ -299,7 +308,7 @@ TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
 
 TEST_F(Counters, KernelsWhoseValuesNeverComeAreForgottenAtFlush) {
   CounterSchema schema({"dram__bytes_read.sum"});
-  SessionId s = rt_.start(config("lost", "counters"));
+  SessionId s = rt_.start(config("lost", "counters:range=user"));
   launch("k", 10);
   uint64_t c = correlation_;
   rt_.deactivate(s, /*flush=*/true);  // the kernel arrives, no values: dropped from the join
@@ -330,44 +339,91 @@ TEST_F(Counters, ASecondCountersSetupIsRefusedWhileTheFirstRuns) {
   rt_.finalize(s, "");
 }
 
-TEST_F(Counters, PmSamplesBecomeCounterTracksAndKernelAverages) {
-  SessionConfig c = config("pm", "counters:sampling=pm");
+TEST_F(Counters, PmSamplesAreSplitOverKernelsAndDrawnAsTracks) {
+  SessionConfig c = config("pm", "counters");
   c.data = "tree,trace";
   SessionId s = rt_.start(c);
-  KernelRecord r;
-  LaunchStage::tag(++correlation_);
-  r.correlation = correlation_;
-  r.name = id("long_kernel");
-  r.start_ns = 10000;
-  r.end_ns = 10000 + 1000000;  // 1 ms: ten 100 us samples
-  fake_->complete(r);
-  CounterSchema schema({"dram__throughput.avg.pct_of_peak_sustained_elapsed"});
+  auto& tc = ThreadContext::current();
+  auto kernel = [&](const char* name, uint64_t start, uint64_t end) {
+    KernelRecord r;
+    LaunchStage::tag(++correlation_);
+    r.correlation = correlation_;
+    r.name = id(name);
+    r.start_ns = start;
+    r.end_ns = end;
+    fake_->complete(r);
+  };
+  // A 1 ms copy over ten 100 us samples; two short kernels inside one sample after it.
+  tc.enter_scope(id("copy_loop"));
+  kernel("copy", 10000, 1010000);
+  tc.exit_scope(id("copy_loop"));
+  kernel("tiny", 1020000, 1030000);
+  kernel("other", 1050000, 1090000);
+  CounterSchema schema(
+      {"dram__bytes_read.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"});
   CounterSamples batch;
   batch.schema = &schema;
   for (int i = 0; i < 12; ++i) {
     batch.start_ns.push_back(10000 + uint64_t(i) * 100000);
     batch.end_ns.push_back(10000 + uint64_t(i + 1) * 100000);
-    batch.values.push_back(i < 10 ? 60.0 : 0.0);
+    batch.values.push_back(i < 10 ? 1e6 : (i == 10 ? 500 : 0));  // bytes
+    batch.values.push_back(i < 10 ? 60.0 : 20.0);
   }
   rt_.processor().deliver_counter_samples(batch);
   rt_.finalize(s, "");
   json root = read("pm")[0];
-  const json* k = child(root, "long_kernel");
-  ASSERT_NE(k, nullptr);
-  EXPECT_NEAR(
-      k->at("metrics")["pm:dram__throughput.avg.pct_of_peak_sustained_elapsed (ns-weighted)"]
-              .get<double>() /
-          k->at("metrics")["pm:counter time (ns)"].get<double>(),
-      60.0, 1e-6);
+  const json* copy = child(*child(root, "copy_loop"), "copy");
+  ASSERT_NE(copy, nullptr);
+  const json& m = (*copy)["metrics"];
+  EXPECT_NEAR(m["dram__bytes_read.sum"].get<double>(), 1e7, 1e-3);
+  EXPECT_NEAR(m["sm__warps_active.avg.pct_of_peak_sustained_active (ns-weighted)"].get<double>() /
+                  m["counter time (ns)"].get<double>(),
+              60.0, 1e-9);
+  EXPECT_DOUBLE_EQ(m["counter samples"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(m["counter samples shared"].get<double>(), 0.0);
+  // Sample 10 ([1010000, 1110000), 500 bytes) holds tiny (10 us) and other (40 us).
+  const json* tiny = child(root, "tiny");
+  const json* other = child(root, "other");
+  ASSERT_NE(tiny, nullptr);
+  ASSERT_NE(other, nullptr);
+  EXPECT_NEAR((*tiny)["metrics"]["dram__bytes_read.sum"].get<double>(), 100, 1e-9);
+  EXPECT_NEAR((*other)["metrics"]["dram__bytes_read.sum"].get<double>(), 400, 1e-9);
+  EXPECT_NEAR((*tiny)["metrics"]["counter samples shared"].get<double>(), 0.2, 1e-9);
+  // The sample after them had no kernel: counted on the root.
+  EXPECT_EQ(root["metrics"]["counter samples idle"], 1);
+  // The trace draws every sample (the bytes as a rate).
   json trace = read_json("pm.chrome_trace");
-  size_t counters = 0;
+  size_t events = 0;
   for (const json& e : trace["traceEvents"]) {
-    if (e["ph"] == "C") {
-      ++counters;
-      EXPECT_EQ(e["name"], "dram__throughput.avg.pct_of_peak_sustained_elapsed");
-    }
+    if (e["ph"] != "C") continue;
+    ++events;
+    EXPECT_TRUE(e["name"] == "dram__bytes_read.sum.per_second" ||
+                e["name"] == "sm__warps_active.avg.pct_of_peak_sustained_active")
+        << e;
   }
-  EXPECT_EQ(counters, 12u);
+  EXPECT_EQ(events, 24u);
+}
+
+TEST_F(Counters, BothSourcesKeepTheirOwnNames) {
+  SessionId s = rt_.start(config("both", "counters:sampling=both"));
+  launch("k", 1000);
+  uint64_t c = correlation_;
+  CounterSchema rp({"dram__bytes_read.sum"});
+  deliver(rp, {c}, {123});
+  CounterSchema pm({"dram__bytes_read.sum"});
+  CounterSamples batch;
+  batch.schema = &pm;
+  batch.start_ns = {500};
+  batch.end_ns = {2500};
+  batch.values = {77};
+  rt_.processor().deliver_counter_samples(batch);
+  rt_.finalize(s, "");
+  json root = read("both")[0];
+  const json* k = child(root, "k");
+  ASSERT_NE(k, nullptr);
+  EXPECT_DOUBLE_EQ((*k)["metrics"]["dram__bytes_read.sum"].get<double>(), 123);
+  EXPECT_DOUBLE_EQ((*k)["metrics"]["pm:dram__bytes_read.sum"].get<double>(), 77);
+  EXPECT_DOUBLE_EQ((*k)["metrics"]["pm:counter samples"].get<double>(), 1.0);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ bool CounterHost::init(const CountersApi& api, CUpti_ProfilerType type, const st
   p.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
   p.profilerType = type;
   p.pChipName = chip_.c_str();
-  p.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
+  // Our copy: it lives as long as the host object, in case CUPTI keeps the pointer.
+  p.pCounterAvailabilityImage = availability_.empty() ? nullptr : availability_.data();
   CUptiResult r = api.cuptiProfilerHostInitialize(&p);
   if (r != CUPTI_SUCCESS) {
     why = counters_error(api, "cuptiProfilerHostInitialize", r) + " (chip " + chip_ + ")";
@@ -81,6 +82,9 @@ bool CounterHost::resolve(const std::vector<std::vector<std::string>>& wanted, b
     if (hit == alternatives.end()) {
       if (user_named) {
         why = unknown_metric_message(alternatives.front(), chip_, base_metrics());
+        why += type_ == CUPTI_PROFILER_TYPE_PM_SAMPLING
+                   ? " [PM sampling's metrics (mode=\"counters\"): list_metrics(pm=True)]"
+                   : " [the Range Profiler's metrics (range=user|auto): list_metrics()]";
         return false;
       }
       std::string joined;

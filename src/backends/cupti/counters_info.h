@@ -24,4 +24,18 @@ struct CounterRunStats {
 };
 CounterRunStats counter_run_stats();
 
+/// PM sampling statistics of the running (or last stopped) sampler.
+struct PmRunStats {
+  uint64_t samples = 0;          // samples decoded and delivered
+  uint64_t decodes = 0;          // cuptiPmSamplingDecodeData calls
+  uint64_t overflows = 0;        // the hardware buffer filled before we decoded it
+  uint64_t errors = 0;           // failed CUPTI calls after start
+  uint64_t decode_ns = 0;        // our thread's time decoding, evaluating and delivering
+  uint64_t evaluate_ns = 0;      // of which evaluating samples into metric values
+  uint64_t hardware_buffer = 0;  // bytes
+  uint64_t image_bytes = 0;      // the counter-data image we decode into
+  uint64_t interval_ns = 0;
+};
+PmRunStats pm_run_stats();
+
 }  // namespace proton::cupti

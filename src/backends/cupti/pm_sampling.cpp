@@ -1,18 +1,53 @@
 #include "backends/cupti/pm_sampling.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 
 #include "attribution/record_processor.h"
+#include "common/clock.h"
 
 namespace proton::cupti {
 
 namespace {
 
-// Decode period: the hardware buffer must hold this long of samples. At 100 us and the
-// default set, 32 MB holds seconds; 20 ms keeps the decoded image small.
+// Decode period: the hardware buffer must hold this long of samples (and whatever a busy host
+// delays our thread by). Measured on an H100 (GH100, the default set): a sample takes ~25 KB in
+// the counter-data image and fills the hardware buffer at about the same rate, and decoding
+// costs our thread tens of microseconds per sample (docs/counters.md, Cost). So both buffers
+// are sized by the interval: the image for two decode periods, the hardware buffer for
+// kBufferSpan, within limits that keep memory bounded.
 constexpr auto kDecodePeriod = std::chrono::milliseconds(20);
-constexpr size_t kHardwareBufferBytes = 32u << 20;
-constexpr uint32_t kMaxSamplesPerDecode = 4096;
+constexpr uint64_t kBytesPerSample = 32u << 10;
+constexpr uint64_t kBufferSpanNs = 200'000'000;
+constexpr uint64_t kMinBufferMb = 4, kMaxBufferMb = 64;
+
+uint64_t hardware_buffer_mb(uint32_t interval_us) {
+  uint64_t samples = kBufferSpanNs / (uint64_t{interval_us} * 1000) + 1;
+  uint64_t mb = (samples * kBytesPerSample + (1u << 20) - 1) >> 20;
+  return std::clamp(mb, kMinBufferMb, kMaxBufferMb);
+}
+
+uint32_t image_samples(uint32_t interval_us) {
+  uint64_t per_period =
+      std::chrono::nanoseconds(kDecodePeriod).count() / (uint64_t{interval_us} * 1000);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(2 * per_period + 1, 32, 1024));
+}
+
+size_t size_from_env(const char* name, size_t fallback, size_t lo, size_t hi) {
+  // Read once at start (never in a callback): benchmarks try other sizes without a rebuild.
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == 0) return fallback;
+  long v = std::strtol(s, nullptr, 10);
+  return v >= static_cast<long>(lo) && v <= static_cast<long>(hi) ? static_cast<size_t>(v)
+                                                                  : fallback;
+}
+
+// The running sampler and the stats of the last one (lock order: g_last_mu, then its mu_).
+std::mutex g_last_mu;
+PmRunStats g_last_stats;                     // guarded by g_last_mu
+std::atomic<PmSampler*> g_running{nullptr};  // written under g_last_mu
 
 }  // namespace
 
@@ -42,16 +77,18 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
     }
   }
   if (!host_.init(api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, availability, why)) return false;
+  // With the Range Profiler beside it (sampling=both), metrics= names the Range Profiler's.
+  const bool user_named = config.user_metrics && !config.range_profiler;
   std::vector<std::vector<std::string>> wanted =
-      config.user_metrics ? config.metrics : default_sampling_metrics();
+      user_named ? config.metrics : default_sampling_metrics();
   std::string notes;
-  if (!host_.resolve(wanted, config.user_metrics, metrics_, notes, why)) {
+  if (!host_.resolve(wanted, user_named, metrics_, notes, why)) {
     user_error = true;
     return false;
   }
   size_t passes = 0;
   if (!host_.configure(metrics_, config_image_, passes, why)) {
-    user_error = config.user_metrics;
+    user_error = user_named;
     return false;
   }
   if (passes > 1) {
@@ -87,10 +124,18 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   set.pPmSamplingObject = object_;
   set.configSize = config_image_.size();
   set.pConfig = config_image_.data();
-  set.hardwareBufferSize = kHardwareBufferBytes;
+  const size_t hw_bytes =
+      size_from_env("PROTON_PM_BUFFER_MB", hardware_buffer_mb(config.interval_us), 1, 4096) << 20;
+  const uint32_t samples_per_image = static_cast<uint32_t>(
+      size_from_env("PROTON_PM_IMAGE_SAMPLES", image_samples(config.interval_us), 16, 1 << 20));
+  interval_us_ = config.interval_us;
+  set.hardwareBufferSize = hw_bytes;
   set.samplingInterval = uint64_t{config.interval_us} * 1000;  // ns in time-interval mode
   set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  // Keep the latest: with KEEP_OLDEST a buffer that filled once (our thread delayed) made every
+  // later decode fail on an H100, ending sampling for the run; now a late decode loses the
+  // oldest samples (a gap, counted in overflows) and sampling goes on.
+  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
   r = api.cuptiPmSamplingSetConfig(&set);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingSetConfig", r);
   CUpti_PmSampling_GetCounterDataSize_Params size{};
@@ -98,7 +143,7 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   size.pPmSamplingObject = object_;
   size.pMetricNames = metric_ptrs_.data();
   size.numMetrics = metric_ptrs_.size();
-  size.maxSamples = kMaxSamplesPerDecode;
+  size.maxSamples = samples_per_image;
   r = api.cuptiPmSamplingGetCounterDataSize(&size);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingGetCounterDataSize", r);
   image_.assign(size.counterDataSize, 0);
@@ -114,12 +159,26 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   st.pPmSamplingObject = object_;
   r = api.cuptiPmSamplingStart(&st);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingStart", r);
-  notice = "proton: PM sampling on " + chip + " every " + std::to_string(config.interval_us) +
-           " us (" + std::to_string(metrics_.size()) +
-           " device-wide metrics as counter tracks; no sync)";
+  notice = "proton: hardware counters on " + chip + " by PM sampling every " +
+           std::to_string(config.interval_us) + " us (" + std::to_string(metrics_.size()) +
+           " device-wide metrics, one pass, no sync): " +
+           (config.range_profiler ? std::string("'pm:' values per kernel and counter tracks")
+                                  : std::string("each sample's counts are split over the kernels "
+                                                "that ran in it (docs/counters.md)"));
   if (!notes.empty()) notice += " [" + notes + "]";
+  {
+    std::lock_guard lock(mu_);
+    stats_ = Stats{};
+    stats_.hardware_buffer = hw_bytes;
+    stats_.image_bytes = image_.size();
+    stats_.interval_ns = uint64_t{config.interval_us} * 1000;
+  }
   quit_ = false;
   running_ = true;
+  {
+    std::lock_guard last(g_last_mu);
+    g_running.store(this, std::memory_order_release);
+  }
   thread_ = std::thread([this] { worker(); });
   return true;
 }
@@ -134,7 +193,9 @@ void PmSampler::worker() {
 }
 
 void PmSampler::decode_once() {
-  // Decode until the hardware buffer is empty (the image holds kMaxSamplesPerDecode samples).
+  const uint64_t t0 = steady_ns();
+  uint64_t evaluate_ns = 0;
+  // Decode until the hardware buffer is empty (a decode stops when the image is full).
   for (int round = 0; round < 64; ++round) {
     CUpti_PmSampling_DecodeData_Params d{};
     d.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
@@ -143,7 +204,7 @@ void PmSampler::decode_once() {
     d.counterDataImageSize = image_.size();
     if (api_->cuptiPmSamplingDecodeData(&d) != CUPTI_SUCCESS) {
       ++stats_.errors;
-      return;
+      break;
     }
     ++stats_.decodes;
     if (d.overflow) ++stats_.overflows;
@@ -153,12 +214,16 @@ void PmSampler::decode_once() {
     info.counterDataImageSize = image_.size();
     if (api_->cuptiPmSamplingGetCounterDataInfo(&info) != CUPTI_SUCCESS) {
       ++stats_.errors;
-      return;
+      break;
     }
     CounterSamples batch;
     batch.schema = &schema_;
     batch.device = device_;
     std::vector<double> row(metrics_.size());
+    batch.start_ns.reserve(info.numCompletedSamples);
+    batch.end_ns.reserve(info.numCompletedSamples);
+    batch.values.reserve(info.numCompletedSamples * metrics_.size());
+    const uint64_t e0 = steady_ns();
     for (size_t i = 0; i < info.numCompletedSamples; ++i) {
       CUpti_PmSampling_CounterData_GetSampleInfo_Params si{};
       si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
@@ -172,6 +237,7 @@ void PmSampler::decode_once() {
       batch.end_ns.push_back(si.endTimestamp);
       batch.values.insert(batch.values.end(), row.begin(), row.end());
     }
+    evaluate_ns += steady_ns() - e0;
     stats_.samples += batch.size();
     if (sink_ != nullptr && batch.size() > 0) sink_->deliver_counter_samples(batch);
     // The image is reused: re-initialise it for the next decode.
@@ -181,12 +247,18 @@ void PmSampler::decode_once() {
     init.counterDataSize = image_.size();
     init.pCounterData = image_.data();
     api_->cuptiPmSamplingCounterDataImageInitialize(&init);
-    if (d.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) return;
+    if (d.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
   }
+  stats_.decode_ns += steady_ns() - t0;
+  stats_.evaluate_ns += evaluate_ns;
 }
 
 void PmSampler::flush() {
   if (!running_) return;
+  // The sample in progress reaches the hardware buffer only when its interval ends: wait for
+  // it, so that the kernels of the last interval before a flush get their samples.
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(std::min<uint64_t>(2 * uint64_t{interval_us_} + 50, 20000)));
   std::lock_guard lock(mu_);
   decode_once();
 }
@@ -213,12 +285,26 @@ void PmSampler::stop() {
   api_->cuptiPmSamplingDisable(&d);
   object_ = nullptr;
   running_ = false;
+  std::lock_guard last(g_last_mu);
+  g_running.store(nullptr, std::memory_order_release);
+  g_last_stats = stats();
 }
 
 PmSampler::Stats PmSampler::stats() const {
   auto& self = const_cast<PmSampler&>(*this);
   std::lock_guard lock(self.mu_);
   return stats_;
+}
+
+PmSampler::Stats PmSampler::last_stats() {
+  // Under g_last_mu: stop() clears g_running under it before the sampler can go away.
+  std::lock_guard last(g_last_mu);
+  if (PmSampler* s = g_running.load(std::memory_order_acquire)) return s->stats();
+  return g_last_stats;
+}
+
+PmRunStats pm_run_stats() {
+  return PmSampler::last_stats();
 }
 
 }  // namespace proton::cupti

@@ -1,11 +1,12 @@
 // Device-wide hardware counters sampled at a fixed interval: CUPTI PM sampling
-// (cupti_pmsampling.h), for counter tracks on the trace.
+// (cupti_pmsampling.h). The default source of mode="counters": sessions split the samples over
+// the kernels that ran in them (data/counter_split.h) and draw them as counter tracks.
 //
 // The GPU writes samples into a hardware buffer; our thread decodes it every kDecodePeriod
 // into a counter-data image, evaluates each completed sample (start/end timestamps and metric
-// values) and hands them to the RecordProcessor, which gives them to trace sessions. Nothing
+// values) and hands them to the RecordProcessor, which gives them to the sessions. Nothing
 // runs on launching threads and nothing synchronises the device. Samples are device-wide:
-// every kernel running during a sample contributes to it.
+// every kernel running during a sample contributes to it. Device 0 only.
 //
 // Threads: start/flush/stop on the session thread; decoding on our worker, serialised with
 // flush by mu_.
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "backends/cupti/counter_host.h"
+#include "backends/cupti/counters_info.h"
 #include "data/counter_batch.h"
 #include "data/counter_config.h"
 
@@ -31,12 +33,7 @@ namespace proton::cupti {
 
 class PmSampler {
  public:
-  struct Stats {
-    uint64_t samples = 0;
-    uint64_t decodes = 0;
-    uint64_t overflows = 0;  // the hardware buffer filled before we decoded it
-    uint64_t errors = 0;
-  };
+  using Stats = PmRunStats;
 
   PmSampler() = default;
   ~PmSampler();
@@ -50,6 +47,9 @@ class PmSampler {
 
   Stats stats() const;
   const std::vector<std::string>& metrics() const { return metrics_; }
+  /// The stats of the last sampler stopped in this process (benchmarks read them after
+  /// finalize), or of the running one.
+  static Stats last_stats();
 
  private:
   void worker();
@@ -65,6 +65,7 @@ class PmSampler {
   std::vector<uint8_t> config_image_;
   std::vector<uint8_t> image_;
   uint32_t device_ = 0;
+  uint32_t interval_us_ = 0;
 
   std::mutex mu_;  // decoding: the worker and flush
   std::condition_variable cv_;

@@ -13,18 +13,17 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  for (bool trace_only : {false, true}) {
-    try {
-      proton::CounterConfig c = proton::parse_counter_config(text, trace_only);
-      if (!c.enabled) continue;
-      proton::CounterConfig again = proton::parse_counter_config(c.canonical(), trace_only);
-      if (again.canonical() != c.canonical()) std::abort();
-      for (const auto& alternatives : c.metrics) {
-        for (const auto& name : alternatives)
-          (void)proton::counter_rule(name);
-      }
-    } catch (const std::invalid_argument&) {
+  try {
+    proton::CounterConfig c = proton::parse_counter_config(text);
+    if (!c.enabled) return 0;
+    proton::CounterConfig again = proton::parse_counter_config(c.canonical());
+    if (again.canonical() != c.canonical()) std::abort();
+    if (!c.range_profiler && !c.pm_sampling) std::abort();
+    for (const auto& alternatives : c.metrics) {
+      for (const auto& name : alternatives)
+        (void)proton::counter_rule(name);
     }
+  } catch (const std::invalid_argument&) {
   }
   return 0;
 }
