@@ -8,9 +8,10 @@ kernel loaded (a) after start, (b) before start, and prints what the sampler saw
     python bench/pc_load_order_probe.py
 """
 
-import json
+import pathlib
 import subprocess
 import sys
+import tempfile
 
 CHILD = r'''
 import json, sys, tempfile, os
@@ -47,7 +48,10 @@ print(json.dumps({"loaded": sys.argv[1], "profile_samples": total,
                   **{k: st.get(k) for k in ("samples", "pc_records", "non_user", "binaries")}}))
 '''
 
+# Triton's @jit needs its kernel in a file: the child is written to one.
+child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
+child.write_text(CHILD)
 for order in ("after", "before"):
-    r = subprocess.run([sys.executable, "-c", CHILD, order], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(child), order], capture_output=True, text=True,
                        timeout=180)
     print(r.stdout.strip().splitlines()[-1] if r.returncode == 0 else f"{order}: {r.stderr[-800:]}")

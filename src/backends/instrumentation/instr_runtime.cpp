@@ -29,6 +29,16 @@ struct InstrRuntime::Pool {
   uint64_t deliver_mask = 0;  // the session runtime's bit for this session (its slot)
 };
 
+// One batch between the consumer and the decoder: its jobs, its runs of contiguous slices (and
+// their kernels), and the pinned staging the runs' headers and compact rows were copied into.
+struct InstrRuntime::Copied {
+  std::deque<std::unique_ptr<Job>> jobs;
+  std::vector<SliceRun> runs;
+  std::vector<const KernelInfo*> run_kernels;
+  Staging header_stage;
+  Staging data_stage;
+};
+
 struct InstrRuntime::Job {
   Pool* pool = nullptr;  // nullptr: the discard slice (not decoded)
   uint64_t offset = 0;   // ring offset of the slice
@@ -92,8 +102,9 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
     if (batch_event_ != nullptr) api_->destroy_event(batch_event_);
     for (void* e : stream_events_)
       api_->destroy_event(e);
-    for (Staging* st : {&header_stage_, &data_stage_})
-      if (st->data != nullptr) api_->free_pinned(st->data);
+    for (auto& copied : free_copied_)
+      for (Staging* st : {&copied->header_stage, &copied->data_stage})
+        if (st->data != nullptr) api_->free_pinned(st->data);
     for (uint64_t d : old_discards_)
       api_->free_device(d);
     if (discard_ != 0) api_->free_device(discard_);
@@ -102,8 +113,8 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
   old_discards_.clear();
   batch_event_ = nullptr;
   stream_events_.clear();
-  header_stage_ = {};
-  data_stage_ = {};
+  free_copied_.clear();
+  copies_made_ = 0;
   api_ = std::move(api);
   ++api_generation_;
   api_loaded_ = false;
@@ -147,6 +158,7 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   if (!consumer_.joinable()) {
     stop_ = false;
     consumer_ = std::thread([this] { consume(); });
+    decoder_ = std::thread([this] { decode_batches(); });
   }
 }
 
@@ -381,26 +393,58 @@ void InstrRuntime::consume() {
     lock.lock();
     if (batch_event_ == nullptr) batch_event_ = api_->create_event();
     void* copied = batch_event_;
+    // Staging to copy into: one the decoder is done with, or a new one (up to kCopies).
+    copied_cv_.wait(lock, [&] { return !free_copied_.empty() || copies_made_ < kCopies; });
+    std::unique_ptr<Copied> c;
+    if (!free_copied_.empty()) {
+      c = std::move(free_copied_.back());
+      free_copied_.pop_back();
+    } else {
+      c = std::make_unique<Copied>();
+      ++copies_made_;
+    }
     lock.unlock();
+    c->jobs = std::move(batch);
     const uint64_t t0 = now_ns();
-    copy_back(batch, copied);
+    copy_back(*c, copied);
     const uint64_t t1 = now_ns();
-    uint64_t deliver = 0;
-    for (auto& job : batch)
-      deliver += finish(*job);
-    const uint64_t t2 = now_ns();
     lock.lock();
     ++stats_.batches;
     stats_.copy_wait_ns += t1 - t0;
-    stats_.decode_ns += t2 - t1 - deliver;
-    stats_.deliver_ns += deliver;
-    for (auto& job : batch) {
-      if (job->launched) free_events_.push_back(job->launched);
+    // The slices are back on the host (or lost, and counted): the ring can hand them out again
+    // while the decoder works on the copies.
+    for (auto& job : c->jobs)
       job->pool->tail = std::max(job->pool->tail, job->end);
+    done_cv_.notify_all();
+    decode_queue_.push_back(std::move(c));
+    decode_cv_.notify_one();
+  }
+}
+
+void InstrRuntime::decode_batches() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    decode_cv_.wait(lock, [&] { return !decode_queue_.empty(); });
+    std::unique_ptr<Copied> c = std::move(decode_queue_.front());
+    decode_queue_.pop_front();
+    lock.unlock();
+    const uint64_t t0 = now_ns();
+    uint64_t deliver = 0;
+    for (auto& job : c->jobs)
+      deliver += finish(*job, *c);
+    const uint64_t t1 = now_ns();
+    lock.lock();
+    stats_.decode_ns += t1 - t0 - deliver;
+    stats_.deliver_ns += deliver;
+    for (auto& job : c->jobs) {
+      if (job->launched) free_events_.push_back(job->launched);
       job->kernel.reset();
       free_jobs_.push_back(std::move(job));
     }
-    finished_ += batch.size();
+    finished_ += c->jobs.size();
+    c->jobs.clear();
+    free_copied_.push_back(std::move(c));
+    copied_cv_.notify_one();
     done_cv_.notify_all();
   }
 }
@@ -451,13 +495,13 @@ void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
   }
 }
 
-void InstrRuntime::plan_runs(std::deque<std::unique_ptr<Job>>& batch) {
+void InstrRuntime::plan_runs(Copied& c) {
   // Launches of one kernel handed out in a row sit next to each other in the ring unless it
   // wrapped: their CTA slices form one run, copied with one strided copy per round.
-  runs_.clear();
-  run_kernels_.clear();
+  c.runs.clear();
+  c.run_kernels.clear();
   size_t header_at = 0;
-  for (auto& job : batch) {
+  for (auto& job : c.jobs) {
     job->run = SIZE_MAX;
     if (!job->ok || !job->kernel || job->pool == nullptr) continue;
     const KernelLayout& layout = job->kernel->layout;
@@ -466,11 +510,11 @@ void InstrRuntime::plan_runs(std::deque<std::unique_ptr<Job>>& batch) {
     job->rows = slice >= header ? job->bytes / slice : 0;
     if (job->rows == 0) continue;  // the decoder reports a slice too small for its header
     const uint64_t device = job->pool->device + job->offset % job->pool->size;
-    if (!runs_.empty() && run_kernels_.back() == job->kernel.get() &&
-        runs_.back().device + runs_.back().rows * slice == device) {
-      job->run = runs_.size() - 1;
-      job->row = runs_.back().rows;
-      runs_.back().rows += job->rows;
+    if (!c.runs.empty() && c.run_kernels.back() == job->kernel.get() &&
+        c.runs.back().device + c.runs.back().rows * slice == device) {
+      job->run = c.runs.size() - 1;
+      job->row = c.runs.back().rows;
+      c.runs.back().rows += job->rows;
       header_at += job->rows * header;
       continue;
     }
@@ -484,10 +528,10 @@ void InstrRuntime::plan_runs(std::deque<std::unique_ptr<Job>>& batch) {
     run.segments = segment_count(layout, run.units);
     run.header_at = header_at;
     header_at += job->rows * header;
-    job->run = runs_.size();
+    job->run = c.runs.size();
     job->row = 0;
-    runs_.push_back(run);
-    run_kernels_.push_back(job->kernel.get());
+    c.runs.push_back(run);
+    c.run_kernels.push_back(job->kernel.get());
   }
 }
 
@@ -500,12 +544,13 @@ bool InstrRuntime::stage(Staging& s, size_t bytes) {
   return s.data != nullptr;
 }
 
-void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied) {
+void InstrRuntime::copy_back(Copied& c, void* copied) {
+  auto& batch = c.jobs;
   const char* failed = nullptr;  // the first stage that failed, for the error line
   bool ok = copied != nullptr;
   if (!ok) failed = "event create (consumer thread)";
   if (ok) order_after_launches(batch, failed);
-  plan_runs(batch);
+  plan_runs(c);
   auto fail_run = [&](size_t r, const char* stage_name) {
     if (failed == nullptr) failed = stage_name;
     for (auto& job : batch)
@@ -523,16 +568,16 @@ void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copi
     return true;
   };
   uint64_t copied_bytes = 0;
-  if (ok && !runs_.empty()) {
+  if (ok && !c.runs.empty()) {
     // Round 1: every CTA's header (with its per-warp word counts).
-    const SliceRun& last = runs_.back();
-    if (!stage(header_stage_, last.header_at + last.rows * last.header)) {
+    const SliceRun& last = c.runs.back();
+    if (!stage(c.header_stage, last.header_at + last.rows * last.header)) {
       ok = false;
       if (failed == nullptr) failed = "pinned staging allocation";
     }
-    for (size_t r = 0; ok && r < runs_.size(); ++r) {
-      const SliceRun& run = runs_[r];
-      if (!api_->copy_2d_to_host_async(header_stage_.data + run.header_at, run.header, run.device,
+    for (size_t r = 0; ok && r < c.runs.size(); ++r) {
+      const SliceRun& run = c.runs[r];
+      if (!api_->copy_2d_to_host_async(c.header_stage.data + run.header_at, run.header, run.device,
                                        run.slice, run.header, run.rows, copy_stream_)) {
         fail_run(r, "device-to-host copy");
       } else {
@@ -541,28 +586,28 @@ void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copi
     }
     ok = ok && wait_copies("event synchronize");
   }
-  if (ok && !runs_.empty()) {
+  if (ok && !c.runs.empty()) {
     // Round 2: the written part of every segment, into compact rows after their headers.
     size_t data_at = 0;
-    for (size_t r = 0; r < runs_.size(); ++r) {
-      SliceRun& run = runs_[r];
-      std::vector<uint32_t> units = profiled_units(run_kernels_[r]->layout);
-      plan_unit_bytes(run, {header_stage_.data + run.header_at, run.rows * run.header}, units);
+    for (size_t r = 0; r < c.runs.size(); ++r) {
+      SliceRun& run = c.runs[r];
+      std::vector<uint32_t> units = profiled_units(c.run_kernels[r]->layout);
+      plan_unit_bytes(run, {c.header_stage.data + run.header_at, run.rows * run.header}, units);
       run.data_at = data_at;
       data_at += run.rows * run.compact_bytes();
     }
-    if (!stage(data_stage_, data_at)) {
+    if (!stage(c.data_stage, data_at)) {
       ok = false;
       if (failed == nullptr) failed = "pinned staging allocation";
     }
-    for (size_t r = 0; ok && r < runs_.size(); ++r) {
-      const SliceRun& run = runs_[r];
-      write_compact_headers(run, {header_stage_.data + run.header_at, run.rows * run.header},
-                            {data_stage_.data + run.data_at, run.rows * run.compact_bytes()});
+    for (size_t r = 0; ok && r < c.runs.size(); ++r) {
+      const SliceRun& run = c.runs[r];
+      write_compact_headers(run, {c.header_stage.data + run.header_at, run.rows * run.header},
+                            {c.data_stage.data + run.data_at, run.rows * run.compact_bytes()});
       if (run.unit_bytes == 0) continue;  // no row the plan could read: nothing to copy
       for (uint32_t u = 0; u < run.units; ++u) {
         if (!api_->copy_2d_to_host_async(
-                data_stage_.data + run.data_at + run.header + size_t{u} * run.unit_bytes,
+                c.data_stage.data + run.data_at + run.header + size_t{u} * run.unit_bytes,
                 run.compact_bytes(), run.device + run.data_offset + uint64_t{u} * run.segment,
                 run.slice, run.unit_bytes, run.rows, copy_stream_)) {
           fail_run(r, "device-to-host copy");
@@ -581,8 +626,9 @@ void InstrRuntime::copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copi
   if (failed != nullptr) note_copy_error(failed);
 }
 
-uint64_t InstrRuntime::finish(Job& job) {
-  // Runs on the consumer thread without mu_: the slice is ours until the tail passes it.
+uint64_t InstrRuntime::finish(Job& job, const Copied& c) {
+  // Runs on the decoder thread without mu_, on the batch's host staging (the device slices may
+  // already be handed out again).
   if (!job.launch_ok) return 0;  // counted at the launch
   if (!job.ok) {
     std::lock_guard lock(mu_);
@@ -596,11 +642,12 @@ uint64_t InstrRuntime::finish(Job& job) {
   }
   const KernelInfo& k = *job.kernel;
   DecodeResult r;
-  if (job.run < runs_.size()) {
-    const SliceRun& run = runs_[job.run];
+  if (job.run < c.runs.size()) {
+    const SliceRun& run = c.runs[job.run];
     const size_t row_bytes = run.compact_bytes();
-    r = decode_scratch({data_stage_.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
-                       compact_layout(k.layout, run));
+    r = decode_scratch(
+        {c.data_stage.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
+        compact_layout(k.layout, run));
   } else {
     // A slice smaller than one CTA's header: the decoder says so.
     r = decode_scratch({}, k.layout);

@@ -12,8 +12,9 @@
 // The consumer takes the queued jobs as a batch: records one event per launch stream after the
 // launches (they were submitted before their jobs were queued) and makes our copy stream wait
 // for it, then copies back only what the warps wrote (compact_copy.h: headers first, then the
-// written part of every segment, as strided copies over runs of contiguous slices), decodes,
-// adds region totals under each kernel's node, and moves the ring's tail.
+// written part of every segment, as strided copies over runs of contiguous slices) and moves
+// the ring's tail. A decoder thread decodes the copied batch and adds region totals under each
+// kernel's node while the consumer copies the next one (up to kCopies batches in flight).
 // When the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes
 // into a discard slice instead: counted as an overflow, never a crash.
 #pragma once
@@ -133,27 +134,32 @@ class InstrRuntime {
  private:
   struct Pool;
   struct Job;
+  struct Copied;
   InstrRuntime() = default;
   ~InstrRuntime();
   bool ensure_device(std::string& why);  // requires mu_
   bool ensure_pool(Pool& pool);          // requires mu_
   void consume();
-  bool pool_short() const;  // requires mu_: some pool is over half in flight
-  void copy_back(std::deque<std::unique_ptr<Job>>& batch, void* copied);  // consumer thread
+  void decode_batches();                    // the decoder thread
+  bool pool_short() const;                  // requires mu_: some pool is over half in flight
+  void copy_back(Copied& c, void* copied);  // consumer thread
   void order_after_launches(std::deque<std::unique_ptr<Job>>& batch, const char*& failed);
-  void plan_runs(std::deque<std::unique_ptr<Job>>& batch);
+  void plan_runs(Copied& c);
   struct Staging {
     uint8_t* data = nullptr;  // pinned
     size_t bytes = 0;
   };
   bool stage(Staging& s, size_t bytes);
-  uint64_t finish(Job& job);                // decodes and delivers; returns ns spent delivering
+  // Decodes and delivers (decoder thread); returns the ns spent delivering.
+  uint64_t finish(Job& job, const Copied& c);
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
 
   std::mutex mu_;  // guards everything below but the atomics; never held across a decode
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
+  std::condition_variable decode_cv_;  // a copied batch is queued for the decoder
+  std::condition_variable copied_cv_;  // a Copied came back to free_copied_
   std::unique_ptr<DeviceApi> api_;
   bool api_loaded_ = false;
   uint64_t api_generation_ = 0;  // bumped when api_ changes; read by the consumer after a batch
@@ -166,12 +172,14 @@ class InstrRuntime {
   std::vector<void*> free_events_;
   void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
-  // Consumer thread only: this batch's runs of contiguous slices, their kernels, pinned staging
-  // for the headers and the compact rows, and one event per launch stream.
-  std::vector<SliceRun> runs_;
-  std::vector<const KernelInfo*> run_kernels_;
-  Staging header_stage_;
-  Staging data_stage_;
+  // Copied batches: the consumer copies one while the decoder decodes another (kCopies in all,
+  // made on demand), so copy-back and decoding overlap and neither waits for the other.
+  static constexpr size_t kCopies = 3;
+  std::vector<std::unique_ptr<Copied>> free_copied_;
+  std::deque<std::unique_ptr<Copied>> decode_queue_;
+  size_t copies_made_ = 0;
+  std::thread decoder_;
+  // Consumer thread only: one event per launch stream of the batch.
   std::vector<void*> stream_events_;
   std::vector<uint64_t> batch_streams_;
   std::atomic<bool> exit_via_callback_{false};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -231,6 +232,51 @@ TEST(InstrRuntime, AFailedLaunchGivesItsSliceBackUndecoded) {
   rt.drain();
   EXPECT_EQ(rt.stats().decoded - before.decoded, 1u);
   rt.close(5);
+  rt.set_sink(nullptr);
+}
+
+// The ring hands a slice out again once it is copied back, not once it is decoded: a slow
+// decode (here a sink that blocks) must not make launches wait for the pool.
+TEST(InstrRuntime, SlicesAreFreeOnceCopiedWhileTheDecoderIsBusy) {
+  class BlockingSink final : public RegionSink {
+   public:
+    void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
+                 uint32_t) override {
+      std::unique_lock lock(mu);
+      ++delivered;
+      cv.wait(lock, [&] { return open; });
+    }
+    void release() {
+      std::lock_guard lock(mu);
+      open = true;
+      cv.notify_all();
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    int delivered = 0;
+  };
+  InstrRuntime& rt = InstrRuntime::get();
+  rt.set_device_api(std::make_unique<FakeDevice>());
+  BlockingSink sink;
+  rt.set_sink(&sink);
+  rt.overflow_wait_ms = 500;
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  const uint64_t slice = (b.bytes().size() + 127) / 128 * 128;
+  rt.open(12, 2 * slice);  // room for two launches in flight
+  rt.register_kernel(0xf0e, kernel_info(b));
+  InstrStats before = rt.stats();
+  for (int launch = 0; launch < 4; ++launch) {
+    uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
+    std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+    rt.launch_exit(0xf0e, 0, 1, ~uint64_t{0});
+  }
+  EXPECT_EQ(rt.stats().overflows, before.overflows);  // no launch waited for the decoder
+  sink.release();
+  rt.drain();
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 4u);
+  rt.close(12);
   rt.set_sink(nullptr);
 }
 
