@@ -121,8 +121,10 @@ class CudaDeviceApi final : public DeviceApi {
     if (s != nullptr) t_.stream_destroy(static_cast<CUstream>(s));
   }
   void* create_event() override {
+    // Blocking sync: the consumer sleeps in cuEventSynchronize instead of spinning on a core
+    // the launching thread may need.
     CUevent e = nullptr;
-    return ok(t_.event_create(&e, CU_EVENT_DISABLE_TIMING)) ? e : nullptr;
+    return ok(t_.event_create(&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC)) ? e : nullptr;
   }
   void destroy_event(void* e) override {
     if (e != nullptr) t_.event_destroy(static_cast<CUevent>(e));
