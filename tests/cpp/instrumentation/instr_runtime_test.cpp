@@ -596,10 +596,13 @@ TEST(InstrRuntime, TheLaunchingThreadRecordsNothingButOnAPerThreadStream) {
     std::lock_guard lock(sink.mu);
     EXPECT_EQ(sink.got.size(), 4u);
   }
-  std::lock_guard lock(rec->mu);
   std::set<uint64_t> here, consumer;
-  for (auto& [thread, stream] : rec->records)
-    (thread == std::this_thread::get_id() ? here : consumer).insert(stream);
+  {
+    // Not held across set_device_api: the runtime calls record() under its own lock.
+    std::lock_guard lock(rec->mu);
+    for (auto& [thread, stream] : rec->records)
+      (thread == std::this_thread::get_id() ? here : consumer).insert(stream);
+  }
   EXPECT_EQ(here, std::set<uint64_t>{2u});
   EXPECT_TRUE(consumer.count(5u) && consumer.count(6u));
   EXPECT_FALSE(consumer.count(2u));
