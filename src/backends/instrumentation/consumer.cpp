@@ -1,0 +1,319 @@
+// The batch pipeline of the instrumentation runtime: the consumer thread (gathers queued
+// launches, orders our copy stream after them, copies back what the warps wrote, frees the
+// ring) and the decoder thread (decodes each copied batch and hands the regions to the
+// sessions). The launch side is instr_runtime.cpp.
+#include <algorithm>
+
+#include "backends/instrumentation/instr_runtime_parts.h"
+
+namespace proton::instr {
+
+void InstrRuntime::consume() {
+  uint64_t generation = 0;  // of the device API whose context this thread has bound
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && stop_) return;
+    // Gather: more launches come in the next moments; one batch copies them all.
+    work_cv_.wait_for(lock, std::chrono::milliseconds(kGatherMs), [&] {
+      return stop_ || urgent_ > 0 || queue_.size() >= kWakeBatch || pool_short();
+    });
+    // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
+    // of slices, one event to wait for. None of it runs on the launching thread.
+    std::deque<std::unique_ptr<Job>> batch;
+    if (queue_.size() <= kMaxBatch) {
+      batch.swap(queue_);
+    } else {
+      for (size_t i = 0; i < kMaxBatch; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    const bool rebind = generation != api_generation_;  // first batch, or a new device API
+    generation = api_generation_;
+    lock.unlock();
+    // The context first: an event made on this thread before it is bound belongs to no context
+    // (CUDA_ERROR_INVALID_CONTEXT), which lost the whole first batch on the H100.
+    if (rebind) api_->bind_context();
+    lock.lock();
+    if (batch_event_ == nullptr) batch_event_ = api_->create_event();
+    void* copied = batch_event_;
+    // Staging to copy into: one the decoder is done with, or a new one (up to kCopies).
+    copied_cv_.wait(lock, [&] { return !free_copied_.empty() || copies_made_ < kCopies; });
+    std::unique_ptr<Copied> c;
+    if (!free_copied_.empty()) {
+      c = std::move(free_copied_.back());
+      free_copied_.pop_back();
+    } else {
+      c = std::make_unique<Copied>();
+      ++copies_made_;
+    }
+    lock.unlock();
+    c->jobs = std::move(batch);
+    const uint64_t t0 = now_ns();
+    copy_back(*c, copied);
+    const uint64_t t1 = now_ns();
+    lock.lock();
+    ++stats_.batches;
+    stats_.copy_wait_ns += t1 - t0;
+    // The slices are back on the host (or lost, and counted): the ring can hand them out again
+    // while the decoder works on the copies.
+    for (auto& job : c->jobs)
+      job->pool->tail = std::max(job->pool->tail, job->end);
+    done_cv_.notify_all();
+    decode_queue_.push_back(std::move(c));
+    decode_cv_.notify_one();
+  }
+}
+
+void InstrRuntime::decode_batches() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    decode_cv_.wait(lock, [&] { return !decode_queue_.empty(); });
+    std::unique_ptr<Copied> c = std::move(decode_queue_.front());
+    decode_queue_.pop_front();
+    lock.unlock();
+    const uint64_t t0 = now_ns();
+    uint64_t deliver = 0;
+    for (auto& job : c->jobs)
+      deliver += finish(*job, *c);
+    const uint64_t t1 = now_ns();
+    lock.lock();
+    stats_.decode_ns += t1 - t0 - deliver;
+    stats_.deliver_ns += deliver;
+    for (auto& job : c->jobs) {
+      if (job->launched) free_events_.push_back(job->launched);
+      job->kernel.reset();
+      free_jobs_.push_back(std::move(job));
+    }
+    finished_ += c->jobs.size();
+    c->jobs.clear();
+    free_copied_.push_back(std::move(c));
+    copied_cv_.notify_one();
+    done_cv_.notify_all();
+  }
+}
+
+bool InstrRuntime::pool_short() const {
+  for (const auto& entry : pools_) {
+    const Pool& p = *entry.second;
+    if (2 * (p.head - p.tail) > p.size) return true;
+  }
+  return false;
+}
+
+void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
+                                        const char*& failed) {
+  // Our copy stream waits for every launch of the batch. A job is queued after its launch call
+  // returned, so an event recorded now on its stream completes after its kernel: one event per
+  // stream covers all of the batch's launches on it.
+  batch_streams_.clear();
+  for (auto& job : batch) {
+    if (!job->ok) continue;
+    if (job->launched != nullptr) {
+      job->ok = api_->wait(copy_stream_, job->launched);
+      if (!job->ok && failed == nullptr) failed = "stream wait for the launch";
+    } else if (std::find(batch_streams_.begin(), batch_streams_.end(), job->stream) ==
+               batch_streams_.end()) {
+      batch_streams_.push_back(job->stream);
+    }
+  }
+  while (stream_events_.size() < batch_streams_.size()) {
+    void* e = api_->create_event();
+    if (e == nullptr) break;
+    stream_events_.push_back(e);
+  }
+  for (size_t i = 0; i < batch_streams_.size(); ++i) {
+    const uint64_t stream = batch_streams_[i];
+    const char* why = nullptr;
+    if (i >= stream_events_.size()) {
+      why = "event create (consumer thread)";
+    } else if (!api_->record(stream_events_[i], stream)) {
+      why = "event record on the launch's stream";
+    } else if (!api_->wait(copy_stream_, stream_events_[i])) {
+      why = "stream wait for the launch";
+    }
+    if (why == nullptr) continue;
+    if (failed == nullptr) failed = why;
+    for (auto& job : batch)
+      if (job->launched == nullptr && job->stream == stream) job->ok = false;
+  }
+}
+
+void InstrRuntime::plan_runs(Copied& c) {
+  // Launches of one kernel handed out in a row sit next to each other in the ring unless it
+  // wrapped: their CTA slices form one run, copied with one strided copy per round.
+  c.runs.clear();
+  c.run_kernels.clear();
+  size_t header_at = 0;
+  for (auto& job : c.jobs) {
+    job->run = SIZE_MAX;
+    if (!job->ok || !job->kernel || job->pool == nullptr) continue;
+    const KernelLayout& layout = job->kernel->layout;
+    const uint32_t slice = layout.scratch_bytes;
+    const uint32_t header = kHeaderFixedBytes + 4 * layout.num_warps;
+    job->rows = slice >= header ? job->bytes / slice : 0;
+    if (job->rows == 0) continue;  // the decoder reports a slice too small for its header
+    const uint64_t device = job->pool->device + job->offset % job->pool->size;
+    if (!c.runs.empty() && c.run_kernels.back() == job->kernel.get() &&
+        c.runs.back().device + c.runs.back().rows * slice == device) {
+      job->run = c.runs.size() - 1;
+      job->row = c.runs.back().rows;
+      c.runs.back().rows += job->rows;
+      header_at += job->rows * header;
+      continue;
+    }
+    SliceRun run;
+    run.device = device;
+    run.rows = job->rows;
+    run.slice = slice;
+    run.header = header;
+    run.data_offset = data_offset_for(layout, 0);
+    run.units = static_cast<uint32_t>(profiled_units(layout).size());
+    run.segments = segment_count(layout, run.units);
+    run.header_at = header_at;
+    header_at += job->rows * header;
+    job->run = c.runs.size();
+    job->row = 0;
+    c.runs.push_back(run);
+    c.run_kernels.push_back(job->kernel.get());
+  }
+}
+
+bool InstrRuntime::stage(Staging& s, size_t bytes) {
+  if (bytes <= s.bytes) return true;
+  if (s.data != nullptr) api_->free_pinned(s.data);
+  size_t want = std::max<size_t>({bytes, s.bytes * 2, size_t{1} << 20});
+  s.data = static_cast<uint8_t*>(api_->alloc_pinned(want));
+  s.bytes = s.data != nullptr ? want : 0;
+  return s.data != nullptr;
+}
+
+void InstrRuntime::copy_back(Copied& c, void* copied) {
+  auto& batch = c.jobs;
+  const char* failed = nullptr;  // the first stage that failed, for the error line
+  bool ok = copied != nullptr;
+  if (!ok) failed = "event create (consumer thread)";
+  if (ok) order_after_launches(batch, failed);
+  plan_runs(c);
+  auto fail_run = [&](size_t r, const char* stage_name) {
+    if (failed == nullptr) failed = stage_name;
+    for (auto& job : batch)
+      if (job->run == r) job->ok = false;
+  };
+  auto wait_copies = [&](const char* what) {
+    if (!api_->record(copied, reinterpret_cast<uint64_t>(copy_stream_))) {
+      if (failed == nullptr) failed = "event record after the copies";
+      return false;
+    }
+    if (!api_->synchronize(copied)) {
+      if (failed == nullptr) failed = what;
+      return false;
+    }
+    return true;
+  };
+  uint64_t copied_bytes = 0;
+  if (ok && !c.runs.empty()) {
+    // Round 1: every CTA's header (with its per-warp word counts).
+    const SliceRun& last = c.runs.back();
+    if (!stage(c.header_stage, last.header_at + last.rows * last.header)) {
+      ok = false;
+      if (failed == nullptr) failed = "pinned staging allocation";
+    }
+    for (size_t r = 0; ok && r < c.runs.size(); ++r) {
+      const SliceRun& run = c.runs[r];
+      if (!api_->copy_2d_to_host_async(c.header_stage.data + run.header_at, run.header, run.device,
+                                       run.slice, run.header, run.rows, copy_stream_)) {
+        fail_run(r, "device-to-host copy");
+      } else {
+        copied_bytes += run.rows * run.header;
+      }
+    }
+    ok = ok && wait_copies("event synchronize");
+  }
+  if (ok && !c.runs.empty()) {
+    // Round 2: the written part of every segment, into compact rows after their headers.
+    size_t data_at = 0;
+    for (size_t r = 0; r < c.runs.size(); ++r) {
+      SliceRun& run = c.runs[r];
+      std::vector<uint32_t> units = profiled_units(c.run_kernels[r]->layout);
+      plan_unit_bytes(run, {c.header_stage.data + run.header_at, run.rows * run.header}, units);
+      run.data_at = data_at;
+      data_at += run.rows * run.compact_bytes();
+    }
+    if (!stage(c.data_stage, data_at)) {
+      ok = false;
+      if (failed == nullptr) failed = "pinned staging allocation";
+    }
+    for (size_t r = 0; ok && r < c.runs.size(); ++r) {
+      const SliceRun& run = c.runs[r];
+      write_compact_headers(run, {c.header_stage.data + run.header_at, run.rows * run.header},
+                            {c.data_stage.data + run.data_at, run.rows * run.compact_bytes()});
+      if (run.unit_bytes == 0) continue;  // no row the plan could read: nothing to copy
+      for (uint32_t u = 0; u < run.units; ++u) {
+        if (!api_->copy_2d_to_host_async(
+                c.data_stage.data + run.data_at + run.header + size_t{u} * run.unit_bytes,
+                run.compact_bytes(), run.device + run.data_offset + uint64_t{u} * run.segment,
+                run.slice, run.unit_bytes, run.rows, copy_stream_)) {
+          fail_run(r, "device-to-host copy");
+          break;
+        }
+        copied_bytes += run.rows * run.unit_bytes;
+      }
+    }
+    ok = ok && wait_copies("event synchronize");
+  }
+  if (!ok)
+    for (auto& job : batch)
+      job->ok = false;
+  std::lock_guard lock(mu_);
+  stats_.bytes_copied += copied_bytes;
+  if (failed != nullptr) note_copy_error(failed);
+}
+
+uint64_t InstrRuntime::finish(Job& job, const Copied& c) {
+  // Runs on the decoder thread without mu_, on the batch's host staging (the device slices may
+  // already be handed out again).
+  if (!job.launch_ok) return 0;  // counted at the launch
+  if (!job.ok) {
+    std::lock_guard lock(mu_);
+    ++stats_.copy_errors;
+    return 0;
+  }
+  if (!job.kernel) {
+    std::lock_guard lock(mu_);
+    ++stats_.unknown_kernels;
+    return 0;
+  }
+  const KernelInfo& k = *job.kernel;
+  DecodeResult r;
+  if (job.run < c.runs.size()) {
+    const SliceRun& run = c.runs[job.run];
+    const size_t row_bytes = run.compact_bytes();
+    r = decode_scratch(
+        {c.data_stage.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
+        compact_layout(k.layout, run));
+  } else {
+    // A slice smaller than one CTA's header: the decoder says so.
+    r = decode_scratch({}, k.layout);
+  }
+  RegionSink* sink;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.decoded;
+    stats_.samples += r.samples.size();
+    stats_.wrapped_units += r.wrapped_units;
+    stats_.overwritten_events += r.overwritten_events;
+    stats_.unmatched_events += r.unmatched_events;
+    stats_.corrupt_ctas += r.corrupt_ctas;
+    for (auto& e : r.errors)
+      if (errors_.size() < 8) errors_.push_back(e);
+    sink = sink_;
+  }
+  if (sink == nullptr) return 0;
+  const uint64_t t0 = now_ns();
+  sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());
+  return now_ns() - t0;
+}
+
+}  // namespace proton::instr
