@@ -111,14 +111,32 @@ KernelInfo kernel_info(const ScratchBuilder& b) {
   return k;
 }
 
-TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
+/// The runtime on a fresh fake device, delivering to `sink`; a full pool waits `wait_ms`.
+FakeDevice* fresh_runtime(RegionSink* sink, uint32_t wait_ms = 0) {
   InstrRuntime& rt = InstrRuntime::get();
   auto dev = std::make_unique<FakeDevice>();
   FakeDevice* fake = dev.get();
   rt.set_device_api(std::move(dev));
+  rt.set_sink(sink);
+  rt.overflow_wait_ms = wait_ms;
+  return fake;
+}
+
+/// `n` launches of kernel `function` on `stream` whose warps wrote what `b` holds.
+void launch(const ScratchBuilder& b, uint64_t function, int n, uint64_t stream, ContextId ctx,
+            uint64_t sessions) {
+  InstrRuntime& rt = InstrRuntime::get();
+  for (int i = 0; i < n; ++i) {
+    uint64_t p = rt.alloc(b.bytes().size(), 128, stream);
+    std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+    rt.launch_exit(function, stream, ctx, sessions);
+  }
+}
+
+TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
+  InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  FakeDevice* fake = fresh_runtime(&sink);
   ScratchBuilder b(2, 256, 2);
   b.add_cta(0, 1,
             {{{false, 0, 10}, {false, 1, 20}, {true, 1, 25}, {true, 0, 110}},
@@ -164,10 +182,8 @@ TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
 
 TEST(InstrRuntime, FullPoolOverflowsToADiscardSliceAndCounts) {
   InstrRuntime& rt = InstrRuntime::get();
-  rt.set_device_api(std::make_unique<FakeDevice>());
   CollectingSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  fresh_runtime(&sink);
   rt.open(1, 1024);
   InstrStats before = rt.stats();
   uint64_t a = rt.alloc(1000, 128, 0);  // takes the pool (1024)
@@ -204,10 +220,8 @@ TEST(InstrRuntime, AFailedLaunchGivesItsSliceBackUndecoded) {
   // The slice of a launch call that failed may hold an older launch's records (the ring reuses
   // it): decoding it would count that launch twice.
   InstrRuntime& rt = InstrRuntime::get();
-  rt.set_device_api(std::make_unique<FakeDevice>());
   CollectingSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  fresh_runtime(&sink);
   ScratchBuilder b(2, 256, 2);
   b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
   rt.open(5, 1 << 16);
@@ -267,11 +281,7 @@ TEST(InstrRuntime, SlicesAreFreeOnceCopiedWhileTheDecoderIsBusy) {
   rt.open(12, 2 * slice);  // room for two launches in flight
   rt.register_kernel(0xf0e, kernel_info(b));
   InstrStats before = rt.stats();
-  for (int launch = 0; launch < 4; ++launch) {
-    uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
-    std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
-    rt.launch_exit(0xf0e, 0, 1, ~uint64_t{0});
-  }
+  launch(b, 0xf0e, 4, 0, 1, ~uint64_t{0});
   EXPECT_EQ(rt.stats().overflows, before.overflows);  // no launch waited for the decoder
   sink.release();
   rt.drain();
@@ -415,12 +425,8 @@ std::vector<Event> regions(uint32_t n, uint32_t scope, uint64_t from) {
 // Only the headers and the written events come back, and they decode to the same samples.
 TEST(InstrRuntime, OnlyTheWrittenRecordsAreCopiedBackAndDecodeTheSame) {
   InstrRuntime& rt = InstrRuntime::get();
-  auto dev = std::make_unique<FakeDevice>();
-  FakeDevice* fake = dev.get();
-  rt.set_device_api(std::move(dev));
   SampleSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  FakeDevice* fake = fresh_runtime(&sink);
   ScratchBuilder b(4, 4 * 2048, 4);  // 2 KB per warp, as Triton's default buffer
   for (uint32_t cta = 0; cta < 16; ++cta)
     b.add_cta(cta, cta % 3,
@@ -431,11 +437,7 @@ TEST(InstrRuntime, OnlyTheWrittenRecordsAreCopiedBackAndDecodeTheSame) {
   rt.register_kernel(0xf09, k);
   InstrStats before = rt.stats();
   const int launches = 12;
-  for (int launch = 0; launch < launches; ++launch) {
-    uint64_t p = rt.alloc(b.bytes().size(), 128, 7);
-    std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
-    rt.launch_exit(0xf09, 7, 1, ~uint64_t{0});
-  }
+  launch(b, 0xf09, launches, 7, 1, ~uint64_t{0});
   rt.drain();
   rt.close(9);
   rt.set_sink(nullptr);
@@ -459,10 +461,8 @@ TEST(InstrRuntime, OnlyTheWrittenRecordsAreCopiedBackAndDecodeTheSame) {
 // which warps 0 and 4 fill the first two. Only those come back, and decode as the whole slice.
 TEST(InstrRuntime, GroupLeadersComeBackFromTheirOwnSegments) {
   InstrRuntime& rt = InstrRuntime::get();
-  rt.set_device_api(std::make_unique<FakeDevice>());
   SampleSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  fresh_runtime(&sink);
   ScratchBuilder b(8, 8 * 256, 8);
   for (uint32_t cta = 0; cta < 4; ++cta) {
     b.add_cta(cta, cta, {regions(1, 0, 10), regions(2, 1, 20)});
@@ -480,11 +480,7 @@ TEST(InstrRuntime, GroupLeadersComeBackFromTheirOwnSegments) {
   rt.open(11, 1 << 20);
   rt.register_kernel(0xf0d, k);
   InstrStats before = rt.stats();
-  for (int launch = 0; launch < 3; ++launch) {
-    uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
-    std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
-    rt.launch_exit(0xf0d, 0, 1, ~uint64_t{0});
-  }
+  launch(b, 0xf0d, 3, 0, 1, ~uint64_t{0});
   rt.drain();
   rt.close(11);
   rt.set_sink(nullptr);
@@ -503,10 +499,8 @@ TEST(InstrRuntime, GroupLeadersComeBackFromTheirOwnSegments) {
 // whose data size disagrees with its launch's is reported, never read as if it agreed.
 TEST(InstrRuntime, WrappedSegmentsComeBackWholeAndOddCtasAreReported) {
   InstrRuntime& rt = InstrRuntime::get();
-  rt.set_device_api(std::make_unique<FakeDevice>());
   SampleSink sink;
-  rt.set_sink(&sink);
-  rt.overflow_wait_ms = 0;
+  fresh_runtime(&sink);
   ScratchBuilder b(2, 2 * 64, 2);                           // 8 events per warp
   b.add_cta(0, 0, {regions(6, 0, 10), regions(1, 1, 10)});  // warp 0 wraps (12 events)
   b.add_cta(1, 1, {regions(1, 0, 10), regions(2, 1, 10)});

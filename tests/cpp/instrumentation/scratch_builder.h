@@ -54,6 +54,7 @@ class ScratchBuilder {
     }
   }
   std::vector<uint8_t>& bytes() { return bytes_; }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
 
   static void put32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
   static void put64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
