@@ -135,7 +135,6 @@ class Runtime final : public RecordSink {
 
   // Backend state, guarded by api_mu_.
   std::unique_ptr<Backend> backend_;
-  bool backend_tried_ = false;
   bool backend_running_ = false;
   bool warned_no_backend_ = false;
   RecordProcessor processor_{*this};
