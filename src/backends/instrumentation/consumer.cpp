@@ -95,10 +95,8 @@ void InstrRuntime::decode_batches() {
 }
 
 bool InstrRuntime::pool_short() const {
-  for (const auto& entry : pools_) {
-    const Pool& p = *entry.second;
-    if (2 * (p.head - p.tail) > p.size) return true;
-  }
+  for (const auto& entry : pools_)
+    if (entry.second->over_half()) return true;
   return false;
 }
 

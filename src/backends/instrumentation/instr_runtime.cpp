@@ -286,20 +286,17 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   job->sessions = sessions & open;
   job->stream = stream;
   if (!launched) {
-    // Queued all the same: the ring gives slices back in order.
+    // Queued all the same (the ring gives slices back in order), never copied or decoded.
     job->ok = false;
     job->launch_ok = false;
     ++stats_.failed_launches;
-    queue_.push_back(std::move(job));
-    ++queued_;
-    if (queue_.size() == 1) work_cv_.notify_one();
-    return;
+  } else {
+    ++stats_.launches;
+    stats_.bytes_reserved += job->bytes;
+    auto k = kernels_.find(function);
+    if (k != kernels_.end()) job->kernel = k->second;
   }
-  ++stats_.launches;
-  stats_.bytes_reserved += job->bytes;
-  auto k = kernels_.find(function);
-  if (k != kernels_.end()) job->kernel = k->second;
-  if (stream == kPerThreadStream) {
+  if (launched && stream == kPerThreadStream) {
     // Only this thread can name its per-thread stream: the one case with a driver call here.
     job->launched = take_event();
     job->ok = job->launched != nullptr && api_->record(job->launched, stream);
@@ -314,8 +311,7 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   ++queued_;
   // Wake the consumer when a batch starts (it then gathers for kGatherMs), when the batch is
   // full, or when the pool runs short; every other launch returns without a futex call.
-  if (queue_.size() == 1 || queue_.size() == kWakeBatch || 2 * (pool.head - pool.tail) > pool.size)
-    work_cv_.notify_one();
+  if (queue_.size() == 1 || queue_.size() == kWakeBatch || pool.over_half()) work_cv_.notify_one();
 }
 
 InstrStats InstrRuntime::stats() {

@@ -24,6 +24,9 @@ struct InstrRuntime::Pool {
   bool closing = false;
   bool failed = false;
   uint64_t deliver_mask = 0;  // the session runtime's bit for this session (its slot)
+
+  /// More than half of the ring is in flight: the consumer should copy now, not gather.
+  bool over_half() const { return 2 * (head - tail) > size; }
 };
 
 // One batch between the consumer and the decoder: its jobs, its runs of contiguous slices (and
