@@ -39,9 +39,13 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 STEPS = int(os.environ.get("DDP_STEPS", "50"))
 MODE = os.environ.get("DDP_MODE", "base")
-if MODE in ("proton", "trace"):
+if MODE in ("proton", "trace", "nonvtx"):
     import proton
     scope = proton.scope
+elif MODE == "floor":  # CUPTI kernel activity and nothing else: what any CUPTI profiler pays
+    import contextlib, _proton_bench
+    _proton_bench._floor_start()
+    scope = lambda name: contextlib.nullcontext()
 elif MODE == "triton":
     import triton.profiler as tp
     scope = tp.scope
@@ -75,7 +79,7 @@ for step in range(STEPS):
             opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     times.append(time.perf_counter() - t0)
-with open(f"steps_{MODE}.rank{rank}.json", "w") as f:
+with open(f"steps_{os.environ.get('DDP_TAG', MODE)}.rank{rank}.json", "w") as f:
     json.dump({"rank": rank, "device": local, "step_s": times[5:]}, f)
 dist.barrier()
 dist.destroy_process_group()
@@ -132,6 +136,11 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="ddp-two-gpus-out")
     ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--modes", default="base,proton,trace,nonvtx,floor,triton",
+                    help="which runs, comma-separated (base and proton are always run)")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="every mode this many times, in turns: step times vary from one "
+                         "torchrun to the next by more than the profilers differ")
     ap.add_argument("--viewer", default=os.environ.get("PROTON_VIEWER") or
                     shutil.which("proton-viewer"))
     args = ap.parse_args()
@@ -153,19 +162,33 @@ def main():
         "base": launcher + ["train.py"],
         "proton": launcher + ["-m", "proton", "-n", "ddp", "train.py"],
         "trace": launcher + ["-m", "proton", "-n", "ddp_trace", "-d", "tree,trace", "train.py"],
+        "nonvtx": launcher + ["-m", "proton", "-n", "ddp_nonvtx", "--no-nvtx", "train.py"],
+        "floor": launcher + ["train.py"],
         "triton": launcher + ["-m", "triton.profiler.proton", "-n", "ddp_triton", "train.py"],
     }
+    chosen = set(args.modes.split(",")) | {"base", "proton"}
+    modes = {m: c for m, c in modes.items() if m in chosen}
     status = {}
-    for mode, cmd in modes.items():
+    for rnd, (mode, cmd) in ((r, mc) for r in range(args.rounds) for mc in modes.items()):
+        if status.get(mode, 0) != 0:
+            continue
         if mode == "triton":
             try:
                 import triton.profiler  # noqa: F401
             except ImportError:
                 status[mode] = "skipped: no triton"
                 continue
-        status[mode] = run(cmd, out, dict(env, DDP_MODE=mode), f"run_{mode}.log")
+        if mode == "floor":
+            try:
+                import _proton_bench  # noqa: F401
+            except ImportError:
+                status[mode] = "skipped: the bench module (_proton_bench) is not built"
+                continue
+        status[mode] = run(cmd, out, dict(env, DDP_MODE=mode, DDP_TAG=f"{mode}_r{rnd}"),
+                           f"run_{mode}.log")
 
     summary = {"gpu": torch.cuda.get_device_name(0), "gpus": gpus, "steps": args.steps,
+               "rounds": args.rounds,
                "env": NO_MULTICAST, "commands": {m: " ".join(c) for m, c in modes.items()},
                "status": status, "ranks": {}, "step_ms": {}, "ratios": {}, "files": {}}
     for r in (0, 1):
@@ -175,13 +198,19 @@ def main():
     summary["ddp_hatchet_exists"] = os.path.exists(os.path.join(out, "ddp.hatchet"))
     for mode in modes:
         for r in (0, 1):
-            p = os.path.join(out, f"steps_{mode}.rank{r}.json")
-            if os.path.exists(p):
-                with open(p) as f:
-                    s = json.load(f)["step_s"]
-                summary["step_ms"].setdefault(mode, {})[r] = round(statistics.median(s) * 1e3, 3)
+            steps, per_round = [], []
+            for rnd in range(args.rounds):
+                p = os.path.join(out, f"steps_{mode}_r{rnd}.rank{r}.json")
+                if os.path.exists(p):
+                    with open(p) as f:
+                        s = json.load(f)["step_s"]
+                    steps += s
+                    per_round.append(round(statistics.median(s) * 1e3, 3))
+            if steps:
+                summary["step_ms"].setdefault(mode, {})[r] = round(statistics.median(steps) * 1e3, 3)
+                summary.setdefault("step_ms_per_round", {}).setdefault(mode, {})[r] = per_round
     base = summary["step_ms"].get("base", {})
-    for mode in ("proton", "trace", "triton"):
+    for mode in ("proton", "trace", "nonvtx", "floor", "triton"):
         for r, ms in summary["step_ms"].get(mode, {}).items():
             if r in base:
                 summary["ratios"].setdefault(mode, {})[r] = round(ms / base[r], 3)
@@ -198,6 +227,8 @@ def main():
                                        *[os.path.join(out, f"ddp_trace.rank{r}.chrome_trace")
                                          for r in (0, 1)]],
         }
+        if "trace" not in modes:
+            del views["viewer_trace_merge.txt"]
         for name, cmd in views.items():
             r = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=300)
             with open(os.path.join(out, name), "w") as f:
@@ -224,7 +255,8 @@ def main():
         lines.append(f"- rank {r}: {s['kernels']} kernels, {s['nccl_kernels']} NCCL "
                      f"{s['nccl_by_kind']}; NCCL under {s['nccl_call_paths']}; "
                      f"block {s['rank_block']}")
-    lines.append(f"- step ms per rank: {summary['step_ms']}")
+    lines.append(f"- step ms per rank (median of {args.rounds} rounds' steps): {summary['step_ms']}")
+    lines.append(f"- per round: {summary.get('step_ms_per_round')}")
     lines.append(f"- ratio to base per rank: {summary['ratios']}")
     lines.append(f"- merged trace: {summary.get('merged_trace')}")
     lines.append(f"- files: {summary['files']}")

@@ -1,11 +1,23 @@
-"""Do kernels whose module was loaded before PC sampling started get PC records?
+"""Which orders of sessions leave PC sampling with PC records, and which with none?
 
 A full bench run gave every sample as CUPTI's "non-user kernel" total (no PC records, no cubin
-seen) when the workloads had run once before the first PC-sampling session; the GPU tests,
-whose kernels load after start, resolve lines. This probe runs, in fresh processes, one Triton
-kernel loaded (a) after start, (b) before start, and prints what the sampler saw.
+seen), while the GPU tests, each in a fresh session, resolve lines. The table bench runs many
+sessions in one process: kernel timing, the floor (the minimal CUPTI client) and ours, in turns.
+This probe runs one Triton kernel in a fresh process per scenario and prints what each
+PC-sampling session of it saw:
 
-    python bench/pc_load_order_probe.py
+  after          the kernel is loaded after start
+  before         the kernel is loaded (and run) before start
+  twice          two PC-sampling sessions one after the other
+  timing_first   a kernel-timing session, then a PC-sampling one
+  floor_first    the floor (bench module, _proton_bench) started and stopped, then ours
+  floor_beside   ours, then the floor, then ours again (the table's rotation)
+  empty_first    a PC-sampling session with no kernel in it first (the table bench reads our
+                 settings from such a session before anything else)
+  gemm_first     a cuBLAS GEMM and a torch kernel run before the first session
+  act_floor      the CUPTI kernel-activity floor (_floor_start/_floor_stop) first
+
+    python bench/pc_load_order_probe.py [scenario ...]
 """
 
 import pathlib
@@ -27,31 +39,78 @@ def spin(o, N: tl.constexpr):
     tl.store(o + tl.program_id(0), acc)
 
 o = torch.empty(132 * 8, device="cuda")
-before = sys.argv[1] == "before"
-if before:
-    spin[(132 * 8,)](o, N=20000)
+
+def empty():
+    name = os.path.join(tempfile.mkdtemp(), "e")
+    proton.start(name, mode="pcsampling")
+    proton.finalize()
+
+def run():
+    for _ in range(20):
+        spin[(132 * 8,)](o, N=20000)
     torch.cuda.synchronize()
-name = os.path.join(tempfile.mkdtemp(), "p")
-proton.start(name, mode="pcsampling")
-for _ in range(20):
-    spin[(132 * 8,)](o, N=20000)
-torch.cuda.synchronize()
-proton.finalize()
-st = _proton._pc_sampling_stats()
-root = json.load(open(name + ".hatchet"))[0]
-total, stack = 0, [root]
-while stack:
-    n = stack.pop()
-    total += int(n.get("metrics", {}).get("num_samples", 0))
-    stack.extend(n.get("children", []))
-print(json.dumps({"loaded": sys.argv[1], "profile_samples": total,
-                  **{k: st.get(k) for k in ("samples", "pc_records", "non_user", "binaries")}}))
+
+def ours(label, mode="pcsampling"):
+    name = os.path.join(tempfile.mkdtemp(), "p")
+    proton.start(name, mode=mode) if mode else proton.start(name)
+    run()
+    proton.finalize()
+    if not mode:
+        return
+    st = _proton._pc_sampling_stats()
+    root = json.load(open(name + ".hatchet"))[0]
+    total, stack = 0, [root]
+    while stack:
+        n = stack.pop()
+        total += int(n.get("metrics", {}).get("num_samples", 0))
+        stack.extend(n.get("children", []))
+    print(json.dumps({"scenario": sys.argv[1], "session": label, "profile_samples": total,
+                      **{k: st.get(k) for k in ("samples", "pc_records", "non_user", "binaries",
+                                                "period_log2")}}), flush=True)
+
+def floor():
+    import _proton_bench as B
+    B.pc_floor_start()
+    run()
+    st = B.pc_floor_stop()
+    print(json.dumps({"scenario": sys.argv[1], "session": "floor",
+                      **{k: v for k, v in st.items() if isinstance(v, (int, float))}}), flush=True)
+
+s = sys.argv[1]
+if s == "before":
+    run()
+if s == "timing_first":
+    ours("timing", mode=None)
+if s == "floor_first":
+    floor()
+if s == "empty_first":
+    empty()
+if s == "gemm_first":
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    (a @ a).sum()
+    torch.cuda.synchronize()
+if s == "act_floor":
+    import _proton_bench as B
+    B._floor_start()
+    run()
+    B._floor_stop()
+ours("first")
+if s == "twice":
+    ours("second")
+if s == "floor_beside":
+    floor()
+    ours("after floor")
 '''
 
 # Triton's @jit needs its kernel in a file: the child is written to one.
 child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
-for order in ("after", "before"):
-    r = subprocess.run([sys.executable, str(child), order], capture_output=True, text=True,
+scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
+                             "floor_beside", "empty_first", "gemm_first", "act_floor"]
+for s in scenarios:
+    r = subprocess.run([sys.executable, str(child), s], capture_output=True, text=True,
                        timeout=180)
-    print(r.stdout.strip().splitlines()[-1] if r.returncode == 0 else f"{order}: {r.stderr[-800:]}")
+    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    print("\n".join(lines) if lines else "", flush=True)
+    if r.returncode != 0:
+        print(f"{s}: exit {r.returncode}: {r.stderr[-800:]}", flush=True)

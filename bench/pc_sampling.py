@@ -471,6 +471,13 @@ def in_process_table(k, sizes, rounds, reps):
                 "one_time_s": med([x["first_s"] - med(x["steady_s"]) for x in xs]),
                 "start_s": med([x["start_s"] for x in xs]), "stop_s": med([x["stop_s"] for x in xs]),
                 "info": xs[-1]["info"],
+                # What each round's sampler saw: a round with samples but no PC records is
+                # CUPTI answering "non-user kernel" for everything.
+                "rounds_seen": [{k: x["info"].get("stats", {}).get(k) for k in
+                                 ("samples", "pc_records", "non_user", "binaries", "buffer_full",
+                                  "oom_returns", "period_log2")} | 
+                                {"profile_samples": x["info"].get("profile_samples")}
+                                for x in xs if x["info"]],
                 "steady_ratio_per_round": [med(x["steady_s"]) / base for x in xs],
             }
             if name == "pcs":

@@ -1,9 +1,14 @@
 #include "backends/cupti/nvtx_callbacks.h"
 
+#include <unistd.h>
 #include <array>
 #include <atomic>
 #include <cstddef>
+
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "common/name_table.h"
@@ -44,17 +49,50 @@ struct DomainRangePushExParams {
   const void* domain;
   RangePushExParams core;
 };
+struct DomainRegisterStringParams {  // the A and W flavours share the layout
+  const void* domain;
+  const void* string;
+};
 
 constexpr std::array kNvtxCallbacks = {
-    CUPTI_CBID_NVTX_nvtxRangePushA,        CUPTI_CBID_NVTX_nvtxRangePushW,
-    CUPTI_CBID_NVTX_nvtxRangePushEx,       CUPTI_CBID_NVTX_nvtxRangePop,
-    CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxRangePushA,
+    CUPTI_CBID_NVTX_nvtxRangePushW,
+    CUPTI_CBID_NVTX_nvtxRangePushEx,
+    CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
+    CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
 };
 
 std::atomic<uint64_t> g_mismatches{0};  // relaxed counter
 
-// The ContextIds of the scopes NVTX opened on this thread, innermost last (owning thread only).
-thread_local std::vector<ContextId> tls_nvtx;
+// The NVTX ranges open on this thread as scopes, innermost last (owning thread only): the
+// scope's context, the range's domain (0: the default one), its name, and the thread's scope
+// depth once it was open.
+struct OpenRange {
+  ContextId ctx;
+  uintptr_t domain;
+  NameId name;
+  size_t depth;
+};
+thread_local std::vector<OpenRange> tls_nvtx;
+
+// PROTON_NVTX_DEBUG=1: every push and pop on stderr, with what was done about it.
+bool debug_log() {
+  static const bool on = [] {
+    const char* v = std::getenv("PROTON_NVTX_DEBUG");
+    return v != nullptr && *v != 0 && std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+void log_range(const char* what, uintptr_t domain, std::string_view name, const char* note) {
+  std::fprintf(stderr, "proton nvtx: thread %ld %s domain %#lx '%.*s' depth %zu%s%s\n",
+               static_cast<long>(::gettid()), what, static_cast<unsigned long>(domain),
+               static_cast<int>(name.size()), name.data(), tls_nvtx.size(), note ? ": " : "",
+               note ? note : "");
+}
 
 void append_utf8(const wchar_t* s, std::string& out) {
   for (; *s != 0; ++s) {
@@ -62,7 +100,37 @@ void append_utf8(const wchar_t* s, std::string& out) {
   }
 }
 
-// A range's name from its event attributes; registered strings have no text we can read.
+// Registered strings (nvtxDomainRegisterString*): the handle NVTX returned, mapped to the
+// interned text. Registration is rare (libraries such as NCCL register their range names once);
+// a push of a registered message looks its handle up. Handles are never reused while the
+// process lives (NVTX has no unregister), so entries stay for good.
+class RegisteredStrings {
+ public:
+  void add(uintptr_t handle, std::string_view text) {
+    NameId id = NameTable::global().intern(text);
+    std::lock_guard lock(mu_);
+    names_[handle] = id;
+  }
+  bool find(uintptr_t handle, NameId& id) const {
+    std::lock_guard lock(mu_);
+    auto it = names_.find(handle);
+    if (it == names_.end()) return false;
+    id = it->second;
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uintptr_t, NameId> names_;
+};
+
+RegisteredStrings& registered() {
+  static auto* r = new RegisteredStrings;  // never destroyed: callbacks may come at exit
+  return *r;
+}
+
+// A range's name from its event attributes. A registered string is found by its handle when
+// its registration was seen (after the first proton.start); otherwise it has no text we can read.
 std::string attributes_name(const EventAttributes* a) {
   if (a == nullptr || a->size < offsetof(EventAttributes, message) + sizeof(void*) ||
       a->message == nullptr) {
@@ -74,7 +142,28 @@ std::string attributes_name(const EventAttributes* a) {
     append_utf8(static_cast<const wchar_t*>(a->message), out);
     return out;
   }
+  if (a->message_type == 3) {
+    NameId id = kNoName;
+    if (registered().find(reinterpret_cast<uintptr_t>(a->message), id)) {
+      return std::string(NameTable::global().name(id));
+    }
+  }
   return "<nvtx registered string>";
+}
+
+// nvtxDomainRegisterString{A,W}: CUpti_NvtxData::functionReturnValue points at the handle.
+void on_register_string(const CUpti_NvtxData* nvtx, bool wide) {
+  const auto* p = static_cast<const DomainRegisterStringParams*>(nvtx->functionParams);
+  if (nvtx->functionReturnValue == nullptr || p->string == nullptr) return;
+  uintptr_t handle = *static_cast<const uintptr_t*>(nvtx->functionReturnValue);
+  if (handle == 0) return;
+  if (wide) {
+    std::string text;
+    append_utf8(static_cast<const wchar_t*>(p->string), text);
+    registered().add(handle, text);
+  } else {
+    registered().add(handle, static_cast<const char*>(p->string));
+  }
 }
 
 }  // namespace
@@ -128,13 +217,20 @@ void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept {
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         nvtx_push(attributes_name(static_cast<const RangePushExParams*>(params)->attributes));
         break;
-      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-        nvtx_push(
-            attributes_name(static_cast<const DomainRangePushExParams*>(params)->core.attributes));
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+        const auto* p = static_cast<const DomainRangePushExParams*>(params);
+        nvtx_push(attributes_name(p->core.attributes), reinterpret_cast<uintptr_t>(p->domain));
         break;
+      }
       case CUPTI_CBID_NVTX_nvtxRangePop:
-      case CUPTI_CBID_NVTX_nvtxDomainRangePop:
         nvtx_pop();
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        nvtx_pop(reinterpret_cast<uintptr_t>(*static_cast<const void* const*>(params)));
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+      case CUPTI_CBID_NVTX_nvtxDomainRegisterStringW:
+        on_register_string(nvtx, cbid == CUPTI_CBID_NVTX_nvtxDomainRegisterStringW);
         break;
       default:
         break;
@@ -144,32 +240,60 @@ void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept {
   }
 }
 
-void nvtx_push(std::string_view name) noexcept {
+void nvtx_push(std::string_view name, uintptr_t domain) noexcept {
   try {
     ThreadContext& tc = ThreadContext::current();
     tls_nvtx.reserve(tls_nvtx.size() + 1);  // cannot fail after the scope is open
-    tc.enter_scope(NameTable::global().intern(name));
-    tls_nvtx.push_back(tc.scope_context());
+    NameId id = NameTable::global().intern(name);
+    tc.enter_scope(id);
+    tls_nvtx.push_back({tc.scope_context(), domain, id, tc.open_scopes()});
+    if (debug_log()) log_range("push", domain, name, nullptr);
   } catch (...) {
     g_mismatches.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void nvtx_pop() noexcept {
-  if (tls_nvtx.empty()) {  // a range pushed before NVTX reached us, or an extra pop
+void nvtx_pop(uintptr_t domain) noexcept {
+  // NVTX nests ranges per domain: a pop closes the innermost open range of its own domain.
+  size_t k = tls_nvtx.size();
+  size_t i = k;
+  while (i > 0 && tls_nvtx[i - 1].domain != domain)
+    --i;
+  if (i == 0) {  // a range pushed before NVTX reached us, or an extra pop
     g_mismatches.fetch_add(1, std::memory_order_relaxed);
+    if (debug_log()) log_range("pop", domain, {}, "no open range of this domain: ignored");
     return;
   }
-  ContextId mine = tls_nvtx.back();
-  tls_nvtx.pop_back();
+  --i;
   try {
     ThreadContext& tc = ThreadContext::current();
-    if (tc.open_scopes() == 0 || tc.scope_context() != mine) {
-      // A user scope opened inside the range is still open: leave it (and ours) alone.
+    // The range and every NVTX range opened after it must be the innermost scopes of the
+    // thread, one inside the other: a user scope opened inside them is still open, and NVTX
+    // never closes a user's scope (the ranges stay open; counted).
+    bool ours =
+        tc.open_scopes() == tls_nvtx[k - 1].depth && tc.scope_context() == tls_nvtx[k - 1].ctx;
+    for (size_t j = i + 1; ours && j < k; ++j)
+      ours = tls_nvtx[j].depth == tls_nvtx[j - 1].depth + 1;
+    if (!ours) {
+      tls_nvtx.erase(tls_nvtx.begin() + static_cast<std::ptrdiff_t>(i));
       g_mismatches.fetch_add(1, std::memory_order_relaxed);
+      if (debug_log()) log_range("pop", domain, {}, "a user scope is open inside: left open");
       return;
     }
-    tc.exit_scope(kNoName);
+    if (debug_log()) {
+      log_range("pop", domain, NameTable::global().name(tls_nvtx[i].name),
+                i + 1 < k ? "ranges of other domains inside it are reopened" : nullptr);
+    }
+    // Ranges of other domains pushed after it stay open in NVTX: close them with it and open
+    // them again in the same order, one level up.
+    for (size_t j = k; j > i; --j)
+      tc.exit_scope(kNoName);
+    tls_nvtx.erase(tls_nvtx.begin() + static_cast<std::ptrdiff_t>(i));
+    for (size_t j = i; j < tls_nvtx.size(); ++j) {
+      tc.enter_scope(tls_nvtx[j].name);
+      tls_nvtx[j].ctx = tc.scope_context();
+      tls_nvtx[j].depth = tc.open_scopes();
+    }
   } catch (...) {
     g_mismatches.fetch_add(1, std::memory_order_relaxed);
   }

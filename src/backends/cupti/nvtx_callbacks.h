@@ -9,10 +9,15 @@
 // triton.profiler does: ranges pushed by modules whose first NVTX call comes after the first
 // proton.start() are seen (the `proton` command starts before the script, so all are).
 //
+// Registered-string messages (NCCL names its ranges so) are named by the text their
+// nvtxDomainRegisterString* call gave, when that call came after the first proton.start.
+//
 // Only push/pop ranges are scopes (nvtxRangePushA/W/Ex, nvtxDomainRangePushEx and the pops):
-// start/end ranges may end on another thread and do not nest. A pop closes a scope only if it
-// is the one the matching push opened and it is innermost on the thread: a user scope is never
-// closed by NVTX. Mismatches are counted, never thrown through CUPTI.
+// start/end ranges may end on another thread and do not nest. Ranges nest per domain: a pop
+// closes the innermost open range of its domain, with the NVTX ranges of other domains opened
+// inside it, which are opened again one level up. A user scope opened inside is never closed by
+// NVTX: such a pop leaves the scopes open. Mismatches are counted, never thrown through CUPTI.
+// PROTON_NVTX_DEBUG=1 prints every push and pop (thread, domain, name, what was done) on stderr.
 //
 // PROTON_NVTX=0 turns it off (read at backend start).
 #pragma once
@@ -41,8 +46,11 @@ int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, b
 void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept;
 
 /// The scope operations behind on_nvtx, on the calling thread (tests call them directly).
-void nvtx_push(std::string_view name) noexcept;
-void nvtx_pop() noexcept;
+/// `domain` is the NVTX domain handle (0: the default domain): NVTX nests ranges per domain, so
+/// a pop closes the innermost range of its domain; ranges of other domains opened inside it
+/// are closed with it and opened again one level up.
+void nvtx_push(std::string_view name, uintptr_t domain = 0) noexcept;
+void nvtx_pop(uintptr_t domain = 0) noexcept;
 /// NVTX scopes the calling thread has open.
 size_t nvtx_depth() noexcept;
 

@@ -66,9 +66,11 @@ std::string here() {
 class Nvtx : public ::testing::Test {
  protected:
   void TearDown() override {
-    while (nvtx_depth() > 0)
-      nvtx_pop();
+    for (int guard = 0; nvtx_depth() > 0 && guard < 64; ++guard)
+      for (uintptr_t domain : {uintptr_t{0}, kNccl, kTorch})
+        nvtx_pop(domain);
   }
+  static constexpr uintptr_t kNccl = 0x1000, kTorch = 0x2000;
   testing::MainThreadFixture main_;
 };
 
@@ -108,6 +110,96 @@ TEST_F(Nvtx, EveryPushFlavourNamesItsScope) {
   pop();
   pop();
   EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, RegisteredStringsAreNamedByTheirRegistration) {
+  // nvtxDomainRegisterStringA(domain, "ncclAllReduce") returned handle h: CUPTI passes a
+  // pointer to h as the return value; a later push whose message is h is named by the text.
+  struct Register {
+    const void* domain;
+    const void* string;
+  };
+  auto reg = [](CUpti_CallbackId cbid, const void* text, uintptr_t handle) {
+    Register p{nullptr, text};
+    CUpti_NvtxData data{};
+    data.functionName = "nvtxDomainRegisterString";
+    data.functionParams = &p;
+    data.functionReturnValue = &handle;
+    on_cupti_callback(nullptr, CUPTI_CB_DOMAIN_NVTX, cbid, &data);
+  };
+  reg(CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, "ncclAllReduce", 0xa110);
+  reg(CUPTI_CBID_NVTX_nvtxDomainRegisterStringW, L"ncclBroadcast", 0xb0);
+  auto push_registered = [](uintptr_t handle) {
+    Attributes a;
+    a.message_type = 3;
+    a.message = reinterpret_cast<const void*>(handle);
+    DomainPushEx p{nullptr, PushEx{&a}};
+    callback(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, &p);
+  };
+  push_registered(0xa110);
+  push_registered(0xb0);
+  push_registered(0x5eed);  // registered before we listened: no text
+  EXPECT_EQ(here(), "ncclAllReduce/ncclBroadcast/<nvtx registered string>");
+  pop();
+  pop();
+  pop();
+  EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, APopClosesTheInnermostRangeOfItsOwnDomain) {
+  // NVTX nests per domain: NCCL's range opened, then a torch range, then NCCL's pop. The NCCL
+  // range closes; the torch range is still open in NVTX, so it is opened again one level up.
+  nvtx_push("ncclCommInitRank", kNccl);
+  nvtx_push("torch_range", kTorch);
+  EXPECT_EQ(here(), "ncclCommInitRank/torch_range");
+  uint64_t before = nvtx_mismatches();
+  nvtx_pop(kNccl);
+  EXPECT_EQ(here(), "torch_range");
+  EXPECT_EQ(nvtx_depth(), 1u);
+  nvtx_pop(kTorch);
+  EXPECT_EQ(here(), "");
+  EXPECT_EQ(nvtx_mismatches(), before);
+  EXPECT_EQ(ThreadContext::current().open_scopes(), 0u);
+}
+
+TEST_F(Nvtx, DomainPopsGoThroughTheCallback) {
+  Attributes a;
+  a.message = "ncclAllReduce";
+  const void* nccl = reinterpret_cast<const void*>(kNccl);
+  DomainPushEx p{nccl, PushEx{&a}};
+  callback(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, &p);
+  push("default_domain");
+  EXPECT_EQ(here(), "ncclAllReduce/default_domain");
+  callback(CUPTI_CBID_NVTX_nvtxDomainRangePop, &nccl);  // NCCL's pop, not the default range's
+  EXPECT_EQ(here(), "default_domain");
+  pop();
+  EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, APopOfADomainWithNothingOpenIsCountedAndChangesNothing) {
+  nvtx_push("outer");
+  uint64_t before = nvtx_mismatches();
+  nvtx_pop(kNccl);
+  EXPECT_EQ(nvtx_mismatches(), before + 1);
+  EXPECT_EQ(here(), "outer");
+  nvtx_pop();
+  EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, ARangeAboveAUserScopeIsNeverClosedAcrossIt) {
+  auto& tc = ThreadContext::current();
+  nvtx_push("nccl", kNccl);
+  tc.enter_scope(id("user"));
+  nvtx_push("torch", kTorch);
+  uint64_t before = nvtx_mismatches();
+  nvtx_pop(kNccl);  // would need closing the user's scope: left open, counted
+  EXPECT_EQ(nvtx_mismatches(), before + 1);
+  EXPECT_EQ(here(), "nccl/user/torch");
+  nvtx_pop(kTorch);
+  EXPECT_EQ(here(), "nccl/user");
+  tc.exit_scope(id("user"));
+  EXPECT_EQ(here(), "nccl");
+  tc.exit_scope(kNoName);  // the NCCL scope, forgotten by NVTX after its pop
 }
 
 TEST_F(Nvtx, ExtraPopsAreCountedAndNeverCloseUserScopes) {
