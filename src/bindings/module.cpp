@@ -210,7 +210,7 @@ NB_MODULE(_proton, m) {
   });
 
   m.def("enter_scope", [](std::string_view name) {
-    ThreadContext::current().enter_scope(intern(name));
+    ThreadContext::current().enter_user_scope(intern(name));
     // An empty scope is still a node of the profile, as in triton.profiler: create it now in
     // every active session (one relaxed load when none is).
     Runtime::get().add_metrics({});

@@ -45,6 +45,12 @@ class ThreadContext {
   static ContextId metric_context();
 
   void enter_scope(NameId name);
+  /// A scope the user opened (proton.scope): first lets `user_scope_hook` close what cannot
+  /// hold user code (library NVTX ranges whose pops never came), then enter_scope.
+  void enter_user_scope(NameId name) {
+    if (UserScopeHook f = user_scope_hook.load(std::memory_order_relaxed)) f(*this);
+    enter_scope(name);
+  }
   /// Throws std::logic_error when no scope is open or `name` is not the innermost scope
   /// (pass kNoName to skip the name check).
   void exit_scope(NameId name);
@@ -70,6 +76,11 @@ class ThreadContext {
   /// layer needs no knowledge of traces); null otherwise: one relaxed load per scope change.
   using ScopeObserver = void (*)(ContextId scope, bool enter);
   static inline std::atomic<ScopeObserver> scope_observer{nullptr};
+
+  /// Called on the thread before each user scope opens; set by the NVTX backend while it turns
+  /// ranges into scopes, null otherwise (this layer knows nothing of NVTX). Never throws.
+  using UserScopeHook = void (*)(ThreadContext& self) noexcept;
+  static inline std::atomic<UserScopeHook> user_scope_hook{nullptr};
 
  private:
   void recompute();

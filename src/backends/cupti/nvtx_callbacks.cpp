@@ -65,7 +65,8 @@ constexpr std::array kNvtxCallbacks = {
     CUPTI_CBID_NVTX_nvtxDomainRegisterStringW,
 };
 
-std::atomic<uint64_t> g_mismatches{0};  // relaxed counter
+std::atomic<uint64_t> g_mismatches{0};  // relaxed counters
+std::atomic<uint64_t> g_lost_pops{0};
 
 // The NVTX ranges open on this thread as scopes, innermost last (owning thread only): the
 // scope's context, the range's domain (0: the default one), its name, and the thread's scope
@@ -182,6 +183,8 @@ void inject_nvtx(const std::string& cupti_path) {
 
 int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
                        std::string& error) {
+  ThreadContext::user_scope_hook.store(enable ? &close_library_ranges : nullptr,
+                                       std::memory_order_relaxed);
   int done = 0;
   for (CUpti_CallbackId cbid : kNvtxCallbacks) {
     CUptiResult r =
@@ -299,12 +302,39 @@ void nvtx_pop(uintptr_t domain) noexcept {
   }
 }
 
+void close_library_ranges(ThreadContext& tc) noexcept {
+  // Python code cannot run inside a library call, so a library-domain range still open on this
+  // thread when the user opens a scope lost its pop (NCCL's ncclCommInitRankConfig and
+  // ncclCommFinalize ranges are pushed and never popped): close it, innermost first, as long
+  // as it is the thread's innermost scope. Ranges of the default domain (range_push, emit_nvtx)
+  // can hold user code and stay.
+  while (!tls_nvtx.empty() && tls_nvtx.back().domain != 0) {
+    const OpenRange& r = tls_nvtx.back();
+    if (tc.open_scopes() != r.depth || tc.scope_context() != r.ctx) break;
+    if (debug_log()) {
+      log_range("close", r.domain, NameTable::global().name(r.name),
+                "a library range left open when a user scope opens");
+    }
+    try {
+      tc.exit_scope(kNoName);
+    } catch (...) {
+      break;
+    }
+    tls_nvtx.pop_back();
+    g_lost_pops.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 size_t nvtx_depth() noexcept {
   return tls_nvtx.size();
 }
 
 uint64_t nvtx_mismatches() {
   return g_mismatches.load(std::memory_order_relaxed);
+}
+
+uint64_t nvtx_lost_pops() {
+  return g_lost_pops.load(std::memory_order_relaxed);
 }
 
 }  // namespace proton::cupti

@@ -202,6 +202,47 @@ TEST_F(Nvtx, ARangeAboveAUserScopeIsNeverClosedAcrossIt) {
   tc.exit_scope(kNoName);  // the NCCL scope, forgotten by NVTX after its pop
 }
 
+// While NVTX callbacks are on, the backend sets ThreadContext::user_scope_hook.
+struct LibraryRangeHook {
+  LibraryRangeHook() { ThreadContext::user_scope_hook.store(&close_library_ranges); }
+  ~LibraryRangeHook() { ThreadContext::user_scope_hook.store(nullptr); }
+};
+
+TEST_F(Nvtx, ALibraryRangeWithALostPopClosesWhenTheUserOpensAScope) {
+  // NCCL pushes ncclCommInitRankConfig and its pop never comes; the training loop's scopes
+  // must not land under it.
+  LibraryRangeHook hook;
+  auto& tc = ThreadContext::current();
+  nvtx_push("ncclCommInitRankConfig", kNccl);
+  nvtx_push("ncclAllGather", kNccl);
+  nvtx_pop(kNccl);
+  EXPECT_EQ(here(), "ncclCommInitRankConfig");  // kernels launched now stay under it
+  uint64_t lost = nvtx_lost_pops();
+  tc.enter_user_scope(id("step"));
+  EXPECT_EQ(here(), "step");
+  EXPECT_EQ(nvtx_lost_pops(), lost + 1);
+  EXPECT_EQ(nvtx_depth(), 0u);
+  nvtx_push("ncclAllReduce", kNccl);  // a collective inside the step nests as usual
+  EXPECT_EQ(here(), "step/ncclAllReduce");
+  nvtx_pop(kNccl);
+  tc.exit_scope(id("step"));
+  EXPECT_EQ(here(), "");
+}
+
+TEST_F(Nvtx, DefaultDomainRangesHoldUserScopes) {
+  LibraryRangeHook hook;
+  auto& tc = ThreadContext::current();
+  nvtx_push("nccl_lost", kNccl);
+  push("torch.cuda.nvtx.range_push");  // default domain: may hold user code
+  uint64_t lost = nvtx_lost_pops();
+  tc.enter_user_scope(id("user"));
+  EXPECT_EQ(here(), "nccl_lost/torch.cuda.nvtx.range_push/user");
+  EXPECT_EQ(nvtx_lost_pops(), lost);
+  tc.exit_scope(id("user"));
+  pop();
+  EXPECT_EQ(here(), "nccl_lost");
+}
+
 TEST_F(Nvtx, ExtraPopsAreCountedAndNeverCloseUserScopes) {
   auto& tc = ThreadContext::current();
   tc.enter_scope(id("user"));
