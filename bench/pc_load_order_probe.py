@@ -16,6 +16,9 @@ PC-sampling session of it saw:
                  settings from such a session before anything else)
   gemm_first     a cuBLAS GEMM and a torch kernel run before the first session
   act_floor      the CUPTI kernel-activity floor (_floor_start/_floor_stop) first
+  mlp_first      an MLP training step (torch.nn, cuBLAS, autograd, SGD) before the first session,
+                 then one inside it too (the table bench warms every workload so)
+  mlp_inside     the MLP step's kernels first loaded inside the session
 
     python bench/pc_load_order_probe.py [scenario ...]
 """
@@ -45,7 +48,24 @@ def empty():
     proton.start(name, mode="pcsampling")
     proton.finalize()
 
+def mlp_step():
+    global mlp, opt, inp
+    if "mlp" not in globals():
+        layers = []
+        for _ in range(8):
+            layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+        mlp = torch.nn.Sequential(*layers).cuda()
+        opt = torch.optim.SGD(mlp.parameters(), lr=1e-3)
+        inp = torch.randn(512, 2048, device="cuda")
+    for _ in range(5):
+        opt.zero_grad(set_to_none=True)
+        mlp(inp).square().mean().backward()
+        opt.step()
+    torch.cuda.synchronize()
+
 def run():
+    if sys.argv[1] in ("mlp_first", "mlp_inside"):
+        mlp_step()
     for _ in range(20):
         spin[(132 * 8,)](o, N=20000)
     torch.cuda.synchronize()
@@ -89,6 +109,8 @@ if s == "gemm_first":
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     (a @ a).sum()
     torch.cuda.synchronize()
+if s == "mlp_first":
+    mlp_step()
 if s == "act_floor":
     import _proton_bench as B
     B._floor_start()
@@ -106,7 +128,7 @@ if s == "floor_beside":
 child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
 scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
-                             "floor_beside", "empty_first", "gemm_first", "act_floor"]
+                             "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside"]
 for s in scenarios:
     r = subprocess.run([sys.executable, str(child), s], capture_output=True, text=True,
                        timeout=180)
