@@ -19,6 +19,9 @@ PC-sampling session of it saw:
   mlp_first      an MLP training step (torch.nn, cuBLAS, autograd, SGD) before the first session,
                  then one inside it too (the table bench warms every workload so)
   mlp_inside     the MLP step's kernels first loaded inside the session
+  empty_timing   an empty PC-sampling session, a kernel-timing session, then ours (the table
+                 bench's order: settings read from an empty session, then timing before pcs)
+  pcs_timing     ours, a kernel-timing session, ours again
 
     python bench/pc_load_order_probe.py [scenario ...]
 """
@@ -109,6 +112,9 @@ if s == "gemm_first":
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     (a @ a).sum()
     torch.cuda.synchronize()
+if s == "empty_timing":
+    empty()
+    ours("timing", mode=None)
 if s == "mlp_first":
     mlp_step()
 if s == "act_floor":
@@ -119,6 +125,9 @@ if s == "act_floor":
 ours("first")
 if s == "twice":
     ours("second")
+if s == "pcs_timing":
+    ours("timing", mode=None)
+    ours("second")
 if s == "floor_beside":
     floor()
     ours("after floor")
@@ -128,7 +137,8 @@ if s == "floor_beside":
 child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
 scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
-                             "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside"]
+                             "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside", "empty_timing",
+                             "pcs_timing"]
 for s in scenarios:
     r = subprocess.run([sys.executable, str(child), s], capture_output=True, text=True,
                        timeout=180)
