@@ -15,8 +15,8 @@ void InstrRuntime::consume() {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty() && stop_) return;
     // Gather: more launches come in the next moments; one batch copies them all.
-    work_cv_.wait_for(lock, std::chrono::milliseconds(kGatherMs), [&] {
-      return stop_ || urgent_ > 0 || queue_.size() >= kWakeBatch || pool_short();
+    work_cv_.wait_for(lock, std::chrono::milliseconds(gather_ms_), [&] {
+      return stop_ || urgent_ > 0 || queue_.size() >= wake_batch_ || pool_short();
     });
     // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
     // of slices, one event to wait for. None of it runs on the launching thread.

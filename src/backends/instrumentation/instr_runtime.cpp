@@ -37,7 +37,19 @@ uint64_t default_pool_bytes() {
   return uint64_t{64} << 20;
 }
 
+// A positive integer from the environment, clamped to [1, most]; `fallback` when unset or bad.
+uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  uint64_t n = std::strtoull(v, nullptr, 10);
+  return n == 0 ? fallback : std::min(n, most);
+}
+
 }  // namespace
+
+InstrRuntime::InstrRuntime()
+    : gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
+      wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)) {}
 
 InstrRuntime& InstrRuntime::get() {
   // Leaked on purpose: launches and the consumer may outlive static destruction order.
@@ -309,9 +321,9 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   const Pool& pool = *job->pool;
   queue_.push_back(std::move(job));
   ++queued_;
-  // Wake the consumer when a batch starts (it then gathers for kGatherMs), when the batch is
+  // Wake the consumer when a batch starts (it then gathers for gather_ms_), when the batch is
   // full, or when the pool runs short; every other launch returns without a futex call.
-  if (queue_.size() == 1 || queue_.size() == kWakeBatch || pool.over_half()) work_cv_.notify_one();
+  if (queue_.size() == 1 || queue_.size() == wake_batch_ || pool.over_half()) work_cv_.notify_one();
 }
 
 InstrStats InstrRuntime::stats() {

@@ -116,9 +116,12 @@ class InstrRuntime {
   static constexpr uint64_t kPerThreadStream = 0x2;
   /// Jobs one batch takes at most (bounds the pinned staging buffers).
   static constexpr size_t kMaxBatch = 256;
-  /// The consumer gathers launches for up to kGatherMs (or kWakeBatch of them, or until the pool
+  /// The consumer gathers launches for up to gather_ms (or wake_batch of them, or until the pool
   /// is half full) before it copies: launches then wake it once per batch, not once each (a
-  /// condition-variable wake is a futex call on the launching thread).
+  /// condition-variable wake is a futex call on the launching thread), and the consumer's
+  /// driver calls (event record, waits, copies) come once per batch. Defaults kGatherMs and
+  /// kWakeBatch; PROTON_INSTR_GATHER_MS and PROTON_INSTR_WAKE_BATCH (at most kMaxBatch)
+  /// change them when the runtime is first used.
   static constexpr size_t kWakeBatch = 64;
   static constexpr int kGatherMs = 1;
 
@@ -135,7 +138,7 @@ class InstrRuntime {
   struct Pool;
   struct Job;
   struct Copied;
-  InstrRuntime() = default;
+  InstrRuntime();
   ~InstrRuntime();
   bool ensure_device(std::string& why);  // requires mu_
   bool ensure_pool(Pool& pool);          // requires mu_
@@ -183,6 +186,8 @@ class InstrRuntime {
   std::vector<void*> stream_events_;
   std::vector<uint64_t> batch_streams_;
   std::atomic<bool> exit_via_callback_{false};
+  const int gather_ms_;      // read once from PROTON_INSTR_GATHER_MS
+  const size_t wake_batch_;  // read once from PROTON_INSTR_WAKE_BATCH
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
