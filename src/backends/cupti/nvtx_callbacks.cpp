@@ -89,9 +89,10 @@ bool debug_log() {
 }
 
 void log_range(const char* what, uintptr_t domain, std::string_view name, const char* note) {
+  const char* text = name.empty() ? "" : name.data();  // an empty view may hold no pointer
   std::fprintf(stderr, "proton nvtx: thread %ld %s domain %#lx '%.*s' depth %zu%s%s\n",
                static_cast<long>(::gettid()), what, static_cast<unsigned long>(domain),
-               static_cast<int>(name.size()), name.data(), tls_nvtx.size(), note ? ": " : "",
+               static_cast<int>(name.size()), text, tls_nvtx.size(), note ? ": " : "",
                note ? note : "");
 }
 
