@@ -51,11 +51,6 @@ def vmrss():
             return int(line.split()[1])
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 vm0 = vmrss()
-PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
-          "sm__warps_active.avg.pct_of_peak_sustained_active",
-          "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_active",
-          "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active",
-          "lts__t_sectors.sum", "gpc__cycles_elapsed.avg.per_second"]
 session = None
 t_start = time.perf_counter()
 if variant.startswith("floor"):
@@ -63,12 +58,9 @@ if variant.startswith("floor"):
     if variant in ("floor", "floor_kernels"):
         P._floor_start()
     if variant in ("floor", "floor_pm"):
-        # Proton's sizes at this interval (src/backends/cupti/pm_sampling.cpp).
+        # Our metrics, sizes and CUPTI calls at this interval (backends/cupti/pm_sampling_setup.h).
         interval_us = int(os.environ.get("PM_INTERVAL_US", "250"))
-        mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
-        image = min(1024, max(32, 2 * (20000 // interval_us) + 1))
-        P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
-                          image_samples=image, decode_ms=20, evaluate=True)
+        P._pm_floor_start([], interval_us=interval_us, decode_ms=20, evaluate=True)
 elif variant != "baseline" and variant != "baseline2":
     import proton
     kw = {"timing": {}, "counters": {"mode": "counters"},

@@ -116,7 +116,7 @@ try:
         res["configs"] = []
         for interval_us, mb, evaluate in configs:
             t0 = time.perf_counter()
-            P._pm_floor_start(PM_SET, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+            P._pm_floor_start(PM_SET, interval_us=interval_us, hardware_buffer=mb << 20,
                               image_samples=1024, decode_ms=20, evaluate=evaluate,
                               keep_samples=0)
             start_s = time.perf_counter() - t0
@@ -297,7 +297,7 @@ try:
             per_period = 20000 // interval_us
             mb = min(64, max(4, (200000 // interval_us + 1) * 32 // 1024 + 1))
             image = min(1024, max(32, 2 * per_period + 1))
-            P._pm_floor_start(metrics, interval_ns=interval_us * 1000, hardware_buffer=mb << 20,
+            P._pm_floor_start(metrics, interval_us=interval_us, hardware_buffer=mb << 20,
                               image_samples=image, decode_ms=20, evaluate=True, keep_samples=0)
             g = min(timed(gemm, 100) for _ in range(3))
             t = min(timed(small, 5000) for _ in range(3))

@@ -36,11 +36,11 @@ void register_counters_floor(nanobind::module_& m) {
   // _floor_start() (kernel activity) beside it.
   m.def(
       "_pm_floor_start",
-      [](const std::vector<std::string>& metrics, uint64_t interval_ns, uint64_t hardware_buffer,
+      [](const std::vector<std::string>& metrics, uint32_t interval_us, uint64_t hardware_buffer,
          uint32_t image_samples, uint32_t decode_ms, bool evaluate, size_t keep_samples) {
         PmFloorConfig c;
         c.metrics = metrics;
-        c.interval_ns = interval_ns;
+        c.interval_us = interval_us;
         c.hardware_buffer = hardware_buffer;
         c.image_samples = image_samples;
         c.decode_ms = decode_ms;
@@ -49,12 +49,13 @@ void register_counters_floor(nanobind::module_& m) {
         std::string why;
         if (!pm_floor_start(c, why)) throw std::runtime_error(why);
       },
-      nb::arg("metrics"), nb::arg("interval_ns") = 100000,
-      nb::arg("hardware_buffer") = uint64_t{8} << 20, nb::arg("image_samples") = 1024,
+      nb::arg("metrics") = std::vector<std::string>{}, nb::arg("interval_us") = 250,
+      nb::arg("hardware_buffer") = uint64_t{0}, nb::arg("image_samples") = 0,
       nb::arg("decode_ms") = 20, nb::arg("evaluate") = true, nb::arg("keep_samples") = 0);
   m.def("_pm_floor_stop", [] {
     PmFloorStats s = pm_floor_stop();
     nb::dict d;
+    d["metrics"] = s.metrics;
     d["samples"] = s.samples;
     d["decodes"] = s.decodes;
     d["overflows"] = s.overflows;

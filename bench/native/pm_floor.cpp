@@ -13,6 +13,8 @@
 #include "backends/cupti/counter_host.h"
 #include "backends/cupti/counters_api.h"
 #include "backends/cupti/cupti_api.h"
+#include "backends/cupti/pm_sampling_setup.h"
+#include "data/counter_config.h"
 
 namespace proton::bench {
 
@@ -38,6 +40,7 @@ uint64_t now_ns() {
 // Owned by start/stop (one Python thread) and the decode thread; stats_mu guards the stats.
 struct Floor {
   PmFloorConfig config;
+  std::vector<std::string> metrics;  // as given, or ours (CounterHost::resolve of the default)
   const CountersApi* api = nullptr;
   CUpti_PmSampling_Object* object = nullptr;
   CounterHost host;
@@ -59,29 +62,11 @@ struct Floor {
 
   void decode() {  // requires mu
     uint64_t t0 = now_ns();
-    std::vector<double> row(config.metrics.size());
-    for (int round = 0; round < 64; ++round) {
-      CUpti_PmSampling_DecodeData_Params d{};
-      d.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
-      d.pPmSamplingObject = object;
-      d.pCounterDataImage = image.data();
-      d.counterDataImageSize = image.size();
-      if (api->cuptiPmSamplingDecodeData(&d) != CUPTI_SUCCESS) {
-        ++stats.errors;
-        break;
-      }
-      ++stats.decodes;
-      if (d.overflow) ++stats.overflows;
-      CUpti_PmSampling_GetCounterDataInfo_Params info{};
-      info.structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE;
-      info.pCounterDataImage = image.data();
-      info.counterDataImageSize = image.size();
-      if (api->cuptiPmSamplingGetCounterDataInfo(&info) != CUPTI_SUCCESS) {
-        ++stats.errors;
-        break;
-      }
+    std::vector<double> row(metrics.size());
+    PmDecodeCounts counts;
+    pm_decode(*api, object, image, counts, [&](size_t completed) {
       uint64_t e0 = now_ns();
-      for (size_t i = 0; i < info.numCompletedSamples; ++i) {
+      for (size_t i = 0; i < completed; ++i) {
         ++stats.samples;
         if (!config.evaluate) continue;
         CUpti_PmSampling_CounterData_GetSampleInfo_Params si{};
@@ -105,14 +90,10 @@ struct Floor {
         }
       }
       stats.evaluate_ns += now_ns() - e0;
-      CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
-      init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-      init.pPmSamplingObject = object;
-      init.counterDataSize = image.size();
-      init.pCounterData = image.data();
-      api->cuptiPmSamplingCounterDataImageInitialize(&init);
-      if (d.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
-    }
+    });
+    stats.decodes += counts.decodes;
+    stats.overflows += counts.overflows;
+    stats.errors += counts.errors;
     stats.decode_ns += now_ns() - t0;
   }
 
@@ -136,7 +117,6 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   }
   auto f = std::make_unique<Floor>();
   f->config = config;
-  f->stats.totals.assign(config.metrics.size(), 0.0);
   f->step("before");
   const CuptiApi* cupti = load_cupti(why);
   if (cupti == nullptr) return false;
@@ -147,81 +127,34 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   if (chip.empty()) return false;
   // The counter availability of the device, as Proton's sampler passes it (without it, the
   // first GPU run of this floor crashed at start).
-  std::vector<uint8_t> availability;
-  CUpti_PmSampling_GetCounterAvailability_Params av{};
-  av.structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE;
-  av.deviceIndex = 0;
-  if (f->api->cuptiPmSamplingGetCounterAvailability(&av) == CUPTI_SUCCESS &&
-      av.counterAvailabilityImageSize > 0) {
-    availability.assign(av.counterAvailabilityImageSize, 0);
-    av.pCounterAvailabilityImage = availability.data();
-    if (f->api->cuptiPmSamplingGetCounterAvailability(&av) != CUPTI_SUCCESS) availability.clear();
-  }
+  std::vector<uint8_t> availability = pm_counter_availability(*f->api, 0);
   f->step("availability");
   if (!f->host.init(*f->api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, availability, why)) {
     return false;
   }
   f->step("host initialised");
+  if (config.metrics.empty()) {  // our default set, resolved as our sampler resolves it
+    std::string notes;
+    if (!f->host.resolve(default_sampling_metrics(), false, f->metrics, notes, why)) return false;
+  } else {
+    f->metrics = config.metrics;
+  }
+  f->stats.totals.assign(f->metrics.size(), 0.0);
+  f->stats.metrics = f->metrics;
   std::vector<uint8_t> config_image;
   size_t passes = 0;
-  if (!f->host.configure(config.metrics, config_image, passes, why)) return false;
+  if (!f->host.configure(f->metrics, config_image, passes, why)) return false;
   f->stats.passes = static_cast<uint32_t>(passes);
   f->step("configured");
-  for (const std::string& m : f->config.metrics)
+  for (const std::string& m : f->metrics)
     f->ptrs.push_back(m.c_str());
-  CUpti_PmSampling_Enable_Params en{};
-  en.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE;
-  en.deviceIndex = 0;
-  CUptiResult r = f->api->cuptiPmSamplingEnable(&en);
-  if (r != CUPTI_SUCCESS) {
-    why = counters_error(*f->api, "cuptiPmSamplingEnable", r);
-    return false;
-  }
-  f->object = en.pPmSamplingObject;
-  f->step("enabled");
-  auto fail = [&](const char* call, CUptiResult result) {
-    why = counters_error(*f->api, call, result);
-    CUpti_PmSampling_Disable_Params d{};
-    d.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE;
-    d.pPmSamplingObject = f->object;
-    f->api->cuptiPmSamplingDisable(&d);
-    return false;
-  };
-  CUpti_PmSampling_SetConfig_Params set{};
-  set.structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE;
-  set.pPmSamplingObject = f->object;
-  set.configSize = config_image.size();
-  set.pConfig = config_image.data();
-  set.hardwareBufferSize = config.hardware_buffer;
-  set.samplingInterval = config.interval_ns;
-  set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;  // as Proton
-  r = f->api->cuptiPmSamplingSetConfig(&set);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingSetConfig", r);
-  f->step("config set (hardware buffer)");
-  CUpti_PmSampling_GetCounterDataSize_Params size{};
-  size.structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE;
-  size.pPmSamplingObject = f->object;
-  size.pMetricNames = f->ptrs.data();
-  size.numMetrics = f->ptrs.size();
-  size.maxSamples = config.image_samples;
-  r = f->api->cuptiPmSamplingGetCounterDataSize(&size);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingGetCounterDataSize", r);
-  f->image.assign(size.counterDataSize, 0);
-  f->stats.image_bytes = size.counterDataSize;
-  CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
-  init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-  init.pPmSamplingObject = f->object;
-  init.counterDataSize = f->image.size();
-  init.pCounterData = f->image.data();
-  r = f->api->cuptiPmSamplingCounterDataImageInitialize(&init);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingCounterDataImageInitialize", r);
-  f->step("image initialised");
-  CUpti_PmSampling_Start_Params st{};
-  st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
-  st.pPmSamplingObject = f->object;
-  r = f->api->cuptiPmSamplingStart(&st);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingStart", r);
+  // Our sizes for the interval unless the caller names others: the same calls as our sampler.
+  PmSizes sizes = pm_sizes(config.interval_us);
+  if (config.hardware_buffer != 0) sizes.hardware_buffer_bytes = config.hardware_buffer;
+  if (config.image_samples != 0) sizes.image_samples = config.image_samples;
+  f->object = pm_sampling_begin(*f->api, 0, config_image, f->ptrs, sizes, f->image, why);
+  if (f->object == nullptr) return false;
+  f->stats.image_bytes = f->image.size();
   f->step("started");
   Floor* raw = f.release();
   raw->thread = std::thread([raw] { raw->worker(); });
@@ -239,19 +172,13 @@ PmFloorStats pm_floor_stop() {
     f->cv.notify_all();
   }
   f->thread.join();
-  CUpti_PmSampling_Stop_Params st{};
-  st.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
-  st.pPmSamplingObject = f->object;
-  f->api->cuptiPmSamplingStop(&st);
+  pm_sampling_stop(*f->api, f->object);
   {
     std::lock_guard lock(f->mu);
     f->decode();
     f->step("stopped");
   }
-  CUpti_PmSampling_Disable_Params d{};
-  d.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE;
-  d.pPmSamplingObject = f->object;
-  f->api->cuptiPmSamplingDisable(&d);
+  pm_sampling_end(*f->api, f->object);
   PmFloorStats s = std::move(f->stats);
   delete f;
   return s;

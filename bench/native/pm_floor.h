@@ -1,8 +1,10 @@
 // The floor for mode="counters": a minimal client of CUPTI PM sampling with no profiler logic
 // (no kernel attribution, no split, no tree), to measure what sampling itself costs.
 //
-// It enables PM sampling on device 0 with the given metrics, interval, hardware buffer and
-// counter-data image, and a thread of its own decodes the hardware buffer every `decode_ms`
+// It enables PM sampling on device 0 through the same calls as Proton's sampler
+// (backends/cupti/pm_sampling_setup.h): our default metrics resolved as we resolve them unless
+// `metrics` names others, our buffer sizes for the interval unless the caller names others. A
+// thread of its own decodes the hardware buffer every `decode_ms`
 // and (with `evaluate`) turns each sample into metric values, as Proton's sampler does. With
 // CUPTI's kernel-activity floor started beside it (bench/native/cupti_floor.h) it is the floor
 // of Proton's default counters mode: kernel records plus samples, nothing joined.
@@ -22,10 +24,10 @@
 namespace proton::bench {
 
 struct PmFloorConfig {
-  std::vector<std::string> metrics;
-  uint64_t interval_ns = 100000;
-  uint64_t hardware_buffer = 8u << 20;  // bytes
-  uint32_t image_samples = 1024;        // samples the counter-data image holds per decode
+  std::vector<std::string> metrics;  // empty: our default set
+  uint32_t interval_us = 250;
+  uint64_t hardware_buffer = 0;  // bytes; 0: ours for the interval
+  uint32_t image_samples = 0;    // samples the counter-data image holds per decode; 0: ours
   uint32_t decode_ms = 20;
   bool evaluate = true;     // metric values per sample (else decode only)
   size_t keep_samples = 0;  // keep this many (start, end, values) for the caller
@@ -40,7 +42,8 @@ struct PmFloorStats {
   uint64_t evaluate_ns = 0;  // of which evaluating
   uint64_t image_bytes = 0;
   uint32_t passes = 0;
-  std::vector<double> totals;  // per metric: the sum over samples (a sanity check)
+  std::vector<std::string> metrics;  // the metrics sampled, in the order of `totals`
+  std::vector<double> totals;        // per metric: the sum over samples (a sanity check)
   std::vector<std::pair<std::string, int64_t>> rss_kb;  // VmRSS after each setup step
   std::vector<std::vector<double>> kept;                // [start_ns, end_ns, values...]
 };

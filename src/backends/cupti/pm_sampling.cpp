@@ -2,47 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 #include "attribution/record_processor.h"
+#include "backends/cupti/pm_sampling_setup.h"
 #include "common/clock.h"
 
 namespace proton::cupti {
 
 namespace {
 
-// Decode period: the hardware buffer must hold this long of samples (and whatever a busy host
-// delays our thread by). Measured on an H100 (GH100, the default set): a sample takes ~25 KB in
-// the counter-data image and fills the hardware buffer at about the same rate, and decoding
-// costs our thread tens of microseconds per sample (docs/counters.md, Cost). So both buffers
-// are sized by the interval: the image for two decode periods, the hardware buffer for
-// kBufferSpan, within limits that keep memory bounded.
-constexpr auto kDecodePeriod = std::chrono::milliseconds(20);
-constexpr uint64_t kBytesPerSample = 32u << 10;
-constexpr uint64_t kBufferSpanNs = 200'000'000;
-constexpr uint64_t kMinBufferMb = 4, kMaxBufferMb = 64;
-
-uint64_t hardware_buffer_mb(uint32_t interval_us) {
-  uint64_t samples = kBufferSpanNs / (uint64_t{interval_us} * 1000) + 1;
-  uint64_t mb = (samples * kBytesPerSample + (1u << 20) - 1) >> 20;
-  return std::clamp(mb, kMinBufferMb, kMaxBufferMb);
-}
-
-uint32_t image_samples(uint32_t interval_us) {
-  uint64_t per_period =
-      std::chrono::nanoseconds(kDecodePeriod).count() / (uint64_t{interval_us} * 1000);
-  return static_cast<uint32_t>(std::clamp<uint64_t>(2 * per_period + 1, 32, 1024));
-}
-
-size_t size_from_env(const char* name, size_t fallback, size_t lo, size_t hi) {
-  // Read once at start (never in a callback): benchmarks try other sizes without a rebuild.
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == 0) return fallback;
-  long v = std::strtol(s, nullptr, 10);
-  return v >= static_cast<long>(lo) && v <= static_cast<long>(hi) ? static_cast<size_t>(v)
-                                                                  : fallback;
-}
+constexpr auto kDecodePeriod = std::chrono::milliseconds(kPmDecodePeriodMs);
 
 // The running sampler and the stats of the last one (lock order: g_last_mu, then its mu_).
 std::mutex g_last_mu;
@@ -64,18 +34,7 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   if (!ensure_profiler_initialized(api, why)) return false;
   std::string chip = chip_name(api, device_, why);
   if (chip.empty()) return false;
-  std::vector<uint8_t> availability;
-  {
-    CUpti_PmSampling_GetCounterAvailability_Params p{};
-    p.structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE;
-    p.deviceIndex = device_;
-    if (api.cuptiPmSamplingGetCounterAvailability(&p) == CUPTI_SUCCESS &&
-        p.counterAvailabilityImageSize > 0) {
-      availability.assign(p.counterAvailabilityImageSize, 0);
-      p.pCounterAvailabilityImage = availability.data();
-      if (api.cuptiPmSamplingGetCounterAvailability(&p) != CUPTI_SUCCESS) availability.clear();
-    }
-  }
+  std::vector<uint8_t> availability = pm_counter_availability(api, device_);
   if (!host_.init(api, CUPTI_PROFILER_TYPE_PM_SAMPLING, chip, availability, why)) return false;
   // With the Range Profiler beside it (sampling=both), metrics= names the Range Profiler's.
   const bool user_named = config.user_metrics && !config.range_profiler;
@@ -97,68 +56,15 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
           chip + ": ask for fewer";
     return false;
   }
+  metric_ptrs_.clear();
   for (const std::string& m : metrics_)
     metric_ptrs_.push_back(m.c_str());
   schema_ = CounterSchema(metrics_);
 
-  CUpti_PmSampling_Enable_Params en{};
-  en.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE;
-  en.deviceIndex = device_;
-  CUptiResult r = api.cuptiPmSamplingEnable(&en);
-  if (r != CUPTI_SUCCESS) {
-    why = counters_error(api, "cuptiPmSamplingEnable", r);
-    return false;
-  }
-  object_ = en.pPmSamplingObject;
-  auto fail = [&](const char* call, CUptiResult result) {
-    why = counters_error(api, call, result);
-    CUpti_PmSampling_Disable_Params d{};
-    d.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE;
-    d.pPmSamplingObject = object_;
-    api.cuptiPmSamplingDisable(&d);
-    object_ = nullptr;
-    return false;
-  };
-  CUpti_PmSampling_SetConfig_Params set{};
-  set.structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE;
-  set.pPmSamplingObject = object_;
-  set.configSize = config_image_.size();
-  set.pConfig = config_image_.data();
-  const size_t hw_bytes =
-      size_from_env("PROTON_PM_BUFFER_MB", hardware_buffer_mb(config.interval_us), 1, 4096) << 20;
-  const uint32_t samples_per_image = static_cast<uint32_t>(
-      size_from_env("PROTON_PM_IMAGE_SAMPLES", image_samples(config.interval_us), 16, 1 << 20));
-  interval_us_ = config.interval_us;
-  set.hardwareBufferSize = hw_bytes;
-  set.samplingInterval = uint64_t{config.interval_us} * 1000;  // ns in time-interval mode
-  set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-  // Keep the latest: with KEEP_OLDEST a buffer that filled once (our thread delayed) made every
-  // later decode fail on an H100, ending sampling for the run; now a late decode loses the
-  // oldest samples (a gap, counted in overflows) and sampling goes on.
-  set.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
-  r = api.cuptiPmSamplingSetConfig(&set);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingSetConfig", r);
-  CUpti_PmSampling_GetCounterDataSize_Params size{};
-  size.structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE;
-  size.pPmSamplingObject = object_;
-  size.pMetricNames = metric_ptrs_.data();
-  size.numMetrics = metric_ptrs_.size();
-  size.maxSamples = samples_per_image;
-  r = api.cuptiPmSamplingGetCounterDataSize(&size);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingGetCounterDataSize", r);
-  image_.assign(size.counterDataSize, 0);
-  CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
-  init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-  init.pPmSamplingObject = object_;
-  init.counterDataSize = image_.size();
-  init.pCounterData = image_.data();
-  r = api.cuptiPmSamplingCounterDataImageInitialize(&init);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingCounterDataImageInitialize", r);
-  CUpti_PmSampling_Start_Params st{};
-  st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
-  st.pPmSamplingObject = object_;
-  r = api.cuptiPmSamplingStart(&st);
-  if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingStart", r);
+  const PmSizes sizes = pm_sizes(config.interval_us);
+  interval_us_ = sizes.interval_us;
+  object_ = pm_sampling_begin(api, device_, config_image_, metric_ptrs_, sizes, image_, why);
+  if (object_ == nullptr) return false;
   notice = "proton: hardware counters on " + chip + " by PM sampling every " +
            std::to_string(config.interval_us) + " us (" + std::to_string(metrics_.size()) +
            " device-wide metrics, one pass, no sync): " +
@@ -169,9 +75,9 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   {
     std::lock_guard lock(mu_);
     stats_ = Stats{};
-    stats_.hardware_buffer = hw_bytes;
+    stats_.hardware_buffer = sizes.hardware_buffer_bytes;
     stats_.image_bytes = image_.size();
-    stats_.interval_ns = uint64_t{config.interval_us} * 1000;
+    stats_.interval_ns = uint64_t{sizes.interval_us} * 1000;
   }
   quit_ = false;
   running_ = true;
@@ -195,36 +101,17 @@ void PmSampler::worker() {
 void PmSampler::decode_once() {
   const uint64_t t0 = steady_ns();
   uint64_t evaluate_ns = 0;
-  // Decode until the hardware buffer is empty (a decode stops when the image is full).
-  for (int round = 0; round < 64; ++round) {
-    CUpti_PmSampling_DecodeData_Params d{};
-    d.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
-    d.pPmSamplingObject = object_;
-    d.pCounterDataImage = image_.data();
-    d.counterDataImageSize = image_.size();
-    if (api_->cuptiPmSamplingDecodeData(&d) != CUPTI_SUCCESS) {
-      ++stats_.errors;
-      break;
-    }
-    ++stats_.decodes;
-    if (d.overflow) ++stats_.overflows;
-    CUpti_PmSampling_GetCounterDataInfo_Params info{};
-    info.structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE;
-    info.pCounterDataImage = image_.data();
-    info.counterDataImageSize = image_.size();
-    if (api_->cuptiPmSamplingGetCounterDataInfo(&info) != CUPTI_SUCCESS) {
-      ++stats_.errors;
-      break;
-    }
+  PmDecodeCounts counts;
+  std::vector<double> row(metrics_.size());
+  pm_decode(*api_, object_, image_, counts, [&](size_t completed) {
     CounterSamples batch;
     batch.schema = &schema_;
     batch.device = device_;
-    std::vector<double> row(metrics_.size());
-    batch.start_ns.reserve(info.numCompletedSamples);
-    batch.end_ns.reserve(info.numCompletedSamples);
-    batch.values.reserve(info.numCompletedSamples * metrics_.size());
+    batch.start_ns.reserve(completed);
+    batch.end_ns.reserve(completed);
+    batch.values.reserve(completed * metrics_.size());
     const uint64_t e0 = steady_ns();
-    for (size_t i = 0; i < info.numCompletedSamples; ++i) {
+    for (size_t i = 0; i < completed; ++i) {
       CUpti_PmSampling_CounterData_GetSampleInfo_Params si{};
       si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
       si.pPmSamplingObject = object_;
@@ -240,15 +127,10 @@ void PmSampler::decode_once() {
     evaluate_ns += steady_ns() - e0;
     stats_.samples += batch.size();
     if (sink_ != nullptr && batch.size() > 0) sink_->deliver_counter_samples(batch);
-    // The image is reused: re-initialise it for the next decode.
-    CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
-    init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-    init.pPmSamplingObject = object_;
-    init.counterDataSize = image_.size();
-    init.pCounterData = image_.data();
-    api_->cuptiPmSamplingCounterDataImageInitialize(&init);
-    if (d.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
-  }
+  });
+  stats_.decodes += counts.decodes;
+  stats_.overflows += counts.overflows;
+  stats_.errors += counts.errors;
   stats_.decode_ns += steady_ns() - t0;
   stats_.evaluate_ns += evaluate_ns;
 }
@@ -271,18 +153,12 @@ void PmSampler::stop() {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  CUpti_PmSampling_Stop_Params st{};
-  st.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
-  st.pPmSamplingObject = object_;
-  api_->cuptiPmSamplingStop(&st);
+  pm_sampling_stop(*api_, object_);
   {
     std::lock_guard lock(mu_);
     decode_once();
   }
-  CUpti_PmSampling_Disable_Params d{};
-  d.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE;
-  d.pPmSamplingObject = object_;
-  api_->cuptiPmSamplingDisable(&d);
+  pm_sampling_end(*api_, object_);
   object_ = nullptr;
   running_ = false;
   std::lock_guard last(g_last_mu);
