@@ -102,12 +102,7 @@ CUpti_PmSampling_Object* pm_sampling_begin(const CountersApi& api, uint32_t devi
   r = api.cuptiPmSamplingGetCounterDataSize(&size);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingGetCounterDataSize", r);
   image.assign(size.counterDataSize, 0);
-  CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
-  init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-  init.pPmSamplingObject = object;
-  init.counterDataSize = image.size();
-  init.pCounterData = image.data();
-  r = api.cuptiPmSamplingCounterDataImageInitialize(&init);
+  r = pm_reset_image(api, object, image);
   if (r != CUPTI_SUCCESS) return fail("cuptiPmSamplingCounterDataImageInitialize", r);
   CUpti_PmSampling_Start_Params st{};
   st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
@@ -158,14 +153,14 @@ bool pm_decode_step(const CountersApi& api, CUpti_PmSampling_Object* object,
   return true;
 }
 
-void pm_reset_image(const CountersApi& api, CUpti_PmSampling_Object* object,
-                    std::vector<uint8_t>& image) {
+CUptiResult pm_reset_image(const CountersApi& api, CUpti_PmSampling_Object* object,
+                           std::vector<uint8_t>& image) {
   CUpti_PmSampling_CounterDataImage_Initialize_Params init{};
   init.structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE;
   init.pPmSamplingObject = object;
   init.counterDataSize = image.size();
   init.pCounterData = image.data();
-  api.cuptiPmSamplingCounterDataImageInitialize(&init);
+  return api.cuptiPmSamplingCounterDataImageInitialize(&init);
 }
 
 }  // namespace proton::cupti

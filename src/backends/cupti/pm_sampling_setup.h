@@ -61,9 +61,9 @@ void pm_decode(const CountersApi& api, CUpti_PmSampling_Object* object, std::vec
 bool pm_decode_step(const CountersApi& api, CUpti_PmSampling_Object* object,
                     std::vector<uint8_t>& image, PmDecodeCounts& counts, size_t& completed,
                     bool& image_full);
-/// Initialises `image` again after its samples were read.
-void pm_reset_image(const CountersApi& api, CUpti_PmSampling_Object* object,
-                    std::vector<uint8_t>& image);
+/// Initialises `image` (again, after its samples were read).
+CUptiResult pm_reset_image(const CountersApi& api, CUpti_PmSampling_Object* object,
+                           std::vector<uint8_t>& image);
 
 template <class OnImage>
 void pm_decode(const CountersApi& api, CUpti_PmSampling_Object* object, std::vector<uint8_t>& image,
