@@ -22,6 +22,11 @@ PC-sampling session of it saw:
   empty_timing   an empty PC-sampling session, a kernel-timing session, then ours (the table
                  bench's order: settings read from an empty session, then timing before pcs)
   pcs_timing     ours, a kernel-timing session, ours again
+  bench_start    the table bench's own start (bench/pc_sampling.py): torch.cuda.init(), its
+                 Kernels(), every workload warmed, pc_kernels.load, then ours on its GEMM loop
+                 and on the probe kernel; the table bench's process got no PC records at all
+  bench_no_pck   the same without pc_kernels.load
+  bench_no_warm  the same without warming the workloads (Kernels() and pc_kernels.load only)
 
     python bench/pc_load_order_probe.py [scenario ...]
 """
@@ -100,6 +105,24 @@ def floor():
                       **{k: v for k, v in st.items() if isinstance(v, (int, float))}}), flush=True)
 
 s = sys.argv[1]
+if s.startswith("bench_"):
+    sys.path.insert(0, sys.argv[2])  # bench/
+    import pc_sampling as bench, pc_kernels
+    torch.cuda.init()
+    k = bench.Kernels()
+    sizes = {"gemm": 100, "tiny": 5000, "mlp": 50,
+             "only": ["gemm", "tiny_triton", "tiny_torch", "mlp"]}
+    loads = bench.workloads(k, sizes)
+    if s != "bench_no_warm":
+        for fn in loads.values():
+            fn()
+    if s != "bench_no_pck":
+        pc_kernels.load(tempfile.mkdtemp())
+    gemm_loop = loads["gemm"]
+    _run = run
+    def run():
+        gemm_loop()
+        _run()
 if s == "before":
     run()
 if s == "timing_first":
@@ -138,10 +161,11 @@ child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
 scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
                              "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside", "empty_timing",
-                             "pcs_timing"]
+                             "pcs_timing", "bench_start", "bench_no_pck", "bench_no_warm"]
 for s in scenarios:
-    r = subprocess.run([sys.executable, str(child), s], capture_output=True, text=True,
-                       timeout=180)
+    bench_dir = str(pathlib.Path(__file__).resolve().parent)
+    r = subprocess.run([sys.executable, str(child), s, bench_dir], capture_output=True,
+                       text=True, timeout=180)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     print("\n".join(lines) if lines else "", flush=True)
     if r.returncode != 0:
