@@ -13,14 +13,8 @@
 // nvtxDomainRegisterString* call gave, when that call came after the first proton.start.
 //
 // Only push/pop ranges are scopes (nvtxRangePushA/W/Ex, nvtxDomainRangePushEx and the pops):
-// start/end ranges may end on another thread and do not nest. Ranges nest per domain: a pop
-// closes the innermost open range of its domain, with the NVTX ranges of other domains opened
-// inside it, which are opened again one level up. A user scope opened inside is never closed by
-// NVTX: such a pop leaves the scopes open. Library ranges (any domain but the default one) that
-// are still open when the user opens a scope on the thread lost their pops (NCCL's init and
-// finalize ranges never pop): they are closed then, since no Python code runs inside a
-// library call. Mismatches are counted, never thrown through CUPTI.
-// PROTON_NVTX_DEBUG=1 prints every push and pop (thread, domain, name, what was done) on stderr.
+// start/end ranges may end on another thread and do not nest. How ranges become scopes, per
+// domain, and what happens to mismatched or lost pops: nvtx_ranges.h.
 //
 // PROTON_NVTX=0 turns it off (read at backend start).
 #pragma once
@@ -29,10 +23,9 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "backends/cupti/cupti_api.h"
-#include "context/thread_context.h"
+#include "backends/cupti/nvtx_ranges.h"
 
 namespace proton::cupti {
 
@@ -48,25 +41,5 @@ int set_nvtx_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, b
 
 /// One NVTX callback (domain CUPTI_CB_DOMAIN_NVTX, data a CUpti_NvtxData). Never throws.
 void on_nvtx(CUpti_CallbackId cbid, const void* data) noexcept;
-
-/// The scope operations behind on_nvtx, on the calling thread (tests call them directly).
-/// `domain` is the NVTX domain handle (0: the default domain): NVTX nests ranges per domain, so
-/// a pop closes the innermost range of its domain; ranges of other domains opened inside it
-/// are closed with it and opened again one level up.
-void nvtx_push(std::string_view name, uintptr_t domain = 0) noexcept;
-void nvtx_pop(uintptr_t domain = 0) noexcept;
-/// NVTX scopes the calling thread has open.
-size_t nvtx_depth() noexcept;
-
-/// Before a user scope opens on the thread (ThreadContext::user_scope_hook, set while NVTX
-/// callbacks are on): closes the library-domain ranges innermost on the thread, whose pops
-/// were lost. Default-domain ranges stay.
-void close_library_ranges(ThreadContext& tc) noexcept;
-/// Ranges close_library_ranges closed.
-uint64_t nvtx_lost_pops();
-
-/// Pops that closed nothing (no NVTX range open, or a user scope innermost) and callbacks that
-/// failed (out of memory): counted, not raised.
-uint64_t nvtx_mismatches();
 
 }  // namespace proton::cupti
