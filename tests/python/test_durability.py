@@ -22,15 +22,22 @@ def _program(tmp_path, *parts):
     return [sys.executable, str(script)]
 
 
+def _default_sigint():
+    # A test command started in the background by a shell without job control inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt: the programs get the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # exec then lets Python install its own
+
+
 def _run(tmp_path, *parts, timeout=60):
     return subprocess.run(_program(tmp_path, *parts), capture_output=True, text=True,
-                          timeout=timeout, cwd=tmp_path)
+                          timeout=timeout, cwd=tmp_path, preexec_fn=_default_sigint)
 
 
 def _spawn(tmp_path, *parts):
     """Starts the program and waits for its 'ready' line."""
     proc = subprocess.Popen(_program(tmp_path, *parts), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=_default_sigint)
     line = proc.stdout.readline()
     assert line.strip() == "ready", (line, proc.stderr.read() if proc.poll() is not None else "")
     return proc
