@@ -9,10 +9,6 @@ namespace proton {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 double as_double(const MetricValue& v) {
   if (const auto* d = std::get_if<double>(&v)) return *d;
   if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
@@ -23,7 +19,7 @@ double as_double(const MetricValue& v) {
 
 CounterRule counter_rule(std::string_view metric) {
   // ".sum" alone is a total; ".sum.per_second" or ".sum.pct_of_peak..." are rates.
-  return ends_with(metric, ".sum") ? CounterRule::kSum : CounterRule::kTimeWeighted;
+  return metric.ends_with(".sum") ? CounterRule::kSum : CounterRule::kTimeWeighted;
 }
 
 std::string_view counter_time_metric_for(std::string_view metric) {

@@ -8,10 +8,6 @@ namespace {
 
 constexpr std::string_view kNotIssued = "_not_issued";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Reason -> family, by the architecture manuals' meaning of each state. Anything unknown is
 // "other": a new GPU's reason is shown under its raw name, never guessed.
 struct FamilyOf {
@@ -86,12 +82,12 @@ std::string_view stall_short_name(std::string_view name) {
       break;
     }
   }
-  if (ends_with(name, kNotIssued)) name.remove_suffix(kNotIssued.size());
+  if (name.ends_with(kNotIssued)) name.remove_suffix(kNotIssued.size());
   return name;
 }
 
 bool stall_is_not_issued(std::string_view name) {
-  return ends_with(name, kNotIssued);
+  return name.ends_with(kNotIssued);
 }
 
 StallFamily stall_family(std::string_view name) {

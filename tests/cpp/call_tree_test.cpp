@@ -4,13 +4,12 @@
 
 #include "common/name_table.h"
 #include "context/context_tree.h"
+#include "test_util.h"
 
 namespace proton {
 namespace {
 
-NameId id(std::string_view s) {
-  return NameTable::global().intern(s);
-}
+using testing::id;
 
 TEST(CallTree, ChildrenAreReusedByName) {
   CallTree t;

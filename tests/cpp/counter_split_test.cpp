@@ -27,16 +27,16 @@ CounterSplit make(CounterSplit::Limits limits = {}) {
   return split;
 }
 
-struct Sample {
+struct PmSample {
   uint64_t start, end;
   double bytes, pct;
 };
 
-CounterSamples batch(const std::vector<Sample>& samples, uint32_t device = 0) {
+CounterSamples pm_batch(const std::vector<PmSample>& samples, uint32_t device = 0) {
   CounterSamples b;
   b.schema = &schema();
   b.device = device;
-  for (const Sample& s : samples) {
+  for (const PmSample& s : samples) {
     b.start_ns.push_back(s.start);
     b.end_ns.push_back(s.end);
     b.values.push_back(s.bytes);
@@ -64,7 +64,7 @@ std::map<uint64_t, Out> resolve(CounterSplit& split, bool final) {
 
 TEST(CounterSplit, AKernelAloneInsideOneSampleGetsItsWholeCounts) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 1000, 40}, {100, 200, 0, 0}}));
+  split.add_samples(pm_batch({{0, 100, 1000, 40}, {100, 200, 0, 0}}));
   split.add_kernel(0, 30, 40, /*owner=*/7);  // 10 ns of a 100 ns sample, the rest idle
   auto out = resolve(split, true);
   ASSERT_EQ(out.size(), 1u);
@@ -77,7 +77,7 @@ TEST(CounterSplit, AKernelAloneInsideOneSampleGetsItsWholeCounts) {
 
 TEST(CounterSplit, ASampleSpanningTwoKernelsIsSplitByOverlap) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 1000, 50}}));
+  split.add_samples(pm_batch({{0, 100, 1000, 50}}));
   split.add_kernel(0, 0, 25, 1);
   split.add_kernel(0, 25, 100, 2);
   auto out = resolve(split, true);
@@ -93,7 +93,7 @@ TEST(CounterSplit, ASampleSpanningTwoKernelsIsSplitByOverlap) {
 
 TEST(CounterSplit, KernelsOfOneOwnerSharingASampleAreNotShared) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 900, 50}}));
+  split.add_samples(pm_batch({{0, 100, 900, 50}}));
   for (uint64_t t : {0, 30, 60})
     split.add_kernel(0, t, t + 30, 5);  // three launches of one node
   std::vector<CounterSplit::Result> results;
@@ -111,7 +111,7 @@ TEST(CounterSplit, KernelsOfOneOwnerSharingASampleAreNotShared) {
 
 TEST(CounterSplit, ConcurrentKernelsShareByOverlap) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 900, 60}, {100, 200, 300, 20}}));
+  split.add_samples(pm_batch({{0, 100, 900, 60}, {100, 200, 300, 20}}));
   split.add_kernel(0, 0, 200, 1);   // both samples
   split.add_kernel(0, 50, 100, 2);  // concurrently with 1, in the first sample only
   auto out = resolve(split, true);
@@ -127,7 +127,7 @@ TEST(CounterSplit, ConcurrentKernelsShareByOverlap) {
 
 TEST(CounterSplit, AKernelOverSeveralSamplesAddsThemUp) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 100, 10}, {100, 200, 200, 20}, {200, 300, 300, 30}}));
+  split.add_samples(pm_batch({{0, 100, 100, 10}, {100, 200, 200, 20}, {200, 300, 300, 30}}));
   split.add_kernel(0, 50, 250, 3);
   auto out = resolve(split, true);
   EXPECT_DOUBLE_EQ(out[3].bytes, 600);  // alone in all three
@@ -138,7 +138,7 @@ TEST(CounterSplit, AKernelOverSeveralSamplesAddsThemUp) {
 TEST(CounterSplit, GapsAndSamplesWithNoKernel) {
   CounterSplit split = make();
   // A gap in sampling from 100 to 300; an idle sample at 300.
-  split.add_samples(batch({{0, 100, 100, 10}, {300, 400, 50, 5}, {400, 500, 70, 7}}));
+  split.add_samples(pm_batch({{0, 100, 100, 10}, {300, 400, 50, 5}, {400, 500, 70, 7}}));
   split.add_kernel(0, 150, 250, 1);  // entirely in the gap: no values
   split.add_kernel(0, 420, 480, 2);
   split.add_kernel(0, 10, 20, 3);
@@ -152,19 +152,19 @@ TEST(CounterSplit, GapsAndSamplesWithNoKernel) {
 }
 
 TEST(CounterSplit, EitherArrivalOrderGivesTheSameValues) {
-  std::vector<Sample> samples = {{0, 100, 1000, 50}, {100, 200, 500, 30}};
+  std::vector<PmSample> samples = {{0, 100, 1000, 50}, {100, 200, 500, 30}};
   struct K {
     uint64_t start, end, owner;
   };
   std::vector<K> kernels = {{10, 60, 1}, {40, 150, 2}, {160, 170, 3}};
   CounterSplit a = make(), b = make();
-  a.add_samples(batch(samples));
+  a.add_samples(pm_batch(samples));
   for (const K& k : kernels)
     a.add_kernel(0, k.start, k.end, k.owner);
   for (const K& k : kernels)
     b.add_kernel(0, k.start, k.end, k.owner);
-  b.add_samples(batch({samples[0]}));  // and in two batches
-  b.add_samples(batch({samples[1]}));
+  b.add_samples(pm_batch({samples[0]}));  // and in two batches
+  b.add_samples(pm_batch({samples[1]}));
   auto oa = resolve(a, true), ob = resolve(b, true);
   ASSERT_EQ(oa.size(), 3u);
   for (uint64_t o : {1, 2, 3}) {
@@ -178,7 +178,7 @@ TEST(CounterSplit, KernelsWaitForTheHorizonUnlessFinal) {
   CounterSplit::Limits limits;
   limits.min_lag_ns = 1000;
   CounterSplit split = make(limits);
-  split.add_samples(batch({{0, 100, 10, 1}, {100, 200, 20, 2}, {200, 300, 30, 3}}));
+  split.add_samples(pm_batch({{0, 100, 10, 1}, {100, 200, 20, 2}, {200, 300, 30, 3}}));
   split.add_kernel(0, 10, 20, 1);
   // Newest kernel end 20: nothing is 1000 ns behind it, so nothing is final yet.
   EXPECT_TRUE(resolve(split, false).empty());
@@ -191,7 +191,7 @@ TEST(CounterSplit, KernelsWaitForTheHorizonUnlessFinal) {
   EXPECT_EQ(split.kept_samples(), 1u);  // [200, 300) may still get kernels
   // A kernel over forgotten samples arrives late: it gets nothing, and says so.
   split.add_kernel(0, 50, 60, 3);
-  split.add_samples(batch({{1200, 1300, 40, 4}}));
+  split.add_samples(pm_batch({{1200, 1300, 40, 4}}));
   out = resolve(split, true);
   EXPECT_EQ(out.count(3), 0u);
   EXPECT_DOUBLE_EQ(out[2].bytes, 40);
@@ -202,10 +202,10 @@ TEST(CounterSplit, AKernelLongerThanTheLagHoldsItsSamples) {
   CounterSplit::Limits limits;
   limits.min_lag_ns = 100;
   CounterSplit split = make(limits);
-  std::vector<Sample> samples;
+  std::vector<PmSample> samples;
   for (uint64_t t = 0; t < 2000; t += 100)
     samples.push_back({t, t + 100, 1, 1});
-  split.add_samples(batch(samples));
+  split.add_samples(pm_batch(samples));
   split.add_kernel(0, 0, 1000, 1);     // long
   split.add_kernel(0, 1500, 1510, 2);  // horizon = 1510 - 2 * 1000 < 0: nothing yet
   EXPECT_TRUE(resolve(split, false).empty());
@@ -222,11 +222,11 @@ TEST(CounterSplit, LimitsBoundMemoryAndCountWhatTheyCut) {
   limits.max_samples = 4;
   limits.max_kernels = 8;
   CounterSplit split = make(limits);
-  std::vector<Sample> samples;
+  std::vector<PmSample> samples;
   for (uint64_t t = 0; t < 1000; t += 100)
     samples.push_back({t, t + 100, 1, 1});
   split.add_kernel(0, 150, 950, 1);  // waits: no kernel past the horizon yet
-  split.add_samples(batch(samples));
+  split.add_samples(pm_batch(samples));
   auto out = resolve(split, false);
   EXPECT_LE(split.kept_samples(), 4u);
   EXPECT_GT(split.stats().forced, 0u);
@@ -240,14 +240,14 @@ TEST(CounterSplit, LimitsBoundMemoryAndCountWhatTheyCut) {
 
 TEST(CounterSplit, BadSamplesAndNaNsAreSkipped) {
   CounterSplit split = make();
-  split.add_samples(batch({{0, 100, 10, 1}, {50, 150, 99, 99}, {200, 200, 99, 99}}));
+  split.add_samples(pm_batch({{0, 100, 10, 1}, {50, 150, 99, 99}, {200, 200, 99, 99}}));
   EXPECT_EQ(split.stats().bad_samples, 2u);  // overlapping, empty
-  split.add_samples(batch({{100, 200, std::nan(""), 5}}));
+  split.add_samples(pm_batch({{100, 200, std::nan(""), 5}}));
   split.add_kernel(0, 0, 200, 1);
   auto out = resolve(split, true);
   EXPECT_DOUBLE_EQ(out[1].bytes, 10);  // the NaN sample adds nothing to the sum
   EXPECT_DOUBLE_EQ(out[1].pct, 3);
-  CounterSamples wrong = batch({{300, 400, 1, 1}});
+  CounterSamples wrong = pm_batch({{300, 400, 1, 1}});
   wrong.values.pop_back();  // fewer values than metrics: refused whole
   split.add_samples(wrong);
   EXPECT_EQ(split.stats().bad_samples, 3u);
@@ -260,7 +260,7 @@ TEST(CounterSplit, SummedCountsAreConserved) {
   CounterSplit::Limits limits;
   limits.min_lag_ns = 500;
   CounterSplit split = make(limits);
-  std::vector<Sample> samples;
+  std::vector<PmSample> samples;
   for (uint64_t t = 0; t < 100000; t += 100)
     samples.push_back({t, t + 100, double(rng() % 1000), double(rng() % 100)});
   struct K {
@@ -280,17 +280,17 @@ TEST(CounterSplit, SummedCountsAreConserved) {
     split.add_kernel(0, kernels[i].start, kernels[i].end, kernels[i].owner);
     if (i % 50 == 49) {  // a batch of samples now and then, and a resolve
       size_t until = std::min(samples.size(), next_sample + 100 + rng() % 200);
-      split.add_samples(batch({samples.begin() + next_sample, samples.begin() + until}));
+      split.add_samples(pm_batch({samples.begin() + next_sample, samples.begin() + until}));
       next_sample = until;
       split.resolve(false, results, values);
     }
   }
-  split.add_samples(batch({samples.begin() + next_sample, samples.end()}));
+  split.add_samples(pm_batch({samples.begin() + next_sample, samples.end()}));
   split.resolve(true, results, values);
   for (size_t i = 0; i < results.size(); ++i)
     got += values[2 * i];
   double expected = 0;
-  for (const Sample& s : samples) {
+  for (const PmSample& s : samples) {
     bool covered = std::any_of(kernels.begin(), kernels.end(),
                                [&](const K& k) { return k.start < s.end && k.end > s.start; });
     if (covered) expected += s.bytes;

@@ -11,11 +11,7 @@
 namespace proton {
 namespace {
 
-std::vector<LaunchTag> drain_all() {
-  std::vector<LaunchTag> out;
-  LaunchStage::drain([&](const LaunchTag& t) { out.push_back(t); });
-  return out;
-}
+using testing::drain_tags;
 
 TEST(ThreadStage, DrainsAcrossBlocksInOrder) {
   ThreadStage stage;
@@ -55,14 +51,14 @@ TEST(ThreadStage, ConcurrentProducerAndConsumerLoseNothing) {
 
 TEST(LaunchStage, TagsCarryContextAndActiveSessions) {
   testing::MainThreadFixture main;
-  drain_all();
+  drain_tags();
   LaunchStage::active_sessions = 0b101;
   ThreadContext::current().enter_scope(testing::id("region"));
   LaunchStage::tag(42);
   ThreadContext::current().exit_scope(testing::id("region"));
   LaunchStage::tag(43, 0);
   LaunchStage::active_sessions = 0;
-  auto tags = drain_all();
+  auto tags = drain_tags();
   ASSERT_EQ(tags.size(), 2u);
   EXPECT_EQ(tags[0].correlation, 42u);
   EXPECT_EQ(tags[0].sessions, 0b101u);
@@ -74,7 +70,7 @@ TEST(LaunchStage, TagsCarryContextAndActiveSessions) {
 
 TEST(LaunchStage, ManyThreadsTagConcurrentlyWithDraining) {
   testing::MainThreadFixture main;
-  drain_all();
+  drain_tags();
   constexpr int kThreads = 6;
   constexpr uint64_t kPerThread = 20000;
   std::atomic<int> running{kThreads};

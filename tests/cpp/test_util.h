@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attribution/launch_stage.h"
 #include "common/name_table.h"
 #include "context/context_tree.h"
 #include "context/thread_context.h"
@@ -24,6 +25,13 @@ inline std::string path_of(ContextId ctx) {
     if (!out.empty()) out += '/';
     out += NameTable::global().name(n);
   }
+  return out;
+}
+
+/// Every launch tag staged so far, in order (empties the stages).
+inline std::vector<LaunchTag> drain_tags() {
+  std::vector<LaunchTag> out;
+  LaunchStage::drain([&](const LaunchTag& t) { out.push_back(t); });
   return out;
 }
 

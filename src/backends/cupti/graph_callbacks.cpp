@@ -74,7 +74,7 @@ std::atomic<ActivityKindFn> g_disable_graph_trace{nullptr};  // set with g_state
 std::atomic<ActivityKindFn> g_enable_graph_trace{nullptr};
 std::atomic<uint64_t> g_graph_level_fallbacks{0};
 std::atomic<uint64_t> g_graph_trace_enables{0};
-std::atomic<uint64_t> g_errors{0};
+std::atomic<uint64_t> g_graph_errors{0};
 
 void print_fallback_notice() {
   std::fprintf(stderr,
@@ -240,7 +240,8 @@ void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) no
         break;
     }
   } catch (...) {
-    g_errors.fetch_add(1, std::memory_order_relaxed);  // out of memory: that node goes unknown
+    g_graph_errors.fetch_add(1,
+                             std::memory_order_relaxed);  // out of memory: that node goes unknown
   }
 }
 
@@ -351,7 +352,7 @@ GraphLevel graph_level_state() noexcept {
 }
 
 uint64_t graph_callback_errors() {
-  return g_errors.load(std::memory_order_relaxed);
+  return g_graph_errors.load(std::memory_order_relaxed);
 }
 
 }  // namespace proton::cupti

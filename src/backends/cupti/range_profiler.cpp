@@ -19,8 +19,8 @@ namespace {
 // The context whose mutex this thread holds between on_enter and on_exit, and whether a range
 // was pushed (a failed push must not pop someone else's range).
 thread_local void* tl_held = nullptr;
-std::mutex g_last_mu;
-RangeProfiler::Stats g_last_stats;  // guarded by g_last_mu
+std::mutex g_last_range_mu;
+RangeProfiler::Stats g_last_range_stats;  // guarded by g_last_range_mu
 thread_local bool tl_pushed = false;
 
 size_t batch_from_env() {
@@ -427,8 +427,8 @@ void RangeProfiler::stop() {
   if (thread_.joinable()) thread_.join();
   free_.clear();
   running_ = false;
-  std::lock_guard last(g_last_mu);
-  g_last_stats = stats();
+  std::lock_guard last(g_last_range_mu);
+  g_last_range_stats = stats();
 }
 
 void RangeProfiler::worker() {
@@ -523,8 +523,8 @@ CounterRunStats counter_run_stats() {
 
 RangeProfiler::Stats RangeProfiler::last_stats() {
   if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) return rp->stats();
-  std::lock_guard last(g_last_mu);
-  return g_last_stats;
+  std::lock_guard last(g_last_range_mu);
+  return g_last_range_stats;
 }
 
 RangeProfiler::Stats RangeProfiler::stats() const {

@@ -7,22 +7,20 @@ namespace proton::instr {
 
 namespace {
 
-constexpr uint32_t kEventBytes = 8;
-
-uint32_t load_u32(const uint8_t* p) {
+uint32_t read_u32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-void store_u32(uint8_t* p, uint32_t v) {
+void write_u32(uint8_t* p, uint32_t v) {
   std::memcpy(p, &v, sizeof v);
 }
 
 // The data size of a row that the plan can trust: a profiled row whose segments fit its slice.
 bool usable_row(const SliceRun& run, const uint8_t* h, uint32_t& data_bytes) {
-  if (load_u32(h) != kPreamble) return false;
-  data_bytes = load_u32(h + 12);
+  if (read_u32(h) != kPreamble) return false;
+  data_bytes = read_u32(h + 12);
   if (data_bytes == 0 || run.units == 0 || run.segments < run.units ||
       run.data_offset > run.slice || data_bytes > run.slice - run.data_offset)
     return false;
@@ -49,7 +47,7 @@ void plan_unit_bytes(SliceRun& run, std::span<const uint8_t> headers,
     for (uint32_t unit : units) {
       const size_t at = kHeaderFixedBytes + 4 * size_t{unit};
       if (at + 4 > run.header) continue;
-      uint64_t bytes = uint64_t{load_u32(h + at)} * 4;
+      uint64_t bytes = uint64_t{read_u32(h + at)} * 4;
       bytes = (bytes + kEventBytes - 1) / kEventBytes * kEventBytes;
       run.unit_bytes = static_cast<uint32_t>(
           std::max<uint64_t>(run.unit_bytes, std::min<uint64_t>(bytes, run.segment)));
@@ -71,10 +69,10 @@ void write_compact_headers(const SliceRun& run, std::span<const uint8_t> headers
     uint32_t data_bytes = 0;
     if (!usable_row(run, h, data_bytes)) continue;  // the decoder says what is wrong with it
     if (data_bytes != run.data_bytes) {
-      store_u32(o, kMismatchedRowPreamble);
+      write_u32(o, kMismatchedRowPreamble);
       continue;
     }
-    store_u32(o + 12, run.units * run.unit_bytes);
+    write_u32(o + 12, run.units * run.unit_bytes);
   }
 }
 

@@ -9,7 +9,6 @@ namespace proton::instr {
 namespace {
 
 constexpr size_t kMaxErrors = 8;
-constexpr uint32_t kEventBytes = 8;
 constexpr uint32_t kMaxScopes = 256;  // 8-bit scope ids
 
 uint32_t load_u32(const uint8_t* p) {

@@ -23,6 +23,7 @@ namespace proton::instr {
 
 inline constexpr uint32_t kPreamble = 0xdeadbeefu;
 inline constexpr uint32_t kHeaderFixedBytes = 40;
+inline constexpr uint32_t kEventBytes = 8;  // one event: two 32-bit words
 /// Not written by any kernel: the copy-back marks a CTA whose data size differs from the other
 /// CTAs of its launch with it (compact_copy.h), so the decoder reports it instead of guessing.
 inline constexpr uint32_t kMismatchedRowPreamble = 0x0badda7au;

@@ -43,11 +43,7 @@ T handle(uintptr_t id) {
   return reinterpret_cast<T>(id);
 }
 
-std::vector<LaunchTag> drain() {
-  std::vector<LaunchTag> out;
-  LaunchStage::drain([&](const LaunchTag& t) { out.push_back(t); });
-  return out;
-}
+using proton::testing::drain_tags;
 
 void resource(CUpti_CallbackId cbid, CUpti_GraphData g) {
   CUpti_ResourceData data{};
@@ -79,7 +75,7 @@ class GraphCallbacks : public ::testing::Test {
     set_graph_id_api({fake_graph_id, fake_node_id, fake_exec_id});
     set_graph_level(false);
     reset_launch_nesting();
-    drain();
+    drain_tags();
     std::vector<uint64_t> stale;
     GraphRegistry::global().take_captured(stale);
     LaunchStage::active_sessions = 1;
@@ -104,7 +100,7 @@ class GraphCallbacks : public ::testing::Test {
         correlation, &p);
     api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_API_EXIT,
         correlation, &p);
-    auto tags = drain();
+    auto tags = drain_tags();
     if (tags.empty()) return kNoKernels;
     EXPECT_EQ(tags.size(), 1u);
     return tags.back().fanout;
@@ -124,7 +120,7 @@ TEST_F(GraphCallbacks, CaptureRecordsTheSiteAndMarksTheLaunchCaptured) {
   std::vector<uint64_t> captured;
   GraphRegistry::global().take_captured(captured);
   EXPECT_EQ(captured, std::vector<uint64_t>{21});
-  EXPECT_EQ(drain().size(), 1u);  // the capture-time tag was staged (the processor drops it)
+  EXPECT_EQ(drain_tags().size(), 1u);  // the capture-time tag was staged (the processor drops it)
 }
 
 TEST_F(GraphCallbacks, TheCapturedLaunchsMetadataStaysWithTheNode) {
@@ -150,7 +146,7 @@ TEST_F(GraphCallbacks, InstantiatedGraphLaunchesWithItsKernelCount) {
   for (uint32_t i = 0; i < 3; ++i)
     captured_launch(30 + i, 0x20000 + 0x10 * i, 0x200);
   resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x20000, 0x200, CU_GRAPH_NODE_TYPE_MEMSET));
-  drain();
+  drain_tags();
   // cudaGraphInstantiate: copies (CREATED + CLONED), then GRAPHEXEC_CREATED.
   for (uint32_t i = 0; i < 3; ++i) {
     resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node(0x21000 + 0x10 * i, 0x210));
@@ -288,7 +284,7 @@ TEST_F(LazyGraphTrace, TheFirstGraphMadeEnablesTheTraceBeforeTheDriverRuns) {
   EXPECT_EQ(g_enabled[0], CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   EXPECT_TRUE(graph_level());
   EXPECT_EQ(graph_trace_enables(), enables_ + 1);
-  EXPECT_TRUE(drain().empty());  // not a launch: no tag
+  EXPECT_TRUE(drain_tags().empty());  // not a launch: no tag
   // Later creations change nothing.
   graph_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, 101);
   EXPECT_EQ(g_enabled.size(), 1u);
@@ -331,7 +327,7 @@ TEST_F(LazyGraphTrace, EveryGraphCreatingApiIsHeardAndNoneIsALaunch) {
     graph_api(a.domain, a.cbid, correlation++);
     EXPECT_EQ(g_enabled.size(), 1u);
     EXPECT_TRUE(graph_level());
-    EXPECT_TRUE(drain().empty());
+    EXPECT_TRUE(drain_tags().empty());
   }
   // Kernel and graph launches are not graph creation.
   EXPECT_FALSE(
@@ -457,7 +453,7 @@ TEST_F(GraphCallbacks, ConditionalNodeMakesTheFanoutUnknown) {
   captured_launch(60, 0x40000, 0x400);
   resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
            node(0x40010, 0x400, CU_GRAPH_NODE_TYPE_CONDITIONAL));
-  drain();
+  drain_tags();
   CUpti_GraphData exec{};
   exec.graph = handle<CUgraph>(0x400);
   exec.graphExec = handle<CUgraphExec>(0x410);

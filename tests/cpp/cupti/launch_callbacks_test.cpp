@@ -14,11 +14,7 @@
 namespace proton::cupti {
 namespace {
 
-std::vector<LaunchTag> drain() {
-  std::vector<LaunchTag> out;
-  LaunchStage::drain([&](const LaunchTag& t) { out.push_back(t); });
-  return out;
-}
+using proton::testing::drain_tags;
 
 void call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, CUpti_ApiCallbackSite site,
           uint32_t correlation) {
@@ -36,7 +32,7 @@ class LaunchCallbacks : public ::testing::Test {
  protected:
   void SetUp() override {
     reset_launch_nesting();
-    drain();
+    drain_tags();
     LaunchStage::active_sessions = 0b101;
   }
   void TearDown() override { LaunchStage::active_sessions = 0; }
@@ -50,7 +46,7 @@ TEST_F(LaunchCallbacks, DriverLaunchIsTaggedWithTheCurrentContext) {
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 11);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 11);
   tc.exit_scope(proton::testing::id("triton_op"));
-  auto tags = drain();
+  auto tags = drain_tags();
   ASSERT_EQ(tags.size(), 1u);
   EXPECT_EQ(tags[0].correlation, 11u);
   EXPECT_EQ(tags[0].context, ctx);
@@ -66,7 +62,7 @@ TEST_F(LaunchCallbacks, DriverCallInsideARuntimeLaunchIsNotTaggedAgain) {
   // Afterwards a plain driver launch is tagged again.
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_API_ENTER, 22);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_API_EXIT, 22);
-  auto tags = drain();
+  auto tags = drain_tags();
   ASSERT_EQ(tags.size(), 2u);
   EXPECT_EQ(tags[0].correlation, 20u);
   EXPECT_EQ(tags[1].correlation, 22u);
@@ -79,7 +75,7 @@ TEST_F(LaunchCallbacks, GraphLaunchesHaveUnknownFanout) {
   call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, 30);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, CUPTI_API_ENTER, 32);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, CUPTI_API_EXIT, 32);
-  auto tags = drain();
+  auto tags = drain_tags();
   ASSERT_EQ(tags.size(), 2u);
   EXPECT_EQ(tags[0].fanout, 0u);
   EXPECT_EQ(tags[1].fanout, 0u);
@@ -94,7 +90,7 @@ TEST_F(LaunchCallbacks, AMissedExitIsForgottenOnResume) {
   // An exit whose enter was never seen (callbacks enabled mid-call) changes nothing.
   call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 40);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 42);
-  auto tags = drain();
+  auto tags = drain_tags();
   ASSERT_EQ(tags.size(), 3u);
   EXPECT_EQ(tags[1].correlation, 41u);
   EXPECT_EQ(tags[2].correlation, 42u);
@@ -109,7 +105,7 @@ TEST_F(LaunchCallbacks, NestingIsPerThread) {
   other.join();
   call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 50);
   std::set<uint64_t> got;
-  for (const LaunchTag& t : drain())
+  for (const LaunchTag& t : drain_tags())
     got.insert(t.correlation);
   EXPECT_EQ(got, (std::set<uint64_t>{50, 51}));
 }
@@ -137,14 +133,14 @@ TEST(LaunchCallbackList, CoversEveryLaunchApiOnce) {
 }
 
 // A fake CUPTI that records which (domain, cbid) pairs get enabled, and reports a version.
-std::set<std::pair<int, uint32_t>> g_enabled;
+std::set<std::pair<int, uint32_t>> g_enabled_ids;
 uint32_t g_version = 130000;
 CUptiResult fake_enable(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
                         CUpti_CallbackId cbid) {
   if (enable) {
-    g_enabled.insert({domain, cbid});
+    g_enabled_ids.insert({domain, cbid});
   } else {
-    g_enabled.erase({domain, cbid});
+    g_enabled_ids.erase({domain, cbid});
   }
   return CUPTI_SUCCESS;
 }
@@ -157,21 +153,21 @@ TEST(LaunchCallbackList, DriverOnlyEnablesEveryDriverIdAndOnlyRuntimeGraphLaunch
   CuptiApi api;
   api.cuptiEnableCallback = fake_enable;
   std::string error;
-  g_enabled.clear();
+  g_enabled_ids.clear();
   int n = set_launch_callbacks(api, nullptr, true, error, /*driver_only=*/true);
   size_t expected = 0;
   for (const LaunchCallback& c : launch_callbacks()) {
     bool on = c.domain == kDrv || c.graph;
     expected += on ? 1 : 0;
-    EXPECT_EQ(g_enabled.count({c.domain, c.cbid}), on ? 1u : 0u) << c.domain << " " << c.cbid;
+    EXPECT_EQ(g_enabled_ids.count({c.domain, c.cbid}), on ? 1u : 0u) << c.domain << " " << c.cbid;
   }
   EXPECT_EQ(static_cast<size_t>(n), expected);
-  EXPECT_FALSE(g_enabled.count({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}));
+  EXPECT_FALSE(g_enabled_ids.count({kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}));
   // Disabling (pause, stop) turns off every id, whichever set was on.
   set_launch_callbacks(api, nullptr, false, error);
-  EXPECT_TRUE(g_enabled.empty());
+  EXPECT_TRUE(g_enabled_ids.empty());
   set_launch_callbacks(api, nullptr, true, error);
-  EXPECT_EQ(g_enabled.size(), launch_callbacks().size());
+  EXPECT_EQ(g_enabled_ids.size(), launch_callbacks().size());
   EXPECT_TRUE(error.empty()) << error;
 }
 

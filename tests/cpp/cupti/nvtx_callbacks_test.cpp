@@ -15,8 +15,8 @@
 namespace proton::cupti {
 namespace {
 
-using testing::id;
-using testing::path_of;
+using proton::testing::id;
+using proton::testing::path_of;
 
 // The parameter blocks NVTX passes (generated_nvtx_meta.h layouts).
 struct PushA {
@@ -71,7 +71,7 @@ class Nvtx : public ::testing::Test {
         nvtx_pop(domain);
   }
   static constexpr uintptr_t kNccl = 0x1000, kTorch = 0x2000;
-  testing::MainThreadFixture main_;
+  proton::testing::MainThreadFixture main_;
 };
 
 TEST_F(Nvtx, PushAndPopAreScopes) {
