@@ -138,8 +138,8 @@ def run_child(script, variant, rounds, out, timeout):
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout} s"}
-    if p.returncode != 0:
-        return {"error": p.stderr[-2000:]}
+    if p.returncode != 0:  # negative: killed by that signal
+        return {"error": f"exit status {p.returncode}: " + p.stderr[-2000:]}
     try:
         r = json.loads(p.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -1,10 +1,15 @@
 #include "pm_floor.h"
 
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -45,6 +50,9 @@ struct Floor {
   CUpti_PmSampling_Object* object = nullptr;
   CounterHost host;
   std::vector<const char*> ptrs;
+  // CUPTI keeps the configuration image it was given at SetConfig and reads it at every decode
+  // (a local copy freed after start crashed the first decode inside libnvperf_host).
+  std::vector<uint8_t> config_image;
   std::vector<uint8_t> image;
   std::thread thread;
   std::mutex mu;
@@ -64,11 +72,17 @@ struct Floor {
     uint64_t t0 = now_ns();
     std::vector<double> row(metrics.size());
     PmDecodeCounts counts;
+    // PM_FLOOR_TRACE=1: each call of the first decodes on stderr (where a crash inside CUPTI is).
+    static const bool trace = std::getenv("PM_FLOOR_TRACE") != nullptr;
+    const bool say = trace && stats.decodes < 2;
+    if (say) std::fprintf(stderr, "pm_floor: decode %llu\n", (unsigned long long)stats.decodes);
     pm_decode(*api, object, image, counts, [&](size_t completed) {
       uint64_t e0 = now_ns();
+      if (say) std::fprintf(stderr, "pm_floor: image with %zu samples\n", completed);
       for (size_t i = 0; i < completed; ++i) {
         ++stats.samples;
         if (!config.evaluate) continue;
+        if (say && i < 2) std::fprintf(stderr, "pm_floor: sample %zu: info, evaluate\n", i);
         CUpti_PmSampling_CounterData_GetSampleInfo_Params si{};
         si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
         si.pPmSamplingObject = object;
@@ -101,12 +115,32 @@ struct Floor {
     std::unique_lock lock(mu);
     while (!quit) {
       cv.wait_for(lock, std::chrono::milliseconds(config.decode_ms), [&] { return quit; });
-      if (!quit) decode();
+      if (quit) break;
+      decode();
+      if (stats.decodes <= 2) {  // where a crash inside CUPTI's decode would be
+        std::fprintf(stderr, "pm_floor: decode %llu: %llu samples, %llu errors\n",
+                     static_cast<unsigned long long>(stats.decodes),
+                     static_cast<unsigned long long>(stats.samples),
+                     static_cast<unsigned long long>(stats.errors));
+        std::fflush(stderr);
+      }
     }
   }
 };
 
 Floor* g_floor = nullptr;
+
+// A crash inside CUPTI's PM sampling (this floor died without a word on the H100): the native
+// frames on stderr, then the default action. Bench-only: the product never installs handlers.
+void on_fatal_signal(int sig) {
+  void* frames[48];
+  int n = backtrace(frames, 48);
+  const char msg[] = "pm_floor: fatal signal, native frames:\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
 
 }  // namespace
 
@@ -117,6 +151,8 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   }
   auto f = std::make_unique<Floor>();
   f->config = config;
+  signal(SIGSEGV, on_fatal_signal);
+  signal(SIGABRT, on_fatal_signal);
   f->step("before");
   const CuptiApi* cupti = load_cupti(why);
   if (cupti == nullptr) return false;
@@ -141,9 +177,8 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   }
   f->stats.totals.assign(f->metrics.size(), 0.0);
   f->stats.metrics = f->metrics;
-  std::vector<uint8_t> config_image;
   size_t passes = 0;
-  if (!f->host.configure(f->metrics, config_image, passes, why)) return false;
+  if (!f->host.configure(f->metrics, f->config_image, passes, why)) return false;
   f->stats.passes = static_cast<uint32_t>(passes);
   f->step("configured");
   for (const std::string& m : f->metrics)
@@ -152,7 +187,7 @@ bool pm_floor_start(const PmFloorConfig& config, std::string& why) {
   PmSizes sizes = pm_sizes(config.interval_us);
   if (config.hardware_buffer != 0) sizes.hardware_buffer_bytes = config.hardware_buffer;
   if (config.image_samples != 0) sizes.image_samples = config.image_samples;
-  f->object = pm_sampling_begin(*f->api, 0, config_image, f->ptrs, sizes, f->image, why);
+  f->object = pm_sampling_begin(*f->api, 0, f->config_image, f->ptrs, sizes, f->image, why);
   if (f->object == nullptr) return false;
   f->stats.image_bytes = f->image.size();
   f->step("started");
@@ -168,13 +203,19 @@ PmFloorStats pm_floor_stop() {
   g_floor = nullptr;
   {
     std::lock_guard lock(f->mu);
+    f->step("stopping");
     f->quit = true;
     f->cv.notify_all();
   }
   f->thread.join();
+  {
+    std::lock_guard lock(f->mu);
+    f->step("decode thread joined");
+  }
   pm_sampling_stop(*f->api, f->object);
   {
     std::lock_guard lock(f->mu);
+    f->step("sampling stopped");
     f->decode();
     f->step("stopped");
   }

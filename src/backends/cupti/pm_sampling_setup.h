@@ -32,7 +32,9 @@ std::vector<uint8_t> pm_counter_availability(const CountersApi& api, uint32_t de
 /// Enables PM sampling on `device` with a configuration image (CounterHost::configure) for the
 /// metrics `names`, sets the sizes, sizes and initialises `image`, and starts sampling in
 /// GPU-time-interval mode keeping the latest samples. On failure sampling is disabled again,
-/// `why` says which call refused, and the result is null.
+/// `why` says which call refused, and the result is null. CUPTI keeps pointers to
+/// `config_image` and `names`: both must live until pm_sampling_end (a floor that freed its
+/// configuration image after start crashed in its first decode, inside libnvperf_host).
 CUpti_PmSampling_Object* pm_sampling_begin(const CountersApi& api, uint32_t device,
                                            const std::vector<uint8_t>& config_image,
                                            const std::vector<const char*>& names,
