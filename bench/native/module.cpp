@@ -41,7 +41,7 @@ NB_MODULE(_proton_bench, m) {
   m.def(
       "pc_floor_start",
       [](uint32_t period_log2, uint64_t buffer_bytes, uint32_t sleep_ms, uint32_t drain_ms,
-         uint64_t scratch_bytes, bool log) {
+         uint64_t scratch_bytes, bool log, bool keep_enabled) {
         PcFloorConfig c;
         c.period_log2 = period_log2;
         c.buffer_bytes = buffer_bytes;
@@ -49,12 +49,14 @@ NB_MODULE(_proton_bench, m) {
         c.drain_ms = drain_ms;
         c.scratch_bytes = scratch_bytes;
         c.log = log;
+        c.keep_enabled = keep_enabled;
         std::string why;
         if (!pc_floor_start(c, why)) throw std::runtime_error(why);
       },
       nb::arg("period_log2") = 16, nb::arg("buffer_bytes") = uint64_t{4} << 20,
       nb::arg("sleep_ms") = 20, nb::arg("drain_ms") = 20,
-      nb::arg("scratch_bytes") = uint64_t{8} << 20, nb::arg("log") = false);
+      nb::arg("scratch_bytes") = uint64_t{8} << 20, nb::arg("log") = false,
+      nb::arg("keep_enabled") = false);
   m.def("pc_floor_set_period", &pc_floor_set_period, nb::arg("period_log2"));
   // The kernel-tracing floor and its variants (cupti_floor.h), moved out of the product: the
   // names are those _proton had, so bench scripts only change the module they import.

@@ -25,11 +25,21 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// A context left enabled by a keep_enabled stop, and the buffer CUPTI fills at its disable
+// (it must outlive the floor that configured it).
+struct Parked {
+  CUcontext ctx = nullptr;
+  size_t reasons = 0;
+  cupti::PcDataBuffer at_disable;
+};
+Parked g_parked;
+
 struct Floor {
   const cupti::CuptiApi* api = nullptr;
   CUcontext ctx = nullptr;
+  bool keep_enabled = false;
   cupti::PcDataBuffer get;
-  cupti::PcDataBuffer at_disable;
+  cupti::PcDataBuffer& at_disable = g_parked.at_disable;
   std::thread thread;
   std::mutex mu;  // guards everything below and the GetData calls
   std::condition_variable cv;
@@ -100,16 +110,29 @@ bool pc_floor_start(const PcFloorConfig& config, std::string& why) {
     why = "no current CUDA context (run a CUDA operation first)";
     return false;
   }
+  f->keep_enabled = config.keep_enabled && cupti::has_pc_start_stop(*api);
   cupti::PcContinuousSettings s{config.period_log2, config.buffer_bytes, config.scratch_bytes,
-                                config.sleep_span_ms};
-  cupti::PcStallReasons reasons;
+                                config.sleep_span_ms, f->keep_enabled};
   f->t0 = Clock::now();
-  if (!cupti::enable_continuous_pc_sampling(*api, f->ctx, s, kPcs, f->at_disable, reasons, why)) {
-    return false;
+  if (g_parked.ctx != nullptr && g_parked.ctx != f->ctx) {
+    cupti::disable_pc_sampling(*api, g_parked.ctx);  // another context's: not ours to resume
+    g_parked.ctx = nullptr;
+  }
+  if (g_parked.ctx != nullptr && f->keep_enabled &&
+      cupti::resume_pc_sampling(*api, f->ctx, s) == CUPTI_SUCCESS) {
+    f->counts.stall_reasons = static_cast<uint32_t>(g_parked.reasons);
+  } else {
+    if (g_parked.ctx != nullptr) cupti::disable_pc_sampling(*api, g_parked.ctx);
+    g_parked.ctx = nullptr;
+    cupti::PcStallReasons reasons;
+    if (!cupti::enable_continuous_pc_sampling(*api, f->ctx, s, kPcs, f->at_disable, reasons, why)) {
+      return false;
+    }
+    g_parked.reasons = reasons.names.size();
+    f->counts.stall_reasons = static_cast<uint32_t>(reasons.names.size());
   }
   f->counts.enable_ms = ms_since(f->t0);
-  f->counts.stall_reasons = static_cast<uint32_t>(reasons.names.size());
-  f->get.init(kPcs, reasons.names.size());
+  f->get.init(kPcs, f->counts.stall_reasons);
   g_floor = f.release();
   Floor* fl = g_floor;
   fl->thread = std::thread([fl] {
@@ -140,6 +163,17 @@ PcFloorCounts pc_floor_stop() {
   f->cv.notify_all();
   f->thread.join();
   f->drain();
+  if (f->keep_enabled) {
+    auto t0 = Clock::now();
+    cupti::pause_pc_sampling(*f->api, f->ctx);
+    f->drain();  // what CUPTI decoded up to the stop
+    f->counts.disable_ms = ms_since(t0);
+    g_parked.ctx = f->ctx;
+    PcFloorCounts c = std::move(f->counts);
+    delete f;
+    g_floor = nullptr;
+    return c;
+  }
   f->at_disable.reset();
   auto t0 = Clock::now();
   CUptiResult r = cupti::disable_pc_sampling(*f->api, f->ctx);

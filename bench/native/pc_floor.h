@@ -20,6 +20,9 @@ struct PcFloorConfig {
   uint32_t sleep_span_ms = 20;
   uint32_t drain_ms = 20;
   bool log = false;  // keep one PcFloorEvent per GetData call (at most 4096)
+  // Start/stop control: stop pauses collection and leaves the context enabled; the next start
+  // on the same context resumes it (as Proton's sessions after the first do).
+  bool keep_enabled = false;
 };
 
 /// One GetData answer, for reading CUPTI's behaviour (a full buffer, a live period change).

@@ -298,6 +298,7 @@ NB_MODULE(_proton, m) {
     nb::dict d = counters_dict(s, {{"buffer_bytes", &S::buffer_bytes},
                                    {"scratch_bytes", &S::scratch_bytes},
                                    {"contexts", &S::contexts},
+                                   {"resumed_contexts", &S::resumed_contexts},
                                    {"drains", &S::drains},
                                    {"get_data_calls", &S::get_data_calls},
                                    {"samples", &S::samples},

@@ -197,6 +197,30 @@ def test_start_and_finalize_twice(kernel, tmp_path, read_profile):
         assert sum(m["num_samples"] for m in lines.values()) > 0, (cycle, lines)
 
 
+def test_kernels_run_between_sessions_keep_the_next_sessions_lines(kernel, tmp_path,
+                                                                   read_profile):
+    # CUPTI returns every sample of a context disabled and enabled again after kernels ran in
+    # between as "non-user" (no PC records; measured on an H100, CUDA 13, for the minimal
+    # client too): a session's end pauses the context instead (docs/pc-sampling.md).
+    first = str(tmp_path / "first")
+    proton.start(first, mode="pcsampling")
+    kernel(32)
+    proton.finalize()
+    for _ in range(10):  # no profiler
+        kernel(32)
+    torch.cuda.synchronize()
+    second = str(tmp_path / "second")
+    proton.start(second, mode="pcsampling")
+    for _ in range(20):
+        kernel(32)
+    proton.finalize()
+    stats = _proton._pc_sampling_stats()
+    lines = lines_of(only_kernel(read_profile(second)))
+    assert sum(m["num_samples"] for m in lines.values()) > 0, (stats, lines)
+    assert stats["resumed_contexts"] == 1, stats
+    assert stats["non_user"] < stats["samples"] / 2, stats
+
+
 def test_finalize_is_quick(kernel, out_name):
     import time
     proton.start(out_name, mode="pcsampling")

@@ -52,6 +52,8 @@ namespace proton::cupti {
   X(cuptiPCSamplingGetData)                   \
   X(cuptiPCSamplingGetNumStallReasons)        \
   X(cuptiPCSamplingGetStallReasons)           \
+  X(cuptiPCSamplingStart)                     \
+  X(cuptiPCSamplingStop)                      \
   X(cuptiGetSassToSourceCorrelation)          \
   X(cuptiGetCubinCrc)
 

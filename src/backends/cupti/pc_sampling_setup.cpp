@@ -143,7 +143,8 @@ bool enable_continuous_pc_sampling(const CuptiApi& api, CUcontext ctx,
   cfg[4].attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   cfg[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  cfg[5].attributeData.enableStartStopControlData.enableStartStopControl = 0;
+  cfg[5].attributeData.enableStartStopControlData.enableStartStopControl =
+      settings.start_stop ? 1 : 0;
   cfg[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
   cfg[6].attributeData.outputDataFormatData.outputDataFormat =
       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
@@ -166,7 +167,47 @@ bool enable_continuous_pc_sampling(const CuptiApi& api, CUcontext ctx,
     return fail(pc_sampling_error(api, "cuptiPCSamplingSetConfigurationAttribute", r) +
                 (which.empty() ? "" : ": " + which));
   }
+  if (settings.start_stop) {
+    CUpti_PCSamplingStartParams sp2{};
+    sp2.size = CUpti_PCSamplingStartParamsSize;
+    sp2.ctx = ctx;
+    r = api.cuptiPCSamplingStart(&sp2);
+    if (r != CUPTI_SUCCESS) return fail(pc_sampling_error(api, "cuptiPCSamplingStart", r));
+  }
   return true;
+}
+
+CUptiResult pause_pc_sampling(const CuptiApi& api, CUcontext ctx) {
+  CUpti_PCSamplingStopParams p{};
+  p.size = CUpti_PCSamplingStopParamsSize;
+  p.ctx = ctx;
+  return api.cuptiPCSamplingStop(&p);
+}
+
+CUptiResult resume_pc_sampling(const CuptiApi& api, CUcontext ctx,
+                               const PcContinuousSettings& settings) {
+  CUpti_PCSamplingConfigurationInfo cfg[4]{};
+  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  cfg[0].attributeData.samplingPeriodData.samplingPeriod = settings.period_log2;
+  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+  cfg[1].attributeData.scratchBufferSizeData.scratchBufferSize = settings.scratch_bytes;
+  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  cfg[2].attributeData.hardwareBufferSizeData.hardwareBufferSize = settings.buffer_bytes;
+  cfg[3].attributeType =
+      CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
+  cfg[3].attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+      settings.sleep_span_ms;
+  CUpti_PCSamplingConfigurationInfoParams cp{};
+  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cp.ctx = ctx;
+  cp.numAttributes = 4;
+  cp.pPCSamplingConfigurationInfo = cfg;
+  CUptiResult r = api.cuptiPCSamplingSetConfigurationAttribute(&cp);
+  if (r != CUPTI_SUCCESS) return r;
+  CUpti_PCSamplingStartParams p{};
+  p.size = CUpti_PCSamplingStartParamsSize;
+  p.ctx = ctx;
+  return api.cuptiPCSamplingStart(&p);
 }
 
 PcGetDataOutcome classify_get_data(CUptiResult result, const CUpti_PCSamplingData& data) {

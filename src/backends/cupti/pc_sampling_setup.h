@@ -3,8 +3,12 @@
 // (bench/native/pc_floor.cpp) share, so that the floor measures exactly the configuration the
 // product runs, and a fix to one reaches both.
 //
-// Continuous mode, start/stop control off, parsed output, every stall reason: CUPTI samples
-// every kernel of the context from enable to disable with nothing done per launch.
+// Continuous mode, parsed output, every stall reason: CUPTI samples every kernel of the
+// context with nothing done per launch. With start_stop, collection is started at enable and
+// can be paused and resumed while the context stays enabled: measured on an H100 (CUDA 13), a
+// context disabled and enabled again after kernels ran in between returns every later sample
+// as "non-user" (no PC records, for ours and the floor alike), so sessions after the first
+// pause instead of disabling (docs/pc-sampling.md, "Several sessions").
 #pragma once
 
 #include <cupti.h>
@@ -23,7 +27,13 @@ struct PcContinuousSettings {
   uint64_t buffer_bytes = uint64_t{4} << 20;   // hardware buffer (CUPTI's default: 512 MB)
   uint64_t scratch_bytes = uint64_t{8} << 20;  // decoded records between two GetData calls
   uint32_t sleep_span_ms = 20;                 // CUPTI's decode threads (its default: 100 ms)
+  bool start_stop = false;  // start/stop control on, collection started at enable
 };
+
+/// Whether this CUPTI has start/stop control (cuptiPCSamplingStart/Stop).
+inline bool has_pc_start_stop(const CuptiApi& api) {
+  return api.cuptiPCSamplingStart != nullptr && api.cuptiPCSamplingStop != nullptr;
+}
 
 /// A CUpti_PCSamplingData with the records and stall slots it points to. CUPTI writes counts
 /// into it; reset() before each GetData restores what CUPTI reads.
@@ -54,6 +64,13 @@ bool enable_continuous_pc_sampling(const CuptiApi& api, CUcontext ctx,
 
 /// Sets the sampling period of an enabled context; CUPTI's answer.
 CUptiResult set_pc_sampling_period(const CuptiApi& api, CUcontext ctx, uint32_t period_log2);
+
+/// A context enabled with start_stop: stops collection (the context stays enabled; what CUPTI
+/// decoded is still read by GetData), or starts it again with `settings` (period, buffers and
+/// sleep span set anew while it is stopped). CUPTI's answer.
+CUptiResult pause_pc_sampling(const CuptiApi& api, CUcontext ctx);
+CUptiResult resume_pc_sampling(const CuptiApi& api, CUcontext ctx,
+                               const PcContinuousSettings& settings);
 
 /// Disables PC sampling on `ctx` (CUPTI then fills the at_disable buffer); CUPTI's answer.
 CUptiResult disable_pc_sampling(const CuptiApi& api, CUcontext ctx);

@@ -17,8 +17,9 @@ struct PcSamplingStats {
   uint64_t scratch_bytes = 0;
   uint32_t sleep_span_ms = 0;
   uint32_t stall_reasons = 0;
-  uint64_t contexts = 0;  // contexts sampled
-  uint64_t drains = 0;    // GetData rounds
+  uint64_t contexts = 0;          // contexts sampled
+  uint64_t resumed_contexts = 0;  // of those, paused by an earlier session and resumed
+  uint64_t drains = 0;            // GetData rounds
   uint64_t get_data_calls = 0;
   uint64_t samples = 0;  // samples decoded (all reasons of all PCs)
   uint64_t pc_records = 0;
