@@ -143,7 +143,54 @@ def compiled_kernel_ratios(quick):
     return results
 
 
-def proton_wall_and_rss(out_dir, launches):
+def alloc_exit_cost(out_dir, pairs=20000):
+    """The launching thread's share of our allocator and launch exit, with no kernel: `pairs`
+    alloc + exit calls from Python (an unknown function: queued, copied, counted, not decoded),
+    beside the same number of calls of a Python allocator returning one tensor. us per pair."""
+    import torch
+
+    import proton
+    from proton import _proton
+
+    stream = torch.cuda.current_stream().cuda_stream
+    size = 132 * 8448  # a 132-CTA launch's slice in the wall loop
+    fixed = FixedBuffer()
+    fixed(size, 128, stream)
+    t0 = time.thread_time()
+    for _ in range(pairs):
+        fixed(size, 128, stream)
+    python_alloc = (time.thread_time() - t0) / pairs * 1e6
+    session = proton.start(str(out_dir / "bench_alloc_exit"), backend="instrumentation")
+    alloc, leave = _proton.instr_alloc, _proton.instr_launch_exit
+    alloc(size, 128, stream)
+    leave(0, stream)
+    t0 = time.thread_time()
+    for _ in range(pairs):
+        alloc(size, 128, stream)
+        leave(0, stream)
+    ours = (time.thread_time() - t0) / pairs * 1e6
+    proton.finalize(session)
+    return {"python_fixed_buffer_us": python_alloc, "ours_alloc_and_exit_us": ours}
+
+
+def pin_apart():
+    """Threads started from now on (CUPTI's, the instrumentation consumer and decoder) inherit
+    a mask without CPU 0 and its SMT siblings; proton_wall_and_rss(pin=True) then moves the
+    launching thread onto CPU 0 alone."""
+    siblings = {0}
+    try:
+        text = pathlib.Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list").read_text()
+        for part in text.strip().split(","):
+            lo, _, hi = part.partition("-")
+            siblings.update(range(int(lo), int(hi or lo) + 1))
+    except OSError:
+        pass
+    others = set(os.sched_getaffinity(0)) - siblings
+    print(json.dumps({"cpu0_siblings": sorted(siblings), "others": len(others)}), file=sys.stderr)
+    os.sched_setaffinity(0, others)
+
+
+def proton_wall_and_rss(out_dir, launches, pin=False):
     import torch
 
     import proton
@@ -152,20 +199,28 @@ def proton_wall_and_rss(out_dir, launches):
 
     x, out, grid, kw = K.loop_args(torch, ctas=132)
 
-    def loop(rounds=3):
+    cpu = {}  # variant -> the launching thread's CPU seconds in its best run
+
+    def loop(rounds=3, label=None):
         """The best of `rounds` runs of `launches` launches (seconds): one run is ~12 ms."""
         best = float("inf")
         for _ in range(rounds):
             torch.cuda.synchronize()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             for _ in range(launches):
                 K.loop_one_region[grid](x, out, num_warps=4, **kw)
             torch.cuda.synchronize()
-            best = min(best, time.perf_counter() - t0)
+            wall, used = time.perf_counter() - t0, time.thread_time() - c0
+            if wall < best:
+                best = wall
+                if label is not None and wall <= cpu.get(label, (float("inf"), 0))[0]:
+                    cpu[label] = (wall, used)
         return best
 
     K.loop_one_region[grid](x, out, num_warps=4, **kw)  # compile plain
     session = proton.start(str(out_dir / "bench_proton"), backend="instrumentation")
+    if pin:  # the profiler's threads exist now, with the mask that leaves CPU 0 out
+        os.sched_setaffinity(0, {0})
     K.loop_one_region[grid](x, out, num_warps=4, **kw)  # compile instrumented
     torch.cuda.synchronize()
     rss0 = rss_mb()
@@ -192,25 +247,55 @@ def proton_wall_and_rss(out_dir, launches):
                 chain.remove(fn)
         try:
             K.loop_one_region[grid](x, out, num_warps=4, **kw)
-            return loop(rounds=1)
+            return loop(rounds=1, label="bare_instrumented")
         finally:
             hook.deactivate()
 
-    plain = timing = inst = bare = float("inf")
+    def session_fixed_buffer(r):
+        """An instrumentation session whose kernels write into one Python-allocated buffer: the
+        session, kernel timing and the instrumented binary, without our allocator, launch
+        queue, copy-back or decoding (what those cost is Proton minus this)."""
+        session = proton.start(str(out_dir / f"bench_fixed{r}"), backend="instrumentation")
+        ours = _allocation._profile_allocator.get()
+        _allocation.set_profile_allocator(FixedBuffer())
+        try:
+            return loop(rounds=1, label="session_fixed_buffer")
+        finally:
+            _allocation.set_profile_allocator(ours)
+            proton.finalize(session)
+
+    def plain_beside_busy_cpus(busy=2):
+        """The plain loop while `busy` other processes spin on a CPU each: whether work on other
+        (virtual) CPUs slows the launching thread, as our decoder thread's would."""
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(busy)]
+        try:
+            time.sleep(0.2)
+            return loop(rounds=1, label="plain_beside_busy_cpus")
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+
+    plain = timing = inst = bare = fixed = busy = float("inf")
     for r in range(5):
-        plain = min(plain, loop(rounds=1))
+        plain = min(plain, loop(rounds=1, label="plain"))
+        busy = min(busy, plain_beside_busy_cpus())
         bare = min(bare, bare_instrumented())
         session = proton.start(str(out_dir / f"bench_timing{r}"))
-        timing = min(timing, loop(rounds=1))
+        timing = min(timing, loop(rounds=1, label="timing_only"))
         proton.finalize(session)
         session = proton.start(str(out_dir / f"bench_proton{r}"), backend="instrumentation")
-        inst = min(inst, loop(rounds=1))
+        inst = min(inst, loop(rounds=1, label="proton"))
         proton.finalize(session)
+        fixed = min(fixed, session_fixed_buffer(r))
     inst = min(inst, first)
     return {"plain_s": plain, "timing_only_s": timing, "timing_only_ratio": timing / plain,
             "proton_s": inst, "proton_ratio": inst / plain, "proton_vs_timing": inst / timing,
             "bare_instrumented_s": bare, "bare_instrumented_ratio": bare / plain,
-            "proton_first_run_s": first,
+            "proton_first_run_s": first, "session_fixed_buffer_s": fixed,
+            "plain_beside_busy_cpus_s": busy,
+            "launch_thread_cpu_us": {k: v[1] / launches * 1e6 for k, v in cpu.items()},
             "rss_growth_mb": rss1 - rss0, "stats": instr.stats()}
 
 
@@ -282,12 +367,30 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/results/instrumentation")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--pin", action="store_true",
+                    help="with --wall-only: the launching thread alone on CPU 0 (and its SMT "
+                         "sibling idle), every thread the profiler starts on the other CPUs")
+    ap.add_argument("--wall-only", action="store_true",
+                    help="only the 1,000-launch wall time (one JSON line, with the runtime's "
+                         "PROTON_INSTR_* knobs): to sweep the pool and batch bounds")
     args = ap.parse_args()
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     import torch
 
     launches = 1000
+    if args.wall_only:
+        if args.pin:
+            pin_apart()
+        w = proton_wall_and_rss(out_dir, launches, pin=args.pin)
+        w["pinned"] = args.pin
+        w["alloc_exit"] = alloc_exit_cost(out_dir)
+        w["knobs"] = {k: v for k, v in os.environ.items() if k.startswith("PROTON_INSTR_")}
+        w["per_launch_us"] = {k[:-2]: w[k] * 1e3 for k in
+                              ("plain_s", "plain_beside_busy_cpus_s", "timing_only_s",
+                               "bare_instrumented_s", "session_fixed_buffer_s", "proton_s")}
+        print(json.dumps(w))
+        return
     report = {"gpu": torch.cuda.get_device_name(0)}
     report["kernel_time"] = compiled_kernel_ratios(args.quick)
     report["wall"] = proton_wall_and_rss(out_dir, launches)

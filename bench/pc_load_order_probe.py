@@ -27,6 +27,20 @@ PC-sampling session of it saw:
                  and on the probe kernel; the table bench's process got no PC records at all
   bench_no_pck   the same without pc_kernels.load
   bench_no_warm  the same without warming the workloads (Kernels() and pc_kernels.load only)
+  late_import    the probe kernel and a GEMM loaded and run before `import proton` (the table
+                 bench imports proton only when its first session starts)
+  bench_late     bench_start with proton imported after the start, as the table bench does
+  bench_table    bench_late, then the table's order: an empty PC-sampling session (settings),
+                 the loop with no profiler, a kernel-timing session, then ours (no PC records
+                 on the H100, as in the table bench itself)
+  bench_table_ne / _nt / _e   the same without the empty session / without the timing
+                 session / with only the empty session before ours
+  late_table     late_import, then the table's order (no bench start)
+  bench_table_nt_nopark   bench_table_nt with sessions that disable at their end (park=0)
+  floor_nt / floor_nt_keep   the floor alone: a session, bare kernels, a session; the floor
+                 disabling at stop / pausing with start/stop control (keep_enabled)
+  parked_cost    a bare loop of 5,000 torch launches before any session, after a session
+                 that disabled, and while a session's context is paused (parked)
 
     python bench/pc_load_order_probe.py [scenario ...]
 """
@@ -39,8 +53,12 @@ import tempfile
 CHILD = r'''
 import json, sys, tempfile, os
 import torch, triton, triton.language as tl
-import proton
-from proton import _proton
+# The table bench imports proton only after its kernels are loaded and warm: these scenarios do too.
+LATE = (sys.argv[1] in ("late_import", "late_table", "bench_late")
+        or sys.argv[1].startswith("bench_table"))
+if not LATE:
+    import proton
+    from proton import _proton
 
 @triton.jit
 def spin(o, N: tl.constexpr):
@@ -51,9 +69,12 @@ def spin(o, N: tl.constexpr):
 
 o = torch.empty(132 * 8, device="cuda")
 
-def empty():
+# Sessions that disable at their end, as before parking (pcsampling:park=0).
+PCS = "pcsampling:park=0" if sys.argv[1].endswith("_nopark") else "pcsampling"
+
+def empty(mode=None):
     name = os.path.join(tempfile.mkdtemp(), "e")
-    proton.start(name, mode="pcsampling")
+    proton.start(name, mode=mode or PCS)
     proton.finalize()
 
 def mlp_step():
@@ -78,7 +99,7 @@ def run():
         spin[(132 * 8,)](o, N=20000)
     torch.cuda.synchronize()
 
-def ours(label, mode="pcsampling"):
+def ours(label, mode=PCS):
     name = os.path.join(tempfile.mkdtemp(), "p")
     proton.start(name, mode=mode) if mode else proton.start(name)
     run()
@@ -96,9 +117,9 @@ def ours(label, mode="pcsampling"):
                       **{k: st.get(k) for k in ("samples", "pc_records", "non_user", "binaries",
                                                 "period_log2")}}), flush=True)
 
-def floor():
+def floor(keep=False):
     import _proton_bench as B
-    B.pc_floor_start()
+    B.pc_floor_start(keep_enabled=keep)
     run()
     st = B.pc_floor_stop()
     print(json.dumps({"scenario": sys.argv[1], "session": "floor",
@@ -118,11 +139,62 @@ if s.startswith("bench_"):
             fn()
     if s != "bench_no_pck":
         pc_kernels.load(tempfile.mkdtemp())
+    if LATE:
+        import proton
+        from proton import _proton
     gemm_loop = loads["gemm"]
     _run = run
     def run():
         gemm_loop()
         _run()
+if s in ("late_import", "late_table"):
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        spin[(132 * 8,)](o, N=20000)
+        a @ a
+    torch.cuda.synchronize()
+    import proton
+    from proton import _proton
+if s in ("floor_nt", "floor_nt_keep"):  # the floor alone: empty, bare kernels, then a session
+    keep = s == "floor_nt_keep"
+    import _proton_bench as B
+    B.pc_floor_start(keep_enabled=keep)
+    B.pc_floor_stop()
+    run()
+    floor(keep)
+    sys.exit(0)
+if s == "parked_cost":  # bare launches before any session, after a disabled one, while parked
+    import time
+    x = torch.zeros(16, device="cuda")
+    def bare():
+        best = float("inf")
+        for _ in range(3):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(5000):
+                x.add_(1)
+            torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - t)
+        return best * 1e3
+    out = {"scenario": s, "before_ms": bare()}
+    empty("pcsampling:park=0")
+    out["after_disable_ms"] = bare()
+    empty("pcsampling")
+    out["while_parked_ms"] = bare()
+    print(json.dumps(out), flush=True)
+    sys.exit(0)
+if s.startswith("bench_table_nt"):  # _nopark too
+    empty()
+    run()
+if s in ("bench_table", "late_table"):  # the table's order: settings, no profiler, timing, ours
+    empty()
+    run()
+    ours("timing", mode=None)
+if s == "bench_table_ne":  # without the empty settings session
+    run()
+    ours("timing", mode=None)
+if s == "bench_table_e":  # the empty session alone before ours
+    empty()
 if s == "before":
     run()
 if s == "timing_first":
@@ -161,7 +233,10 @@ child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
 scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
                              "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside", "empty_timing",
-                             "pcs_timing", "bench_start", "bench_no_pck", "bench_no_warm"]
+                             "pcs_timing", "bench_start", "bench_no_pck", "bench_no_warm",
+                             "late_import", "bench_late", "bench_table", "bench_table_ne",
+                             "bench_table_nt", "bench_table_e", "late_table",
+                             "bench_table_nt_nopark", "floor_nt", "floor_nt_keep", "parked_cost"]
 for s in scenarios:
     bench_dir = str(pathlib.Path(__file__).resolve().parent)
     r = subprocess.run([sys.executable, str(child), s, bench_dir], capture_output=True,
