@@ -13,6 +13,8 @@ rule, tested on the CPU (tests/cpp/counter_split_test.cpp) and measured in bench
 import csv
 import io
 import json
+import math
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +51,9 @@ NCU_NAME = {
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active":
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
 }
+
+
+VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
 
 
 def counters_supported():
@@ -206,6 +211,53 @@ def test_pm_sampling_counter_tracks(tmp_path):
     k1 = max(e["ts"] + e["dur"] for e in kernels)
     inside = [e for e in counters if k0 <= e["ts"] <= k1]
     assert len(inside) > len(counters) / 2, (k0, k1, counters[:3])
+
+
+def viewer_column(path, metric, frame):
+    """The value the viewer shows in column `metric` on the row of `frame` (NaN: blank)."""
+    view = subprocess.run([VIEWER, "--no-color", "-m", metric, path + ".hatchet"],
+                          capture_output=True, text=True, timeout=120)
+    assert view.returncode == 0, view.stderr
+    print(view.stdout)
+    row = next((line for line in view.stdout.splitlines() if line.rstrip().endswith(frame)), None)
+    assert row is not None, view.stdout
+    try:
+        return float(row.split()[0])
+    except ValueError:
+        return math.nan  # the frame's name came first: no value in this column
+
+
+@pytest.mark.skipif(VIEWER is None, reason="proton-viewer not built (set PROTON_VIEWER)")
+def test_viewer_roofline_measured_beside_declared(out_name):
+    """The viewer's measured roofline on a real profile: the copy's DRAM rate agrees with the
+    bytes its scope declares, a near-peak share of the device's bandwidth, and a scope that
+    declares 8x the bytes it moves is flagged (a wrong launch_metadata)."""
+    _, copy, nbytes = gemm_and_copy()
+    moved = 2 * nbytes * 10  # read once and written once, ten launches
+    proton.start(out_name, mode="counters")
+    with proton.scope("copy_declared_right", metrics={"bytes": moved}):
+        for _ in range(10):
+            copy()
+    settle()
+    with proton.scope("copy_declared_8x", metrics={"bytes": 8 * moved}):
+        for _ in range(10):
+            copy()
+    settle()
+    proton.finalize()
+    measured = viewer_column(out_name, "dram_gbyte/s", "copy_declared_right")
+    declared = viewer_column(out_name, "gbyte/s", "copy_declared_right")
+    assert abs(measured - declared) / declared < 0.05, (measured, declared)
+    peak = viewer_column(out_name, "dram_peak%", "copy_declared_right")
+    assert 40 < peak <= 100, peak  # a streaming copy on HBM: most of the peak, never above
+    assert math.isnan(viewer_column(out_name, "bytes_mismatch", "copy_declared_right"))
+    flagged = viewer_column(out_name, "bytes_mismatch", "copy_declared_8x")
+    assert abs(flagged - 8) < 0.5, flagged
+    roofline = subprocess.run([VIEWER, "--no-color", "-m", "roofline", out_name + ".hatchet"],
+                              capture_output=True, text=True, timeout=120)
+    assert roofline.returncode == 0, roofline.stderr
+    print(roofline.stdout)
+    for column in ("gbyte/s", "dram_gbyte/s", "dram_peak%", "bytes_mismatch"):
+        assert column in roofline.stdout, roofline.stdout
 
 
 NCU_SCRIPT = """
