@@ -514,6 +514,10 @@ def child_main(args):
         proton.start(os.path.join(tmp, "p"), mode="pcsampling" if args.variant == "pcs" else None)
     t_start = perf() - t0
     run = timed(fn)
+    # Steady runs in the same session: the cost with the process's first PC-sampling session,
+    # the one whose samples CUDA 13's CUPTI still gives PC records for (docs/pc-sampling.md,
+    # "Several sessions"; the in-process table's later sessions get non-user totals).
+    steady = med([timed(fn) for _ in range(3)])
     peak = rss_mb()
     t0 = perf()
     if args.variant == "triton":
@@ -523,8 +527,15 @@ def child_main(args):
     elif args.variant in ("timing", "pcs"):
         proton.finalize()
     fin = perf() - t0
-    print("RESULT " + json.dumps({"rss_growth_mb": peak - before, "run_s": run, "start_s": t_start,
-                                  "finalize_s": fin}), flush=True)
+    result = {"rss_growth_mb": peak - before, "run_s": run, "steady_s": steady,
+              "start_s": t_start, "finalize_s": fin}
+    if args.variant == "pcs":
+        from proton import _proton
+        st = _proton._pc_sampling_stats()
+        result.update({k: st.get(k) for k in ("samples", "pc_records", "non_user", "buffer_full",
+                                             "dropped")})
+        result["profile_samples"] = profile_samples(os.path.join(tmp, "p.hatchet"))
+    print("RESULT " + json.dumps(result), flush=True)
 
 
 def run_child(variant, workload, sizes, timeout):
@@ -619,7 +630,7 @@ def main():
     ap.add_argument("--only", default="gemm,tiny_triton,tiny_torch,mlp")
     ap.add_argument("--triton-only", default=None, help="workloads for triton.profiler (default: --only)")
     ap.add_argument("--triton-timeout", type=int, default=120)
-    ap.add_argument("--memory-workloads", default="gemm,mlp")
+    ap.add_argument("--memory-workloads", default="gemm,tiny_triton,tiny_torch,mlp")
     ap.add_argument("--memory-variants", default="none,timing,pcs,floor")
     ap.add_argument("--mlp-steps", type=int, default=None, help="MLP steps per run (200; --quick: 50)")
     ap.add_argument("--tag", default="", help="file name part: <date>-<gpu>-pc-sampling[-TAG]")
@@ -729,15 +740,19 @@ def write_markdown(report, path):
                      f"{pcs.get('info', {}).get('profile_samples')} (CUPTI: {st.get('samples')}) | "
                      f"{pcs.get('buffer_full')} | {pcs.get('dropped')} |")
     # A table whose samples all came back as CUPTI's "non-user kernel" count measured the cost of
-    # sampling but holds no source lines: say so beside the numbers (seen on an H100 in this
-    # bench's process while fresh probe processes resolve lines; bench/pc_load_order_probe.py).
+    # sampling but holds no source lines: say so beside the numbers. CUDA 13's CUPTI does this to
+    # every session after one whose context was disabled and then ran kernels (the table's
+    # rotation does exactly that; bench/pc_load_order_probe.py floor_nt, docs/pc-sampling.md).
     blind = [w for w, row in t.items() if isinstance(row, dict) and any(
         (x.get("samples") or 0) > 0 and not x.get("pc_records")
         for x in row.get("pcs", {}).get("rounds_seen", []))]
     if blind:
         lines += ["", f"**No PC records** in some rounds of: {', '.join(blind)} — CUPTI returned every "
                   "sample as a non-user-kernel count (the cost above is real; the profiles of those "
-                  "rounds hold no source lines). See `rounds_seen` in the JSON."]
+                  "rounds hold no source lines): CUPTI's answer to every session after a first one "
+                  "once kernels ran in between, as the rotation does (docs/pc-sampling.md, "
+                  "\"Several sessions\"). The fresh-process table below has the records. "
+                  "See `rounds_seen` in the JSON."]
     lines += ["", "One-time costs (medians over rounds):", "",
               "| workload | variant | start | first run's excess | stop / finalize |", "|---|---|---|---|---|"]
     for w, row in t.items():
@@ -782,6 +797,19 @@ def write_markdown(report, path):
         lines += ["", "Host memory growth (MB, fresh process, after warm-up):", ""]
         for w, m in report["memory"].items():
             lines.append(f"- {w}: " + ", ".join(f"{v} {r.get('rss_growth_mb', r.get('error'))}" for v, r in m.items()))
+        lines += ["", "Fresh processes (one per variant; the session is the process's first): "
+                  "steady run over the no-profiler process's, and what the PC-sampling session "
+                  "wrote:", "", "| workload | timing only | our PC sampling | floor | samples "
+                  "(in the profile / CUPTI) | PC records | non-user |", "|---|---|---|---|---|---|---|"]
+        for w, m in report["memory"].items():
+            none = m.get("none", {}).get("steady_s")
+            def ratio(v):
+                x = m.get(v, {}).get("steady_s")
+                return f"{x / none:.3f}x" if x and none else "-"
+            p = m.get("pcs", {})
+            lines.append(f"| {w} | {ratio('timing')} | {ratio('pcs')} | {ratio('floor')} | "
+                         f"{p.get('profile_samples')} / {p.get('samples')} | {p.get('pc_records')} | "
+                         f"{p.get('non_user')} |")
     path.write_text("\n".join(lines) + "\n")
 
 

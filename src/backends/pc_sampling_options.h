@@ -22,10 +22,6 @@ struct PcSamplingOptions {
   // Raise the period when the hardware buffer filled (samples lost), instead of going on
   // losing them.
   bool adapt = true;
-  // Between sessions, pause collection and leave the context enabled (start/stop control)
-  // instead of disabling it: a context disabled and enabled again after kernels ran in between
-  // gets no PC records from CUPTI (docs/pc-sampling.md, "Several sessions").
-  bool park = true;
   // Largest hardware buffer the automatic sizing may choose.
   uint64_t max_buffer_bytes = uint64_t{64} << 20;
   // Binaries kept for PC -> line mapping (copies of loaded cubins), oldest dropped beyond this.

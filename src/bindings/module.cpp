@@ -298,7 +298,6 @@ NB_MODULE(_proton, m) {
     nb::dict d = counters_dict(s, {{"buffer_bytes", &S::buffer_bytes},
                                    {"scratch_bytes", &S::scratch_bytes},
                                    {"contexts", &S::contexts},
-                                   {"resumed_contexts", &S::resumed_contexts},
                                    {"drains", &S::drains},
                                    {"get_data_calls", &S::get_data_calls},
                                    {"samples", &S::samples},
@@ -315,6 +314,7 @@ NB_MODULE(_proton, m) {
     d["error"] = s.error;
     d["period_log2"] = s.period_log2;
     d["start_period_log2"] = s.start_period_log2;
+    d["all_non_user_after_earlier"] = s.all_non_user_after_earlier;
     d["asked_period_log2"] = s.asked_period_log2;
     d["next_period_log2"] = s.next_period_log2;
     d["sleep_span_ms"] = s.sleep_span_ms;

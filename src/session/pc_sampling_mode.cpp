@@ -63,12 +63,9 @@ PcSamplingOptions parse_pc_sampling_mode(const std::string& mode) {
       o.drain_ms = static_cast<uint32_t>(parse_uint(key, value, 1, 10'000));
     } else if (key == "adapt") {
       o.adapt = parse_uint(key, value, 0, 1) == 1;
-    } else if (key == "park") {
-      o.park = parse_uint(key, value, 0, 1) == 1;
     } else {
-      throw std::invalid_argument(
-          "mode 'pcsampling': unknown option '" + std::string(key) +
-          "' (expected interval, buffer_mb, sleep_ms, drain_ms, adapt, park)");
+      throw std::invalid_argument("mode 'pcsampling': unknown option '" + std::string(key) +
+                                  "' (expected interval, buffer_mb, sleep_ms, drain_ms, adapt)");
     }
   }
   return o;

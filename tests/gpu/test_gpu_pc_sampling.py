@@ -197,11 +197,13 @@ def test_start_and_finalize_twice(kernel, tmp_path, read_profile):
         assert sum(m["num_samples"] for m in lines.values()) > 0, (cycle, lines)
 
 
-def test_kernels_run_between_sessions_keep_the_next_sessions_lines(kernel, tmp_path,
-                                                                   read_profile):
-    # CUPTI returns every sample of a context disabled and enabled again after kernels ran in
-    # between as "non-user" (no PC records; measured on an H100, CUDA 13, for the minimal
-    # client too): a session's end pauses the context instead (docs/pc-sampling.md).
+def test_kernels_run_between_sessions_never_lose_the_next_sessions_samples_silently(
+        kernel, tmp_path, read_profile, capfd):
+    # CUDA 13's CUPTI returns every sample of a context disabled and enabled again after kernels
+    # ran in between as "non-user" (no PC records; measured on an H100, for the minimal client
+    # too: bench/pc_load_order_probe.py floor_nt). Pausing instead keeps the records but makes
+    # CUPTI refuse the next session's kernel tracing. So: lines if CUPTI gives records, else
+    # the samples on the root and one line saying why (docs/pc-sampling.md, "Several sessions").
     first = str(tmp_path / "first")
     proton.start(first, mode="pcsampling")
     kernel(32)
@@ -209,16 +211,24 @@ def test_kernels_run_between_sessions_keep_the_next_sessions_lines(kernel, tmp_p
     for _ in range(10):  # no profiler
         kernel(32)
     torch.cuda.synchronize()
+    capfd.readouterr()
     second = str(tmp_path / "second")
     proton.start(second, mode="pcsampling")
     for _ in range(20):
         kernel(32)
     proton.finalize()
+    err = capfd.readouterr().err
     stats = _proton._pc_sampling_stats()
-    lines = lines_of(only_kernel(read_profile(second)))
-    assert sum(m["num_samples"] for m in lines.values()) > 0, (stats, lines)
-    assert stats["resumed_contexts"] == 1, stats
-    assert stats["non_user"] < stats["samples"] / 2, stats
+    prof = read_profile(second)
+    k = only_kernel(prof)
+    assert k["metrics"]["count"] == 20, prof.render()  # kernel timing is whole either way
+    lines = lines_of(k)
+    if stats["pc_records"] == 0:
+        assert stats["all_non_user_after_earlier"], stats
+        assert "earlier PC-sampling session" in err, err
+        assert prof.root_metrics.get("pc_samples_non_user", 0) > 0, prof.root_metrics
+    else:
+        assert sum(m["num_samples"] for m in lines.values()) > 0, (stats, lines)
 
 
 def test_finalize_is_quick(kernel, out_name):
@@ -299,8 +309,11 @@ def test_pc_sampling_held_by_another_user_is_said_once_and_scopes_go_on(out_name
     outcome = outcome_of(result)
     assert outcome["program_went_on"], outcome
     pc_off = [ln for ln in result.stderr.splitlines() if "PC sampling is off" in ln]
+    # CUPTI refuses kernel tracing (NOT_COMPATIBLE) or, as seen on the H100 since, every
+    # kernel-launch callback: either way one line.
     no_gpu = [ln for ln in result.stderr.splitlines()
-              if "no GPU backend is active" in ln and "NOT_COMPATIBLE" in ln]
+              if "no GPU backend is active" in ln and
+              ("NOT_COMPATIBLE" in ln or "enabled none of the kernel-launch callbacks" in ln)]
     assert len(pc_off) + len(no_gpu) == 1, result.stderr[-3000:]
     if no_gpu:  # the message names the likely cause, not only a driver mismatch
         assert "PC sampling" in no_gpu[0], no_gpu[0]

@@ -93,8 +93,7 @@ PcSizes choose_pc_sizes(const PcSamplingOptions& o, uint32_t sms) {
 struct PcSampler::Context {
   CUcontext ctx = nullptr;
   uint32_t period_log2 = 0;
-  PcContinuousSettings settings;  // as enabled (start_stop: it can be paused and resumed)
-  bool full = false;              // its hardware buffer filled (CUPTI says so until disable)
+  bool full = false;  // its hardware buffer filled (CUPTI says so until disable)
   StallIndex index{{}};
   size_t reasons = 0;
   PcDataBuffer get;         // GetData's
@@ -105,11 +104,6 @@ PcSampler::PcSampler() = default;
 
 PcSampler::~PcSampler() {
   stop();
-  // CUPTI holds each paused context's at_disable buffer, which goes with us.
-  std::lock_guard lock(mu_);
-  for (auto& c : parked_)
-    disable_pc_sampling(*api_, c->ctx);
-  parked_.clear();
 }
 
 PcSampler& PcSampler::global() {
@@ -221,13 +215,11 @@ bool PcSampler::enable(CUcontext ctx, std::string& why) {
   for (auto& c : contexts_) {
     if (c->ctx == ctx) return true;
   }
-  if (resume_parked_locked(ctx)) return true;
   auto c = std::make_unique<Context>();
   c->ctx = ctx;
   c->period_log2 = sizes_.period_log2;
   PcContinuousSettings settings{sizes_.period_log2, sizes_.buffer_bytes, sizes_.scratch_bytes,
-                                sizes_.sleep_span_ms, options_.park && has_pc_start_stop(*api_)};
-  c->settings = settings;
+                                sizes_.sleep_span_ms};
   PcStallReasons reasons;
   uint64_t t0 = steady_ns();
   if (!enable_continuous_pc_sampling(*api_, ctx, settings, kPcsPerCall, c->at_disable, reasons,
@@ -367,43 +359,6 @@ void PcSampler::disable_locked(Context& c) {
   if (c.at_disable.data.hardwareBufferFull) buffer_full_locked(c, true);
 }
 
-bool PcSampler::park_locked(Context& c) {
-  if (!c.settings.start_stop || c.full) return false;  // a full buffer recovers only by disable
-  drain_locked(c, true);
-  uint64_t t0 = steady_ns();
-  CUptiResult r = pause_pc_sampling(*api_, c.ctx);
-  stats_.disable_ms += (steady_ns() - t0) / 1e6;
-  if (r != CUPTI_SUCCESS) return false;
-  drain_locked(c, true);  // what CUPTI decoded up to the stop
-  return true;
-}
-
-bool PcSampler::resume_parked_locked(CUcontext ctx) {
-  auto it =
-      std::find_if(parked_.begin(), parked_.end(), [&](const auto& c) { return c->ctx == ctx; });
-  if (it == parked_.end()) return false;
-  std::unique_ptr<Context> c = std::move(*it);
-  parked_.erase(it);
-  // This session's period and buffers, set while it is stopped. Where CUPTI refuses them, or
-  // the session no longer parks, the context is enabled afresh (kernels run since the pause
-  // then lose their PC records: CUPTI's behaviour, said in the docs).
-  PcContinuousSettings settings{sizes_.period_log2, sizes_.buffer_bytes, sizes_.scratch_bytes,
-                                sizes_.sleep_span_ms, true};
-  uint64_t t0 = steady_ns();
-  if (options_.park && resume_pc_sampling(*api_, ctx, settings) == CUPTI_SUCCESS) {
-    stats_.enable_ms += (steady_ns() - t0) / 1e6;
-    c->settings = settings;
-    c->period_log2 = sizes_.period_log2;
-    ++stats_.resumed_contexts;
-    contexts_.push_back(std::move(c));
-    stats_.contexts = contexts_.size();
-    return true;
-  }
-  c->at_disable.reset();
-  disable_pc_sampling(*api_, ctx);  // samples of the pause: none to keep
-  return false;
-}
-
 void PcSampler::deliver() {
   // Library-kernel samples alone (cuBLAS: no PCs, only a total) still count on the root.
   if (batch_.samples.empty() && batch_.buffer_full == 0 && batch_.dropped_samples == 0 &&
@@ -467,11 +422,7 @@ void PcSampler::stop() {
   std::lock_guard lock(mu_);
   g_active.store(nullptr, std::memory_order_release);
   for (auto& c : contexts_) {
-    if (park_locked(*c)) {
-      parked_.push_back(std::move(c));
-    } else {
-      disable_locked(*c);
-    }
+    disable_locked(*c);
   }
   deliver();
   contexts_.clear();
@@ -486,6 +437,22 @@ void PcSampler::stop() {
                  static_cast<unsigned long long>(stats_.buffer_full), stats_.period_log2,
                  static_cast<unsigned long long>(final_fills_));
   }
+  if (sessions_done_ > 0 && stats_.samples > 0 && stats_.pc_records == 0 &&
+      stats_.non_user == stats_.samples) {
+    // Measured on an H100 (CUDA 13), for the minimal client too: after a context was disabled
+    // and kernels ran before it was enabled again, CUPTI gives no PC records, only its non-user
+    // total. Never silent: the samples are on the root as pc_samples_non_user, and this says why.
+    stats_.all_non_user_after_earlier = true;
+    std::fprintf(stderr,
+                 "proton: PC sampling: CUPTI returned all %llu samples of this session as "
+                 "non-user kernels (no PC records, so no source lines; counted on the profile's "
+                 "root as pc_samples_non_user). CUDA 13's CUPTI does this to a context that an "
+                 "earlier PC-sampling session of this process sampled when kernels ran between "
+                 "the two: sample in the process's first session, or one session around "
+                 "everything (docs/pc-sampling.md, \"Several sessions\")\n",
+                 static_cast<unsigned long long>(stats_.samples));
+  }
+  ++sessions_done_;
   PcLineMap::Stats ls = lines_.stats();
   stats_.binaries = ls.binaries;
   stats_.binary_bytes = ls.binary_bytes;
@@ -528,12 +495,6 @@ void PcSampler::on_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* dat
       }
       case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
         std::lock_guard lock(mu_);
-        for (auto it = parked_.begin(); it != parked_.end(); ++it) {
-          if ((*it)->ctx != data->context) continue;
-          disable_pc_sampling(*api_, data->context);
-          parked_.erase(it);
-          break;
-        }
         for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
           if ((*it)->ctx != data->context) continue;
           disable_locked(**it);

@@ -82,8 +82,7 @@ class PcSampler {
              const PcSamplingOptions& options, uint32_t sms, std::string& why);
   /// Delivers every sample CUPTI has decoded so far (flush/finalize).
   void drain();
-  /// Drains, joins the thread, and pauses every context (left enabled for the next session:
-  /// options.park) or disables it (park=0, a full buffer, no start/stop control in CUPTI).
+  /// Drains, disables sampling on every context, joins the thread.
   void stop();
   bool running() const { return running_.load(std::memory_order_acquire); }
   /// One round of the drain thread (enable new contexts, drain, deliver, re-enable after a full
@@ -102,8 +101,6 @@ class PcSampler {
   void translate(Context& c, const CUpti_PCSamplingData& data);  // requires mu_
   void buffer_full_locked(Context& c, bool final);               // requires mu_
   void disable_locked(Context& c);                               // requires mu_
-  bool park_locked(Context& c);                                  // requires mu_
-  bool resume_parked_locked(CUcontext ctx);                      // requires mu_
   void deliver();                                                // requires mu_
   void run();                                                    // the drain thread
   void tick_locked();                                            // requires mu_
@@ -122,16 +119,14 @@ class PcSampler {
   std::condition_variable wake_;
   bool stopping_ = false;                           // guarded by mu_
   std::vector<std::unique_ptr<Context>> contexts_;  // guarded by mu_
-  // Paused by an earlier session's stop, still enabled in CUPTI (options.park); resumed by the
-  // next session that samples them. Guarded by mu_.
-  std::vector<std::unique_ptr<Context>> parked_;
-  std::shared_ptr<const PcStallTable> table_;  // guarded by mu_ (set by the first enable)
-  std::vector<std::string> raw_reasons_;       // guarded by mu_
-  PcSampleBatch batch_;                        // guarded by mu_: the drain's scratch
-  PcSamplingStats stats_;                      // guarded by mu_
-  bool warned_ = false;                        // guarded by mu_
+  std::shared_ptr<const PcStallTable> table_;       // guarded by mu_ (set by the first enable)
+  std::vector<std::string> raw_reasons_;            // guarded by mu_
+  PcSampleBatch batch_;                             // guarded by mu_: the drain's scratch
+  PcSamplingStats stats_;                           // guarded by mu_
+  bool warned_ = false;                             // guarded by mu_
   uint32_t sms_ = 0;
-  uint64_t final_fills_ = 0;  // guarded by mu_: full buffers seen when disabling (too late)
+  uint64_t final_fills_ = 0;    // guarded by mu_: full buffers seen when disabling (too late)
+  uint64_t sessions_done_ = 0;  // guarded by mu_: sessions of this process that have stopped
   // A full buffer seen in this process: the period the next session with this buffer and
   // span starts at (guarded by mu_).
   struct Learned {

@@ -4,11 +4,13 @@
 // product runs, and a fix to one reaches both.
 //
 // Continuous mode, parsed output, every stall reason: CUPTI samples every kernel of the
-// context with nothing done per launch. With start_stop, collection is started at enable and
-// can be paused and resumed while the context stays enabled: measured on an H100 (CUDA 13), a
-// context disabled and enabled again after kernels ran in between returns every later sample
-// as "non-user" (no PC records, for ours and the floor alike), so sessions after the first
-// pause instead of disabling (docs/pc-sampling.md, "Several sessions").
+// context with nothing done per launch. With start_stop (the bench floor's keep_enabled),
+// collection is started at enable and can be paused and resumed while the context stays
+// enabled. Measured on an H100 (CUDA 13): a context disabled and enabled again after kernels
+// ran in between returns every later sample as "non-user" (no PC records), while a paused and
+// resumed one keeps its records; but a context with PC sampling enabled makes CUPTI refuse a
+// new session's kernel tracing and launch callbacks, so the product disables at a session's
+// end and says when a later session got no records (docs/pc-sampling.md, "Several sessions").
 #pragma once
 
 #include <cupti.h>

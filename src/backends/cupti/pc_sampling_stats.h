@@ -17,15 +17,17 @@ struct PcSamplingStats {
   uint64_t scratch_bytes = 0;
   uint32_t sleep_span_ms = 0;
   uint32_t stall_reasons = 0;
-  uint64_t contexts = 0;          // contexts sampled
-  uint64_t resumed_contexts = 0;  // of those, paused by an earlier session and resumed
-  uint64_t drains = 0;            // GetData rounds
+  uint64_t contexts = 0;  // contexts sampled
+  uint64_t drains = 0;    // GetData rounds
   uint64_t get_data_calls = 0;
   uint64_t samples = 0;  // samples decoded (all reasons of all PCs)
   uint64_t pc_records = 0;
-  uint64_t buffer_full = 0;      // GetData calls that reported hardwareBufferFull
-  uint64_t dropped = 0;          // droppedSamples reported by CUPTI
-  uint64_t non_user = 0;         // nonUsrKernelsTotalSamples
+  uint64_t buffer_full = 0;  // GetData calls that reported hardwareBufferFull
+  uint64_t dropped = 0;      // droppedSamples reported by CUPTI
+  uint64_t non_user = 0;     // nonUsrKernelsTotalSamples
+  // Every sample came back as non-user in a session after an earlier one of this process (the
+  // CUPTI behaviour docs/pc-sampling.md describes under "Several sessions"); said on stderr.
+  bool all_non_user_after_earlier = false;
   uint64_t get_data_errors = 0;  // GetData calls that failed (other than a full buffer)
   uint64_t bad_records = 0;
   uint64_t binaries = 0;  // cubins kept for line mapping

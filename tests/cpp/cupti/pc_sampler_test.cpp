@@ -19,51 +19,32 @@ namespace {
 struct Answer {
   CUptiResult result = CUPTI_SUCCESS;
   bool full = false;
-  uint32_t samples = 0;  // on one PC of "kern", when > 0
+  uint32_t samples = 0;   // on one PC of "kern", when > 0
+  uint32_t non_user = 0;  // CUPTI's non-user total: samples with no PC record
 };
 
 // The fake's state: plain globals, because CUPTI's table holds plain function pointers.
 struct Fake {
   std::deque<Answer> answers;
   bool enabled = false;
-  bool collecting = false;  // start/stop control: between Start and Stop
   int enables = 0;
   int disables = 0;
-  int starts = 0;
-  int stops = 0;
   bool full_at_disable = false;
-  std::vector<uint32_t> periods;      // every period set, at configuration or live
-  std::vector<uint64_t> buffers;      // every hardware buffer size set
-  bool refuse_buffer_change = false;  // a new hardware buffer size on an enabled context
-  bool configured = false;            // a buffer size was set since the last enable
+  std::vector<uint32_t> periods;  // every period set, at configuration or live
   CUpti_PCSamplingData* at_disable = nullptr;
 };
 Fake g;
 
 CUptiResult fake_enable(CUpti_PCSamplingEnableParams*) {
   g.enabled = true;
-  g.configured = false;
   ++g.enables;
   return CUPTI_SUCCESS;
 }
 CUptiResult fake_disable(CUpti_PCSamplingDisableParams*) {
   if (!g.enabled) return CUPTI_ERROR_INVALID_OPERATION;
   g.enabled = false;
-  g.collecting = false;
   ++g.disables;
   if (g.at_disable != nullptr) g.at_disable->hardwareBufferFull = g.full_at_disable ? 1 : 0;
-  return CUPTI_SUCCESS;
-}
-CUptiResult fake_start(CUpti_PCSamplingStartParams*) {
-  if (!g.enabled || g.collecting) return CUPTI_ERROR_INVALID_OPERATION;
-  g.collecting = true;
-  ++g.starts;
-  return CUPTI_SUCCESS;
-}
-CUptiResult fake_stop(CUpti_PCSamplingStopParams*) {
-  if (!g.collecting) return CUPTI_ERROR_INVALID_OPERATION;
-  g.collecting = false;
-  ++g.stops;
   return CUPTI_SUCCESS;
 }
 CUptiResult fake_num_reasons(CUpti_PCSamplingGetNumStallReasonsParams* p) {
@@ -85,15 +66,6 @@ CUptiResult fake_configure(CUpti_PCSamplingConfigurationInfoParams* p) {
     CUpti_PCSamplingConfigurationInfo& a = p->pPCSamplingConfigurationInfo[i];
     if (a.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD) {
       g.periods.push_back(a.attributeData.samplingPeriodData.samplingPeriod);
-    }
-    if (a.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE) {
-      uint64_t bytes = a.attributeData.hardwareBufferSizeData.hardwareBufferSize;
-      if (g.refuse_buffer_change && g.configured && g.buffers.back() != bytes) {
-        a.attributeStatus = CUPTI_ERROR_INVALID_OPERATION;
-        return CUPTI_ERROR_INVALID_OPERATION;
-      }
-      g.buffers.push_back(bytes);
-      g.configured = true;
     }
     if (a.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER) {
       g.at_disable = static_cast<CUpti_PCSamplingData*>(
@@ -119,6 +91,10 @@ CUptiResult fake_get_data(CUpti_PCSamplingGetDataParams* p) {
     pc.stallReason[0] = {3, a.samples};
     d->totalNumPcs = 1;
     d->totalSamples = a.samples;
+  }
+  if (a.non_user > 0) {
+    d->totalSamples += a.non_user;
+    d->nonUsrKernelsTotalSamples = a.non_user;
   }
   return a.result;
 }
@@ -255,105 +231,32 @@ TEST_F(PcSamplerTest, AFullBufferSeenOnlyAtDisableIsSaidToBeLate) {
   EXPECT_NE(err.find("1 of the fills were seen at the end"), std::string::npos) << err;
 }
 
-// Sessions after the first: CUPTI gives no PC records for a context disabled and enabled
-// again after kernels ran in between (measured on an H100), so with start/stop control a
-// session's end pauses the context and the next session resumes it.
-class PcSamplerParkTest : public PcSamplerTest {
- protected:
-  void SetUp() override {
-    PcSamplerTest::SetUp();
-    api_.cuptiPCSamplingStart = fake_start;
-    api_.cuptiPCSamplingStop = fake_stop;
-  }
-};
-
-TEST_F(PcSamplerParkTest, TheNextSessionResumesThePausedContextInsteadOfEnablingItAgain) {
+TEST_F(PcSamplerTest, ALaterSessionWithOnlyNonUserSamplesSaysWhy) {
   ASSERT_TRUE(start());
-  EXPECT_EQ(g.enables, 1);
-  EXPECT_EQ(g.starts, 1) << "collection starts at enable";
-  // What CUPTI decoded up to the pause is read after it: 7 samples come with the second drain.
-  g.answers = {{CUPTI_SUCCESS, false, 0}, {CUPTI_SUCCESS, false, 7}};
-  sampler_.stop();
-  EXPECT_EQ(sampler_.stats().samples, 7u);
-  EXPECT_EQ(g.stops, 1);
-  EXPECT_EQ(g.disables, 0) << "paused, left enabled";
-  EXPECT_TRUE(g.enabled);
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.enables, 1) << "not enabled again";
-  EXPECT_EQ(g.starts, 2);
-  EXPECT_EQ(sampler_.stats().resumed_contexts, 1u);
-  EXPECT_EQ(sampler_.stats().contexts, 1u);
-  g.answers = {{CUPTI_SUCCESS, false, 5}};
+  g.answers = {{CUPTI_SUCCESS, false, 9}};
   sampler_.tick();
-  EXPECT_EQ(sampler_.stats().pc_records, 1u) << "the resumed context is drained";
-}
-
-TEST_F(PcSamplerParkTest, TheResumedSessionSamplesAtItsOwnPeriod) {
-  options_.adapt = false;
-  ASSERT_TRUE(start());
   sampler_.stop();
-  options_.period_log2 = 9;
   ASSERT_TRUE(start());
-  EXPECT_EQ(g.periods.back(), 9u);
-  EXPECT_EQ(sampler_.stats().period_log2, 9u);
-}
-
-TEST_F(PcSamplerParkTest, ParkOffDisablesAtEveryEndAsBefore) {
-  options_.park = false;
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.starts, 0) << "no start/stop control";
-  sampler_.stop();
-  EXPECT_EQ(g.disables, 1);
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.enables, 2);
-  EXPECT_EQ(sampler_.stats().resumed_contexts, 0u);
-}
-
-TEST_F(PcSamplerParkTest, AContextWhoseBufferFilledIsDisabledNotPaused) {
-  options_.adapt = false;  // 2^5 into 1 MB: it fills
-  ASSERT_TRUE(start());
+  g.answers = {{CUPTI_SUCCESS, false, 0, 40}};
+  sampler_.tick();
   ::testing::internal::CaptureStderr();
-  g.answers = {{CUPTI_ERROR_OUT_OF_MEMORY, true, 0}};
+  sampler_.stop();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  PcSamplingStats s = sampler_.stats();
+  EXPECT_EQ(s.non_user, 40u);
+  EXPECT_TRUE(s.all_non_user_after_earlier);
+  EXPECT_NE(err.find("all 40 samples of this session as non-user"), std::string::npos) << err;
+  EXPECT_NE(err.find("earlier PC-sampling session"), std::string::npos) << err;
+}
+
+TEST_F(PcSamplerTest, AFirstSessionOfOnlyNonUserSamplesIsNotBlamedOnAnEarlierOne) {
+  ASSERT_TRUE(start());
+  g.answers = {{CUPTI_SUCCESS, false, 0, 40}};  // cuBLAS-like kernels CUPTI calls non-user
   sampler_.tick();
+  ::testing::internal::CaptureStderr();
   sampler_.stop();
-  ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(g.disables, 1) << "only a disable ends CUPTI's out-of-memory answers";
-  EXPECT_EQ(g.stops, 0);
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.enables, 2);
-}
-
-TEST_F(PcSamplerParkTest, ASessionAskingForOtherBuffersGetsThemOnTheResumedContext) {
-  ASSERT_TRUE(start());
-  sampler_.stop();
-  options_.buffer_bytes = uint64_t{8} << 20;
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.buffers.back(), uint64_t{8} << 20);
-  EXPECT_EQ(g.enables, 1);
-  EXPECT_EQ(sampler_.stats().resumed_contexts, 1u);
-}
-
-TEST_F(PcSamplerParkTest, BuffersCuptiRefusesOnAPausedContextMeanEnablingAfresh) {
-  g.refuse_buffer_change = true;
-  ASSERT_TRUE(start());
-  sampler_.stop();
-  options_.buffer_bytes = uint64_t{8} << 20;
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.disables, 1) << "the paused context, sized for the old buffers";
-  EXPECT_EQ(g.enables, 2);
-  EXPECT_EQ(g.buffers.back(), uint64_t{8} << 20);
-  EXPECT_EQ(sampler_.stats().resumed_contexts, 0u);
-}
-
-TEST_F(PcSamplerParkTest, APausedContextThatIsDestroyedIsDisabled) {
-  ASSERT_TRUE(start());
-  sampler_.stop();
-  CUpti_ResourceData d{};
-  d.context = reinterpret_cast<CUcontext>(0x1000);
-  sampler_.on_resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &d);
-  EXPECT_EQ(g.disables, 1);
-  ASSERT_TRUE(start());
-  EXPECT_EQ(g.enables, 2) << "nothing left to resume";
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_FALSE(sampler_.stats().all_non_user_after_earlier);
 }
 
 TEST(PcSizes, AUserBufferIsKeptAndThePeriodRaisedUnlessAdaptIsOff) {
