@@ -799,17 +799,25 @@ def write_markdown(report, path):
             lines.append(f"- {w}: " + ", ".join(f"{v} {r.get('rss_growth_mb', r.get('error'))}" for v, r in m.items()))
         lines += ["", "Fresh processes (one per variant; the session is the process's first): "
                   "steady run over the no-profiler process's, and what the PC-sampling session "
-                  "wrote:", "", "| workload | timing only | our PC sampling | floor | samples "
-                  "(in the profile / CUPTI) | PC records | non-user |", "|---|---|---|---|---|---|---|"]
+                  "wrote; triton.profiler's run over its no-profiler run, and each variant's host "
+                  "memory growth:", "", "| workload | timing only | our PC sampling | floor | "
+                  "triton.profiler | samples (in the profile / CUPTI) | PC records | non-user | "
+                  "memory: ours / floor / triton.profiler |", "|---|---|---|---|---|---|---|---|---|"]
         for w, m in report["memory"].items():
             none = m.get("none", {}).get("steady_s")
             def ratio(v):
                 x = m.get(v, {}).get("steady_s")
                 return f"{x / none:.3f}x" if x and none else "-"
             p = m.get("pcs", {})
-            lines.append(f"| {w} | {ratio('timing')} | {ratio('pcs')} | {ratio('floor')} | "
+            t = report.get("triton", {}).get(w, {})
+            n = report.get("none_child", {}).get(w, {})
+            tri = (f"{t['run_s'] / n['run_s']:.1f}x" if "run_s" in t and "run_s" in n
+                   else str(t.get("error", "-")))
+            mem = " / ".join(f"{x['rss_growth_mb']:.0f} MB" if "rss_growth_mb" in x else "-"
+                             for x in (p, m.get("floor", {}), t))
+            lines.append(f"| {w} | {ratio('timing')} | {ratio('pcs')} | {ratio('floor')} | {tri} | "
                          f"{p.get('profile_samples')} / {p.get('samples')} | {p.get('pc_records')} | "
-                         f"{p.get('non_user')} |")
+                         f"{p.get('non_user')} | {mem} |")
     path.write_text("\n".join(lines) + "\n")
 
 
