@@ -260,6 +260,52 @@ def test_viewer_roofline_measured_beside_declared(out_name):
         assert column in roofline.stdout, roofline.stdout
 
 
+RANK_DEVICE_SCRIPT = """
+import json, os, sys, time, torch
+import proton
+early = sys.argv[2] == "early"
+if not early:  # the process made its context on cuda:1 before profiling started
+    torch.cuda.set_device(1)
+    torch.zeros(1, device="cuda")
+proton.start(sys.argv[1], mode="counters")  # early: before any context, as torchrun -m proton
+torch.cuda.set_device(1)
+src = torch.empty(64 << 20, device="cuda")
+dst = torch.empty_like(src)
+torch.mul(src, 1.0, out=dst)
+torch.cuda.synchronize()
+time.sleep(0.002)
+with proton.scope("copy"):
+    for _ in range(10):
+        torch.mul(src, 1.0, out=dst)
+torch.cuda.synchronize()
+time.sleep(0.002)
+proton.finalize()
+print("MOVED", 2 * src.numel() * 4 * 10)
+"""
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+@pytest.mark.parametrize("when", ["early", "late"])
+def test_a_rank_samples_its_own_gpu(tmp_path, when):
+    """PM samples are device-wide: a process working on cuda:1 (a torchrun rank with
+    LOCAL_RANK=1, started before its context or after) must sample GPU 1, not GPU 0."""
+    path = tmp_path / "rank.py"
+    path.write_text(RANK_DEVICE_SCRIPT)
+    name = str(tmp_path / "rank")
+    env = dict(os.environ, LOCAL_RANK="1")
+    res = subprocess.run([sys.executable, str(path), name, when], capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "(device 1)" in res.stderr, res.stderr[-2000:]
+    moved = int(res.stdout.split("MOVED")[1].split()[0])
+    from conftest import load_profile
+    p = load_profile(name)
+    c = biggest(p, p.node("copy"))
+    assert c["metrics"]["device_id"] == 1, c["metrics"]
+    measured = c["metrics"][READ] + c["metrics"][WRITE]
+    assert abs(measured - moved) / moved < 0.05, (measured, moved, p.render())
+
+
 NCU_SCRIPT = """
 import sys, time, torch
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)

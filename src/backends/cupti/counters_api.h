@@ -65,7 +65,9 @@ namespace proton::cupti {
 #define PROTON_COUNTERS_DRIVER(X) \
   X(cuCtxPushCurrent)             \
   X(cuCtxPopCurrent)              \
+  X(cuCtxGetCurrent)              \
   X(cuCtxGetDevice)               \
+  X(cuDeviceGetCount)             \
   X(cuCtxSynchronize)             \
   X(cuDeviceGet)                  \
   X(cuDevicePrimaryCtxRetain)     \

@@ -30,8 +30,8 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   user_error = false;
   api_ = &api;
   sink_ = sink;
-  device_ = 0;
   if (!ensure_profiler_initialized(api, why)) return false;
+  device_ = pm_device(api);
   std::string chip = chip_name(api, device_, why);
   if (chip.empty()) return false;
   std::vector<uint8_t> availability = pm_counter_availability(api, device_);
@@ -65,9 +65,9 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
   interval_us_ = sizes.interval_us;
   object_ = pm_sampling_begin(api, device_, config_image_, metric_ptrs_, sizes, image_, why);
   if (object_ == nullptr) return false;
-  notice = "proton: hardware counters on " + chip + " by PM sampling every " +
-           std::to_string(config.interval_us) + " us (" + std::to_string(metrics_.size()) +
-           " device-wide metrics, one pass, no sync): " +
+  notice = "proton: hardware counters on " + chip + " (device " + std::to_string(device_) +
+           ") by PM sampling every " + std::to_string(config.interval_us) + " us (" +
+           std::to_string(metrics_.size()) + " device-wide metrics, one pass, no sync): " +
            (config.range_profiler ? std::string("'pm:' values per kernel and counter tracks")
                                   : std::string("each sample's counts are split over the kernels "
                                                 "that ran in it (docs/counters.md)"));

@@ -6,7 +6,9 @@
 // into a counter-data image, evaluates each completed sample (start/end timestamps and metric
 // values) and hands them to the RecordProcessor, which gives them to the sessions. Nothing
 // runs on launching threads and nothing synchronises the device. Samples are device-wide:
-// every kernel running during a sample contributes to it. Device 0 only.
+// every kernel running during a sample contributes to it. One device per sampler: the current
+// context's, else LOCAL_RANK's, else 0 (pm_device_for); a process using several GPUs gets the
+// counters of that one only.
 //
 // Threads: start/flush/stop on the session thread; decoding on our worker, serialised with
 // flush by mu_.
@@ -38,8 +40,8 @@ class PmSampler {
   PmSampler() = default;
   ~PmSampler();
 
-  /// Samples device 0 every config.interval_us. Unknown user-named metrics fail with
-  /// `user_error` set and a message listing the chip's metrics.
+  /// Samples the device pm_device() names every config.interval_us. Unknown user-named metrics fail
+  /// with `user_error` set and a message listing the chip's metrics.
   bool start(const CountersApi& api, RecordProcessor* sink, const CounterConfig& config,
              std::string& notice, bool& user_error, std::string& why);
   void flush();  // decodes and delivers what the hardware buffer holds now

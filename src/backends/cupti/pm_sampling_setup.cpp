@@ -46,6 +46,31 @@ PmSizes pm_sizes(uint32_t interval_us) {
   return s;
 }
 
+uint32_t pm_device_for(int context_device, int local_rank, int device_count) {
+  if (context_device >= 0) return static_cast<uint32_t>(context_device);
+  if (local_rank >= 0 && local_rank < device_count) return static_cast<uint32_t>(local_rank);
+  return 0;
+}
+
+uint32_t pm_device(const CountersApi& api) {
+  int context_device = -1;
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  if (api.cuCtxGetCurrent != nullptr && api.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS &&
+      ctx != nullptr && api.cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
+    context_device = static_cast<int>(dev);
+  }
+  int count = 0;
+  if (api.cuDeviceGetCount == nullptr || api.cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
+  int local_rank = -1;
+  if (const char* s = std::getenv("LOCAL_RANK"); s != nullptr && *s != 0) {
+    char* end = nullptr;
+    long v = std::strtol(s, &end, 10);
+    if (end != nullptr && *end == 0 && v >= 0 && v < 1 << 16) local_rank = static_cast<int>(v);
+  }
+  return pm_device_for(context_device, local_rank, count);
+}
+
 std::vector<uint8_t> pm_counter_availability(const CountersApi& api, uint32_t device) {
   std::vector<uint8_t> availability;
   CUpti_PmSampling_GetCounterAvailability_Params p{};

@@ -25,6 +25,16 @@ PmSizes pm_sizes(uint32_t interval_us);
 /// How often the decoding thread empties the hardware buffer.
 inline constexpr uint32_t kPmDecodePeriodMs = 20;
 
+/// The device PM sampling samples (samples are device-wide, one device per sampler): the
+/// device of the calling thread's current context when there is one (`context_device` >= 0);
+/// else `local_rank` (the launcher's LOCAL_RANK, -1 when unset) when it names a visible
+/// device, as a rank of torchrun uses cuda:LOCAL_RANK and `torchrun -m proton` starts before
+/// the script made a context; else device 0.
+uint32_t pm_device_for(int context_device, int local_rank, int device_count);
+
+/// The same, asking the driver and the environment.
+uint32_t pm_device(const CountersApi& api);
+
 /// The device's counter-availability image (empty when CUPTI gives none): the profiler host
 /// needs it to configure PM-sampling metrics.
 std::vector<uint8_t> pm_counter_availability(const CountersApi& api, uint32_t device);
