@@ -301,7 +301,7 @@ def test_a_rank_samples_its_own_gpu(tmp_path, when):
     from conftest import load_profile
     p = load_profile(name)
     c = biggest(p, p.node("copy"))
-    assert c["metrics"]["device_id"] == 1, c["metrics"]
+    assert str(c["metrics"]["device_id"]) == "1", c["metrics"]  # a string in the file, as Triton
     measured = c["metrics"][READ] + c["metrics"][WRITE]
     assert abs(measured - moved) / moved < 0.05, (measured, moved, p.render())
 
