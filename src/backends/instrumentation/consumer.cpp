@@ -14,10 +14,13 @@ void InstrRuntime::consume() {
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty() && stop_) return;
-    // Gather: more launches come in the next moments; one batch copies them all.
+    // Gather: more launches come in the next moments; one batch copies them all. A launch
+    // that fills the batch or the pool's first half may wake this wait once more.
+    consumer_signalled_ = false;
     work_cv_.wait_for(lock, std::chrono::milliseconds(gather_ms_), [&] {
       return stop_ || urgent_ > 0 || queue_.size() >= wake_batch_ || pool_short();
     });
+    consumer_signalled_ = false;
     // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
     // of slices, one event to wait for. None of it runs on the launching thread.
     std::deque<std::unique_ptr<Job>> batch;

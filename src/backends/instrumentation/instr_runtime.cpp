@@ -211,7 +211,8 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
     }
   }
   if (pool != nullptr && ensure_pool(*pool) && need <= pool->size) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
+    // Read the clock only when the ring is full: no clock read on the usual launch.
+    std::chrono::steady_clock::time_point deadline{};
     for (;;) {
       // Slices start at multiples of `alignment` from the pool's base (cuMemAlloc: 256-aligned)
       // and never straddle the ring's end.
@@ -226,6 +227,9 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
         return pool->device + start % pool->size;
       }
       // Full: the GPU is behind the host. Let the consumer free slices, up to a bound.
+      if (deadline == std::chrono::steady_clock::time_point{}) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
+      }
       ++urgent_;
       work_cv_.notify_all();
       const uint64_t waited_from = now_ns();
@@ -322,8 +326,14 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   queue_.push_back(std::move(job));
   ++queued_;
   // Wake the consumer when a batch starts (it then gathers for gather_ms_), when the batch is
-  // full, or when the pool runs short; every other launch returns without a futex call.
-  if (queue_.size() == 1 || queue_.size() == wake_batch_ || pool.over_half()) work_cv_.notify_one();
+  // full, or when the pool runs short; once per wait of the consumer: every other launch
+  // returns without a futex call (with the pool over half full, each launch used to make one
+  // until the consumer ran).
+  if (!consumer_signalled_ &&
+      (queue_.size() == 1 || queue_.size() >= wake_batch_ || pool.over_half())) {
+    consumer_signalled_ = true;
+    work_cv_.notify_one();
+  }
 }
 
 InstrStats InstrRuntime::stats() {

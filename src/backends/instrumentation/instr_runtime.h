@@ -196,6 +196,7 @@ class InstrRuntime {
   // Threads waiting for the consumer now (drain, a full pool): it takes what is queued at once
   // instead of gathering a batch.
   uint32_t urgent_ = 0;
+  bool consumer_signalled_ = false;  // a launch woke the consumer since it last waited
   std::thread consumer_;
   bool stop_ = false;
   InstrStats stats_;
