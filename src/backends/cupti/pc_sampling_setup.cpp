@@ -44,16 +44,48 @@ CUptiResult disable_pc_sampling(const CuptiApi& api, CUcontext ctx) {
   return api.cuptiPCSamplingDisable(&dp);
 }
 
+namespace {
+
+CUptiResult set_attributes(const CuptiApi& api, CUcontext ctx,
+                           CUpti_PCSamplingConfigurationInfo* cfg, size_t n) {
+  CUpti_PCSamplingConfigurationInfoParams cp{};
+  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cp.ctx = ctx;
+  cp.numAttributes = n;
+  cp.pPCSamplingConfigurationInfo = cfg;
+  return api.cuptiPCSamplingSetConfigurationAttribute(&cp);
+}
+
+// The attributes a session chooses (and a paused context takes anew): the period, the scratch
+// and hardware buffers, CUPTI's decode sleep span. Writes kSizeAttributes entries.
+constexpr size_t kSizeAttributes = 4;
+void size_attributes(const PcContinuousSettings& s, CUpti_PCSamplingConfigurationInfo* cfg) {
+  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  cfg[0].attributeData.samplingPeriodData.samplingPeriod = s.period_log2;
+  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+  cfg[1].attributeData.scratchBufferSizeData.scratchBufferSize = s.scratch_bytes;
+  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  cfg[2].attributeData.hardwareBufferSizeData.hardwareBufferSize = s.buffer_bytes;
+  cfg[3].attributeType =
+      CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
+  cfg[3].attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
+      s.sleep_span_ms;
+}
+
+CUptiResult start_collection(const CuptiApi& api, CUcontext ctx) {
+  CUpti_PCSamplingStartParams p{};
+  p.size = CUpti_PCSamplingStartParamsSize;
+  p.ctx = ctx;
+  return api.cuptiPCSamplingStart(&p);
+}
+
+}  // namespace
+
 CUptiResult set_pc_sampling_period(const CuptiApi& api, CUcontext ctx, uint32_t period_log2) {
   CUpti_PCSamplingConfigurationInfo a{};
   a.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
   a.attributeData.samplingPeriodData.samplingPeriod = period_log2;
-  CUpti_PCSamplingConfigurationInfoParams cp{};
-  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
-  cp.ctx = ctx;
-  cp.numAttributes = 1;
-  cp.pPCSamplingConfigurationInfo = &a;
-  return api.cuptiPCSamplingSetConfigurationAttribute(&cp);
+  return set_attributes(api, ctx, &a, 1);
 }
 
 namespace {
@@ -129,49 +161,34 @@ bool enable_continuous_pc_sampling(const CuptiApi& api, CUcontext ctx,
   }
   at_disable.init(pcs_per_call, n);
 
-  std::vector<CUpti_PCSamplingConfigurationInfo> cfg(9, CUpti_PCSamplingConfigurationInfo{});
-  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  cfg[0].attributeData.samplingPeriodData.samplingPeriod = settings.period_log2;
-  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
-  cfg[1].attributeData.stallReasonData.stallReasonCount = n;
-  cfg[1].attributeData.stallReasonData.pStallReasonIndex = reasons.indices.data();
-  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
-  cfg[2].attributeData.scratchBufferSizeData.scratchBufferSize = settings.scratch_bytes;
-  cfg[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
-  cfg[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = settings.buffer_bytes;
-  cfg[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-  cfg[4].attributeData.collectionModeData.collectionMode =
+  std::vector<CUpti_PCSamplingConfigurationInfo> cfg(kSizeAttributes + 5,
+                                                     CUpti_PCSamplingConfigurationInfo{});
+  size_attributes(settings, cfg.data());
+  CUpti_PCSamplingConfigurationInfo* more = cfg.data() + kSizeAttributes;
+  more[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  more[0].attributeData.stallReasonData.stallReasonCount = n;
+  more[0].attributeData.stallReasonData.pStallReasonIndex = reasons.indices.data();
+  more[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  more[1].attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-  cfg[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  cfg[5].attributeData.enableStartStopControlData.enableStartStopControl =
+  more[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  more[2].attributeData.enableStartStopControlData.enableStartStopControl =
       settings.start_stop ? 1 : 0;
-  cfg[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
-  cfg[6].attributeData.outputDataFormatData.outputDataFormat =
+  more[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT;
+  more[3].attributeData.outputDataFormatData.outputDataFormat =
       CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
   // What CUPTI still holds at disable goes here (samples of kernels that ended after the last
   // GetData).
-  cfg[7].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
-  cfg[7].attributeData.samplingDataBufferData.samplingDataBuffer = &at_disable.data;
-  cfg[8].attributeType =
-      CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
-  cfg[8].attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
-      settings.sleep_span_ms;
-  CUpti_PCSamplingConfigurationInfoParams cp{};
-  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
-  cp.ctx = ctx;
-  cp.numAttributes = cfg.size();
-  cp.pPCSamplingConfigurationInfo = cfg.data();
-  r = api.cuptiPCSamplingSetConfigurationAttribute(&cp);
+  more[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  more[4].attributeData.samplingDataBufferData.samplingDataBuffer = &at_disable.data;
+  r = set_attributes(api, ctx, cfg.data(), cfg.size());
   if (r != CUPTI_SUCCESS) {
     std::string which = refused_attribute(cfg, settings);
     return fail(pc_sampling_error(api, "cuptiPCSamplingSetConfigurationAttribute", r) +
                 (which.empty() ? "" : ": " + which));
   }
   if (settings.start_stop) {
-    CUpti_PCSamplingStartParams sp2{};
-    sp2.size = CUpti_PCSamplingStartParamsSize;
-    sp2.ctx = ctx;
-    r = api.cuptiPCSamplingStart(&sp2);
+    r = start_collection(api, ctx);
     if (r != CUPTI_SUCCESS) return fail(pc_sampling_error(api, "cuptiPCSamplingStart", r));
   }
   return true;
@@ -186,28 +203,10 @@ CUptiResult pause_pc_sampling(const CuptiApi& api, CUcontext ctx) {
 
 CUptiResult resume_pc_sampling(const CuptiApi& api, CUcontext ctx,
                                const PcContinuousSettings& settings) {
-  CUpti_PCSamplingConfigurationInfo cfg[4]{};
-  cfg[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-  cfg[0].attributeData.samplingPeriodData.samplingPeriod = settings.period_log2;
-  cfg[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
-  cfg[1].attributeData.scratchBufferSizeData.scratchBufferSize = settings.scratch_bytes;
-  cfg[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
-  cfg[2].attributeData.hardwareBufferSizeData.hardwareBufferSize = settings.buffer_bytes;
-  cfg[3].attributeType =
-      CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
-  cfg[3].attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan =
-      settings.sleep_span_ms;
-  CUpti_PCSamplingConfigurationInfoParams cp{};
-  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
-  cp.ctx = ctx;
-  cp.numAttributes = 4;
-  cp.pPCSamplingConfigurationInfo = cfg;
-  CUptiResult r = api.cuptiPCSamplingSetConfigurationAttribute(&cp);
-  if (r != CUPTI_SUCCESS) return r;
-  CUpti_PCSamplingStartParams p{};
-  p.size = CUpti_PCSamplingStartParamsSize;
-  p.ctx = ctx;
-  return api.cuptiPCSamplingStart(&p);
+  CUpti_PCSamplingConfigurationInfo cfg[kSizeAttributes]{};
+  size_attributes(settings, cfg);
+  CUptiResult r = set_attributes(api, ctx, cfg, kSizeAttributes);
+  return r != CUPTI_SUCCESS ? r : start_collection(api, ctx);
 }
 
 PcGetDataOutcome classify_get_data(CUptiResult result, const CUpti_PCSamplingData& data) {

@@ -23,26 +23,16 @@ TEST(PmDevice, ALocalRankBeyondTheVisibleDevicesMeansOneDevicePerRank) {
   EXPECT_EQ(pm_device_for(-1, -1, 8), 0u);
 }
 
-int g_ctx_device = -1;
-int g_count = 2;
-CUresult fake_get_current(CUcontext* ctx) {
-  *ctx = g_ctx_device >= 0 ? reinterpret_cast<CUcontext>(0x1000) : nullptr;
-  return CUDA_SUCCESS;
-}
-CUresult fake_get_device(CUdevice* dev) {
-  *dev = g_ctx_device;
-  return CUDA_SUCCESS;
-}
-CUresult fake_count(int* n) {
-  *n = g_count;
-  return CUDA_SUCCESS;
-}
+int g_ctx_device = -1;  // the fake driver's current context's device; -1: no context
 
 TEST(PmDevice, AsksTheDriverAndTheEnvironment) {
   CountersApi api;
-  api.cuCtxGetCurrent = fake_get_current;
-  api.cuCtxGetDevice = fake_get_device;
-  api.cuDeviceGetCount = fake_count;
+  api.cuCtxGetCurrent = [](CUcontext* ctx) {
+    *ctx = g_ctx_device >= 0 ? reinterpret_cast<CUcontext>(0x1000) : nullptr;
+    return CUDA_SUCCESS;
+  };
+  api.cuCtxGetDevice = [](CUdevice* dev) { return *dev = g_ctx_device, CUDA_SUCCESS; };
+  api.cuDeviceGetCount = [](int* n) { return *n = 2, CUDA_SUCCESS; };
   const char* saved = std::getenv("LOCAL_RANK");
   std::string keep = saved != nullptr ? saved : "";
   setenv("LOCAL_RANK", "1", 1);
