@@ -36,11 +36,9 @@ PC-sampling session of it saw:
   bench_table_ne / _nt / _e   the same without the empty session / without the timing
                  session / with only the empty session before ours
   late_table     late_import, then the table's order (no bench start)
-  bench_table_nt_nopark   bench_table_nt with sessions that disable at their end (park=0)
   floor_nt / floor_nt_keep   the floor alone: a session, bare kernels, a session; the floor
-                 disabling at stop / pausing with start/stop control (keep_enabled)
-  parked_cost    a bare loop of 5,000 torch launches before any session, after a session
-                 that disabled, and while a session's context is paused (parked)
+                 disabling at stop (no PC records in the second: CUPTI's behaviour) / pausing
+                 with start/stop control (keep_enabled: records kept)
 
     python bench/pc_load_order_probe.py [scenario ...]
 """
@@ -69,12 +67,9 @@ def spin(o, N: tl.constexpr):
 
 o = torch.empty(132 * 8, device="cuda")
 
-# Sessions that disable at their end, as before parking (pcsampling:park=0).
-PCS = "pcsampling:park=0" if sys.argv[1].endswith("_nopark") else "pcsampling"
-
-def empty(mode=None):
+def empty():
     name = os.path.join(tempfile.mkdtemp(), "e")
-    proton.start(name, mode=mode or PCS)
+    proton.start(name, mode="pcsampling")
     proton.finalize()
 
 def mlp_step():
@@ -99,7 +94,7 @@ def run():
         spin[(132 * 8,)](o, N=20000)
     torch.cuda.synchronize()
 
-def ours(label, mode=PCS):
+def ours(label, mode="pcsampling"):
     name = os.path.join(tempfile.mkdtemp(), "p")
     proton.start(name, mode=mode) if mode else proton.start(name)
     run()
@@ -163,27 +158,7 @@ if s in ("floor_nt", "floor_nt_keep"):  # the floor alone: empty, bare kernels, 
     run()
     floor(keep)
     sys.exit(0)
-if s == "parked_cost":  # bare launches before any session, after a disabled one, while parked
-    import time
-    x = torch.zeros(16, device="cuda")
-    def bare():
-        best = float("inf")
-        for _ in range(3):
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            for _ in range(5000):
-                x.add_(1)
-            torch.cuda.synchronize()
-            best = min(best, time.perf_counter() - t)
-        return best * 1e3
-    out = {"scenario": s, "before_ms": bare()}
-    empty("pcsampling:park=0")
-    out["after_disable_ms"] = bare()
-    empty("pcsampling")
-    out["while_parked_ms"] = bare()
-    print(json.dumps(out), flush=True)
-    sys.exit(0)
-if s.startswith("bench_table_nt"):  # _nopark too
+if s == "bench_table_nt":
     empty()
     run()
 if s in ("bench_table", "late_table"):  # the table's order: settings, no profiler, timing, ours
@@ -236,7 +211,7 @@ scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_
                              "pcs_timing", "bench_start", "bench_no_pck", "bench_no_warm",
                              "late_import", "bench_late", "bench_table", "bench_table_ne",
                              "bench_table_nt", "bench_table_e", "late_table",
-                             "bench_table_nt_nopark", "floor_nt", "floor_nt_keep", "parked_cost"]
+                             "floor_nt", "floor_nt_keep"]
 for s in scenarios:
     bench_dir = str(pathlib.Path(__file__).resolve().parent)
     r = subprocess.run([sys.executable, str(child), s, bench_dir], capture_output=True,
