@@ -32,6 +32,11 @@ void InstrRuntime::consume() {
         queue_.pop_front();
       }
     }
+    for (auto& job : batch) {
+      if (!job->launch_ok || job->function == 0) continue;
+      auto k = kernels_.find(job->function);
+      if (k != kernels_.end()) job->kernel = k->second;
+    }
     const bool rebind = generation != api_generation_;  // first batch, or a new device API
     generation = api_generation_;
     lock.unlock();
@@ -75,15 +80,29 @@ void InstrRuntime::decode_batches() {
     decode_cv_.wait(lock, [&] { return !decode_queue_.empty(); });
     std::unique_ptr<Copied> c = std::move(decode_queue_.front());
     decode_queue_.pop_front();
+    RegionSink* sink = sink_;
     lock.unlock();
+    // Counted here and added once per batch: a lock and the shared counters' lines per launch
+    // would be taken from the launching thread's side as often.
+    DecodeCounts counts;
     const uint64_t t0 = now_ns();
     uint64_t deliver = 0;
     for (auto& job : c->jobs)
-      deliver += finish(*job, *c);
+      deliver += finish(*job, *c, sink, counts);
     const uint64_t t1 = now_ns();
     lock.lock();
     stats_.decode_ns += t1 - t0 - deliver;
     stats_.deliver_ns += deliver;
+    stats_.decoded += counts.decoded;
+    stats_.samples += counts.samples;
+    stats_.wrapped_units += counts.wrapped_units;
+    stats_.overwritten_events += counts.overwritten_events;
+    stats_.unmatched_events += counts.unmatched_events;
+    stats_.corrupt_ctas += counts.corrupt_ctas;
+    stats_.copy_errors += counts.copy_errors;
+    stats_.unknown_kernels += counts.unknown_kernels;
+    for (auto& e : counts.errors)
+      if (errors_.size() < 8) errors_.push_back(std::move(e));
     for (auto& job : c->jobs) {
       if (job->launched) free_events_.push_back(job->launched);
       job->kernel.reset();
@@ -272,18 +291,16 @@ void InstrRuntime::copy_back(Copied& c, void* copied) {
   if (failed != nullptr) note_copy_error(failed);
 }
 
-uint64_t InstrRuntime::finish(Job& job, const Copied& c) {
+uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts) {
   // Runs on the decoder thread without mu_, on the batch's host staging (the device slices may
   // already be handed out again).
   if (!job.launch_ok) return 0;  // counted at the launch
   if (!job.ok) {
-    std::lock_guard lock(mu_);
-    ++stats_.copy_errors;
+    ++counts.copy_errors;
     return 0;
   }
   if (!job.kernel) {
-    std::lock_guard lock(mu_);
-    ++stats_.unknown_kernels;
+    ++counts.unknown_kernels;
     return 0;
   }
   const KernelInfo& k = *job.kernel;
@@ -298,19 +315,14 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c) {
     // A slice smaller than one CTA's header: the decoder says so.
     r = decode_scratch({}, k.layout);
   }
-  RegionSink* sink;
-  {
-    std::lock_guard lock(mu_);
-    ++stats_.decoded;
-    stats_.samples += r.samples.size();
-    stats_.wrapped_units += r.wrapped_units;
-    stats_.overwritten_events += r.overwritten_events;
-    stats_.unmatched_events += r.unmatched_events;
-    stats_.corrupt_ctas += r.corrupt_ctas;
-    for (auto& e : r.errors)
-      if (errors_.size() < 8) errors_.push_back(e);
-    sink = sink_;
-  }
+  ++counts.decoded;
+  counts.samples += r.samples.size();
+  counts.wrapped_units += r.wrapped_units;
+  counts.overwritten_events += r.overwritten_events;
+  counts.unmatched_events += r.unmatched_events;
+  counts.corrupt_ctas += r.corrupt_ctas;
+  for (auto& e : r.errors)
+    if (counts.errors.size() < 8) counts.errors.push_back(e);
   if (sink == nullptr) return 0;
   const uint64_t t0 = now_ns();
   sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());

@@ -309,8 +309,7 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   } else {
     ++stats_.launches;
     stats_.bytes_reserved += job->bytes;
-    auto k = kernels_.find(function);
-    if (k != kernels_.end()) job->kernel = k->second;
+    job->function = function;
   }
   if (launched && stream == kPerThreadStream) {
     // Only this thread can name its per-thread stream: the one case with a driver call here.

@@ -153,8 +153,14 @@ class InstrRuntime {
     size_t bytes = 0;
   };
   bool stage(Staging& s, size_t bytes);
-  // Decodes and delivers (decoder thread); returns the ns spent delivering.
-  uint64_t finish(Job& job, const Copied& c);
+  // What a batch's decodes add to stats_ (and errors_), added once per batch.
+  struct DecodeCounts {
+    uint64_t decoded = 0, samples = 0, wrapped_units = 0, overwritten_events = 0;
+    uint64_t unmatched_events = 0, corrupt_ctas = 0, copy_errors = 0, unknown_kernels = 0;
+    std::vector<std::string> errors;
+  };
+  // Decodes and delivers to `sink` (decoder thread, without mu_); returns the ns delivering.
+  uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts);
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
 

@@ -44,6 +44,9 @@ struct InstrRuntime::Job {
   uint64_t offset = 0;   // ring offset of the slice
   uint64_t end = 0;      // ring offset after it (tail moves here when done)
   uint64_t bytes = 0;
+  uint64_t function = 0;  // the launch's CUfunction (0: unknown)
+  // Looked up by the consumer when it takes the batch: the launching thread neither searches
+  // the kernels nor touches the shared count, which the decoder's release would bounce back.
   std::shared_ptr<const KernelInfo> kernel;
   ContextId ctx = 0;
   uint64_t sessions = 0;
