@@ -67,7 +67,7 @@ void InstrRuntime::consume() {
     // The slices are back on the host (or lost, and counted): the ring can hand them out again
     // while the decoder works on the copies.
     for (auto& job : c->jobs)
-      job->pool->tail = std::max(job->pool->tail, job->end);
+      job->pool->give_back(job->offset);
     done_cv_.notify_all();
     decode_queue_.push_back(std::move(c));
     decode_cv_.notify_one();

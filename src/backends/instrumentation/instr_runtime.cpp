@@ -197,7 +197,12 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
     throw std::invalid_argument("profile scratch alignment must be a power of two <= 4096");
   const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
   std::unique_lock lock(mu_);
-  t_pending.valid = false;
+  if (t_pending.valid) {
+    // This thread's last slice never reached a launch's exit (the launch failed in Python
+    // before the driver call, so no kernel writes it): give it back.
+    if (Pool* old = live_pool(t_pending.pool)) old->give_back(t_pending.offset);
+    t_pending.valid = false;
+  }
   std::string why;
   if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
   const bool via_callback = exit_via_callback_.load(std::memory_order_relaxed);
@@ -223,6 +228,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
         t_pending = {true, pool, start, start + need, need};
         if (via_callback) hot::this_thread().instr_pending = true;
         pool->head = start + need;
+        pool->inflight.push(start, start + need);
         stats_.max_in_flight_bytes = std::max(stats_.max_in_flight_bytes, pool->head - pool->tail);
         return pool->device + start % pool->size;
       }
@@ -236,6 +242,23 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       const bool timed_out = done_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
       stats_.full_wait_ns += now_ns() - waited_from;
       --urgent_;
+      const Pool::Inflight::Slice* oldest = pool->inflight.oldest();
+      if (timed_out && oldest != nullptr && !oldest->queued) {
+        // The oldest slice out holds the tail and its launch never reached its exit. Seen so
+        // for abandon_after_ms across full waits, its thread ended between the allocator and
+        // the launch: give it up rather than stall every launch (the clock is read only here).
+        const uint64_t offset = oldest->offset;
+        const uint64_t now = now_ns();
+        if (pool->stuck_offset != offset) {
+          pool->stuck_offset = offset;
+          pool->stuck_since_ns = now;
+        } else if (now - pool->stuck_since_ns >= uint64_t{abandon_after_ms} * 1'000'000) {
+          pool->give_back(offset);
+          ++stats_.abandoned_slices;
+          deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
+          continue;
+        }
+      }
       if (timed_out) break;
     }
   }
@@ -251,6 +274,12 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
   }
   t_pending = {true, nullptr, 0, 0, need};
   return discard_;
+}
+
+InstrRuntime::Pool* InstrRuntime::live_pool(void* pool) {
+  for (auto& entry : pools_)
+    if (entry.second.get() == pool) return entry.second.get();
+  return nullptr;
 }
 
 void InstrRuntime::note_copy_error(const char* stage) {
@@ -282,6 +311,9 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   t_pending.valid = false;
   if (t_pending.pool == nullptr) return;  // discard slice: already counted as an overflow
   std::lock_guard lock(mu_);
+  Pool* live = live_pool(t_pending.pool);
+  if (live == nullptr) return;  // its session closed in between: nothing to copy into
+  if (Pool::Inflight::Slice* slice = live->inflight.find(t_pending.offset)) slice->queued = true;
   // Jobs are recycled by the consumer: no heap allocation per launch in steady state.
   std::unique_ptr<Job> job;
   if (!free_jobs_.empty()) {

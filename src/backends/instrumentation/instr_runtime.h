@@ -73,6 +73,9 @@ struct InstrStats {
   uint64_t decode_ns = 0;
   uint64_t deliver_ns = 0;
   uint64_t full_wait_ns = 0;
+  // Slices handed out whose launch never reached its exit within a full pool's wait (their
+  // thread ended in between), given up so that the ring goes on.
+  uint64_t abandoned_slices = 0;
 };
 
 /// Where decoded launches go (the session runtime; tests pass their own).
@@ -133,6 +136,9 @@ class InstrRuntime {
   InstrStats stats();
   std::vector<std::string> errors();  // first few decode errors, for the user
   uint32_t overflow_wait_ms = 1000;
+  /// A slice handed out whose launch has not reached its exit for this long, found holding a
+  /// full pool's tail, is given up (its thread ended in between; counted in abandoned_slices).
+  uint32_t abandon_after_ms = 2000;
 
  private:
   struct Pool;
@@ -162,6 +168,7 @@ class InstrRuntime {
   // Decodes and delivers to `sink` (decoder thread, without mu_); returns the ns delivering.
   uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts);
   void* take_event();                       // requires mu_
+  Pool* live_pool(void* pool);              // requires mu_: `pool` if still open, else null
   void note_copy_error(const char* stage);  // requires mu_
 
   std::mutex mu_;  // guards everything below but the atomics; never held across a decode
