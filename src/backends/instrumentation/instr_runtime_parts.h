@@ -59,14 +59,14 @@ struct InstrRuntime::Pool {
       return nullptr;
     }
     /// Drops the leading slices that are back; returns the end of the last one dropped (or
-    /// `tail` when none was).
-    uint64_t release(uint64_t tail) {
+    /// `from` when none was).
+    uint64_t release(uint64_t from) {
       while (count_ > 0 && at(0).back) {
-        tail = std::max(tail, at(0).end);
+        from = std::max(from, at(0).end);
         first_ = (first_ + 1) & (slots_.size() - 1);
         --count_;
       }
-      return tail;
+      return from;
     }
     const Slice* oldest() const {
       return count_ > 0 ? &slots_[first_ & (slots_.size() - 1)] : nullptr;
