@@ -133,6 +133,77 @@ void launch(const ScratchBuilder& b, uint64_t function, int n, uint64_t stream, 
   }
 }
 
+/// `n` launches of `bytes` with nothing written, each drained before the next: only the ring
+/// moves (the kernel is unknown, so nothing is decoded).
+void launch_and_drain(int n, uint64_t function, uint64_t session, uint64_t bytes = 1000) {
+  InstrRuntime& rt = InstrRuntime::get();
+  for (int i = 0; i < n; ++i) {
+    rt.alloc(bytes, 128, 0);
+    rt.launch_exit(function, 0, 0, session);
+    rt.drain();
+  }
+}
+
+/// A slice of `bytes` held by another thread between its allocator and its launch's exit, until
+/// release() (or the end of the scope).
+class HeldSlice {
+ public:
+  HeldSlice(uint64_t bytes, uint64_t function, uint64_t session)
+      : thread_([=, this] {
+          uint64_t p = InstrRuntime::get().alloc(bytes, 128, 0);
+          std::unique_lock l(m_);
+          address_ = p;
+          held_ = true;
+          cv_.notify_all();
+          cv_.wait(l, [&] { return release_; });
+          l.unlock();
+          InstrRuntime::get().launch_exit(function, 0, 0, session);
+        }) {
+    std::unique_lock l(m_);
+    cv_.wait(l, [&] { return held_; });
+  }
+  ~HeldSlice() { release(); }
+  uint64_t address() const { return address_; }
+  void release() {
+    {
+      std::lock_guard l(m_);
+      release_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool held_ = false, release_ = false;
+  uint64_t address_ = 0;
+  std::thread thread_;
+};
+
+/// The ring's hand-out and give-back: a fresh fake device, one session's pool, torn down after.
+class Ring : public ::testing::Test {
+ protected:
+  void open(uint32_t session, uint64_t pool_bytes, uint32_t wait_ms = 0) {
+    fresh_runtime(&sink_, wait_ms);
+    session_ = session;
+    rt.open(session, pool_bytes);
+    before = rt.stats();
+  }
+  void TearDown() override {
+    rt.abandon_after_ms = 2000;
+    rt.close(session_);
+    rt.set_sink(nullptr);
+  }
+  uint64_t mask() const { return uint64_t{1} << session_; }
+  InstrRuntime& rt = InstrRuntime::get();
+  InstrStats before;
+
+ private:
+  CollectingSink sink_;
+  uint32_t session_ = 0;
+};
+
 TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
   InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
@@ -180,152 +251,72 @@ TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
   rt.set_sink(nullptr);
 }
 
-TEST(InstrRuntime, FullPoolOverflowsToADiscardSliceAndCounts) {
-  InstrRuntime& rt = InstrRuntime::get();
-  CollectingSink sink;
-  fresh_runtime(&sink);
-  rt.open(1, 1024);
-  InstrStats before = rt.stats();
+TEST_F(Ring, FullPoolOverflowsToADiscardSliceAndCounts) {
+  open(1, 1024);
   // Another thread's launch holds the whole pool (1024) between its allocator and its exit.
-  std::mutex m;
-  std::condition_variable cv;
-  bool held = false, release = false;
-  uint64_t a = 0;
-  std::thread other([&] {
-    uint64_t p = rt.alloc(1000, 128, 0);
-    std::unique_lock l(m);
-    a = p;
-    held = true;
-    cv.notify_all();
-    cv.wait(l, [&] { return release; });
-    rt.launch_exit(0x1, 0, 0, 0b10);
-  });
-  {
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return held; });
-  }
+  HeldSlice held(1000, 0x1, mask());
+  const uint64_t a = held.address();
   uint64_t c = rt.alloc(1000, 128, 0);  // a still in flight -> discard
   EXPECT_NE(a, 0u);
   EXPECT_NE(c, 0u);
   EXPECT_NE(a, c);
-  rt.launch_exit(0x1, 0, 0, 0b10);           // the discard launch: nothing queued
+  rt.launch_exit(0x1, 0, 0, mask());         // the discard launch: nothing queued
   uint64_t big = rt.alloc(1 << 20, 128, 0);  // larger than the pool: discard, grown
   EXPECT_NE(big, 0u);
-  rt.launch_exit(0x1, 0, 0, 0b10);
+  rt.launch_exit(0x1, 0, 0, mask());
   InstrStats after = rt.stats();
   EXPECT_EQ(after.overflows - before.overflows, 2u);
   EXPECT_EQ(after.launches, before.launches);
-  {
-    std::lock_guard l(m);
-    release = true;
-  }
-  cv.notify_all();
-  other.join();
+  held.release();
   rt.drain();
-  rt.close(1);
-  rt.set_sink(nullptr);
 }
 
 // Several launching threads: a slice handed out and not yet queued (its thread between the
 // allocator and the launch's exit) must not be given back by the copy of a later slice queued
 // first, or the ring hands it out again while its kernel may still write it.
-TEST(InstrRuntime, ASliceNotYetQueuedIsNeverHandedOutAgain) {
-  InstrRuntime& rt = InstrRuntime::get();
-  CollectingSink sink;
-  fresh_runtime(&sink);  // a full pool overflows at once
-  rt.open(7, 4096);      // four 1024-byte slices
-  const uint64_t bytes = 1000;
-  const uint64_t session = uint64_t{1} << 7;
-  std::mutex m;
-  std::condition_variable cv;
-  bool a_has = false, a_go = false;
-  uint64_t a_slice = 0;
-  std::thread a([&] {
-    uint64_t p = rt.alloc(bytes, 128, 0);
-    {
-      std::lock_guard l(m);
-      a_slice = p;
-      a_has = true;
-    }
-    cv.notify_all();
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return a_go; });
-    rt.launch_exit(0x7, 0, 0, session);
-  });
-  {
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return a_has; });
-  }
-  InstrStats before = rt.stats();
+TEST_F(Ring, ASliceNotYetQueuedIsNeverHandedOutAgain) {
+  open(7, 4096);  // four 1024-byte slices; a full pool overflows at once
+  HeldSlice held(1000, 0x7, mask());
+  const uint64_t a_slice = held.address();
   for (int i = 0; i < 8; ++i) {
-    uint64_t p = rt.alloc(bytes, 128, 0);
+    uint64_t p = rt.alloc(1000, 128, 0);
     EXPECT_FALSE(p >= a_slice && p < a_slice + 1024) << "launch " << i << " got thread A's slice";
-    rt.launch_exit(0x7, 0, 0, session);
+    rt.launch_exit(0x7, 0, 0, mask());
     rt.drain();
   }
   InstrStats waited = rt.stats();
   EXPECT_GT(waited.overflows - before.overflows, 0u) << "the ring stopped at A's slice";
   EXPECT_EQ(waited.abandoned_slices, before.abandoned_slices);
-  {
-    std::lock_guard l(m);
-    a_go = true;
-  }
-  cv.notify_all();
-  a.join();
+  held.release();
   rt.drain();
-  // A's launch was queued and copied: the ring goes round again.
-  for (int i = 0; i < 8; ++i) {
-    rt.alloc(bytes, 128, 0);
-    rt.launch_exit(0x7, 0, 0, session);
-    rt.drain();
-  }
+  launch_and_drain(8, 0x7, mask());  // A's launch was copied back: the ring goes round again
   EXPECT_EQ(rt.stats().overflows, waited.overflows);
-  rt.close(7);
-  rt.set_sink(nullptr);
 }
 
 // A thread that ended between the allocator and its launch leaves a slice no exit will ever
 // queue: once it has held a full ring's tail for abandon_after_ms it is given up and counted.
-TEST(InstrRuntime, ASliceWhoseThreadEndedIsGivenUpAfterAWhile) {
-  InstrRuntime& rt = InstrRuntime::get();
-  CollectingSink sink;
-  fresh_runtime(&sink, /*wait_ms=*/5);
+TEST_F(Ring, ASliceWhoseThreadEndedIsGivenUpAfterAWhile) {
+  open(8, 4096, /*wait_ms=*/5);
   rt.abandon_after_ms = 20;
-  rt.open(8, 4096);
-  const uint64_t session = uint64_t{1} << 8;
   std::thread([&] { rt.alloc(1000, 128, 0); }).join();  // no exit, and the thread is gone
-  InstrStats before = rt.stats();
-  uint64_t overflows_late = 0;
-  for (int i = 0; i < 40; ++i) {
-    rt.alloc(1000, 128, 0);
-    rt.launch_exit(0x8, 0, 0, session);
-    rt.drain();
-    if (i == 30) overflows_late = rt.stats().overflows;
-  }
+  launch_and_drain(31, 0x8, mask());
+  const uint64_t overflows_late = rt.stats().overflows;
+  launch_and_drain(9, 0x8, mask());
   InstrStats after = rt.stats();
   EXPECT_EQ(after.abandoned_slices - before.abandoned_slices, 1u);
   EXPECT_EQ(after.overflows, overflows_late) << "the ring goes round once it was given up";
-  rt.abandon_after_ms = 2000;
-  rt.close(8);
-  rt.set_sink(nullptr);
 }
 
 // A slice whose launch never reached the driver (it failed in Python between the allocator and
 // the launch) is given back at the thread's next allocation: no kernel writes it.
-TEST(InstrRuntime, ASliceTheSameThreadNeverLaunchedIsReused) {
-  InstrRuntime& rt = InstrRuntime::get();
-  CollectingSink sink;
-  fresh_runtime(&sink);
-  rt.open(9, 1024);
-  InstrStats before = rt.stats();
+TEST_F(Ring, ASliceTheSameThreadNeverLaunchedIsReused) {
+  open(9, 1024);
   uint64_t a = rt.alloc(1000, 128, 0);
   uint64_t b = rt.alloc(1000, 128, 0);  // no exit for a
   EXPECT_EQ(a, b);
-  rt.launch_exit(0x9, 0, 0, uint64_t{1} << 9);
+  rt.launch_exit(0x9, 0, 0, mask());
   rt.drain();
   EXPECT_EQ(rt.stats().overflows, before.overflows);
-  rt.close(9);
-  rt.set_sink(nullptr);
 }
 
 TEST(InstrRuntime, UnknownKernelIsCountedNotDecoded) {
