@@ -24,7 +24,6 @@ thread_local struct {
   bool valid = false;
   void* pool = nullptr;
   uint64_t offset = 0;
-  uint64_t end = 0;
   uint64_t bytes = 0;
 } t_pending;
 
@@ -225,7 +224,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       uint64_t pos = head % pool->size;
       uint64_t start = pos + need <= pool->size ? head : head + (pool->size - pos);
       if (start + need - pool->tail <= pool->size) {
-        t_pending = {true, pool, start, start + need, need};
+        t_pending = {true, pool, start, need};
         if (via_callback) hot::this_thread().instr_pending = true;
         pool->head = start + need;
         pool->inflight.push(start, start + need);
@@ -255,7 +254,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
         } else if (now - pool->stuck_since_ns >= uint64_t{abandon_after_ms} * 1'000'000) {
           pool->give_back(offset);
           ++stats_.abandoned_slices;
-          deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
+          deadline = {};  // a fresh wait, should the ring still be full
           continue;
         }
       }
@@ -272,7 +271,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
     discard_bytes_ = discard_ != 0 ? need : 0;
     if (discard_ == 0) throw std::runtime_error("backend='instrumentation': out of device memory");
   }
-  t_pending = {true, nullptr, 0, 0, need};
+  t_pending = {true, nullptr, 0, need};
   return discard_;
 }
 
@@ -323,9 +322,8 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   } else {
     job = std::make_unique<Job>();
   }
-  job->pool = static_cast<Pool*>(t_pending.pool);
+  job->pool = live;
   job->offset = t_pending.offset;
-  job->end = t_pending.end;
   job->bytes = t_pending.bytes;
   job->ctx = ctx;
   uint64_t open = 0;

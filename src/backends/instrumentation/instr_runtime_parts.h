@@ -68,9 +68,7 @@ struct InstrRuntime::Pool {
       }
       return from;
     }
-    const Slice* oldest() const {
-      return count_ > 0 ? &slots_[first_ & (slots_.size() - 1)] : nullptr;
-    }
+    const Slice* oldest() const { return count_ > 0 ? &slots_[first_] : nullptr; }
 
    private:
     Slice& at(size_t i) { return slots_[(first_ + i) & (slots_.size() - 1)]; }
@@ -110,8 +108,7 @@ struct InstrRuntime::Copied {
 
 struct InstrRuntime::Job {
   Pool* pool = nullptr;  // nullptr: the discard slice (not decoded)
-  uint64_t offset = 0;   // ring offset of the slice
-  uint64_t end = 0;      // ring offset after it (tail moves here when done)
+  uint64_t offset = 0;   // ring offset of the slice (its end is in the pool's Inflight)
   uint64_t bytes = 0;
   uint64_t function = 0;  // the launch's CUfunction (0: unknown)
   // Looked up by the consumer when it takes the batch: the launching thread neither searches
