@@ -12,31 +12,56 @@ void InstrRuntime::consume() {
   uint64_t generation = 0;  // of the device API whose context this thread has bound
   std::unique_lock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty() && stop_) return;
+    // Said before looking (seq_cst, as the launches' record and their look at the flag): a
+    // launch either sees the flag down and wakes this wait, or its record is seen here.
+    signalled_.store(false, std::memory_order_seq_cst);
+    work_cv_.wait(lock, [&] { return stop_ || records_waiting() > 0; });
+    if (stop_ && records_waiting() == 0) return;
     // Gather: more launches come in the next moments; one batch copies them all. A launch
     // that fills the batch or the pool's first half may wake this wait once more.
-    consumer_signalled_ = false;
+    signalled_.store(false, std::memory_order_seq_cst);
     work_cv_.wait_for(lock, std::chrono::milliseconds(gather_ms_), [&] {
-      return stop_ || urgent_ > 0 || queue_.size() >= wake_batch_ || pool_short();
+      return stop_ || urgent_ > 0 || records_waiting() >= wake_batch_ || pool_short();
     });
-    consumer_signalled_ = false;
-    // Everything queued so far is one batch: one wait per launch, one copy per contiguous run
-    // of slices, one event to wait for. None of it runs on the launching thread.
+    // What the queues hold now is one batch: one wait per launch stream, one copy per
+    // contiguous run of slices, one event to wait for. None of it runs on a launching thread.
     std::deque<std::unique_ptr<Job>> batch;
-    if (queue_.size() <= kMaxBatch) {
-      batch.swap(queue_);
-    } else {
-      for (size_t i = 0; i < kMaxBatch; ++i) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+    for (const auto& q : queues_) {
+      q->take(kMaxBatch - batch.size(), [&](const LaunchRecord& r) {
+        std::unique_ptr<Job> job;
+        if (!free_jobs_.empty()) {
+          job = std::move(free_jobs_.back());
+          free_jobs_.pop_back();
+          *job = Job{};
+        } else {
+          job = std::make_unique<Job>();
+        }
+        job->pool = static_cast<Pool*>(r.pool);
+        job->queue = q.get();
+        job->key = r.key;
+        job->offset = r.start;
+        job->bytes = r.bytes;
+        job->function = r.function;
+        job->ctx = r.ctx;
+        job->sessions = r.sessions;
+        job->stream = r.stream;
+        job->launched = r.launched;
+        job->launch_ok = r.launch_ok;
+        job->ok = r.launch_ok && r.event_ok;
+        if (r.launch_ok) {
+          ++stats_.launches;
+          stats_.bytes_reserved += r.bytes;
+          stats_.max_in_flight_bytes = std::max(stats_.max_in_flight_bytes, r.in_flight);
+          auto k = kernels_.find(r.function);
+          if (r.function != 0 && k != kernels_.end()) job->kernel = k->second;
+        } else {
+          ++stats_.failed_launches;  // queued all the same (the ring gives back in order)
+        }
+        batch.push_back(std::move(job));
+      });
+      if (batch.size() >= kMaxBatch) break;
     }
-    for (auto& job : batch) {
-      if (!job->launch_ok || job->function == 0) continue;
-      auto k = kernels_.find(job->function);
-      if (k != kernels_.end()) job->kernel = k->second;
-    }
+    if (batch.empty()) continue;
     const bool rebind = generation != api_generation_;  // first batch, or a new device API
     generation = api_generation_;
     lock.unlock();
@@ -61,13 +86,13 @@ void InstrRuntime::consume() {
     const uint64_t t0 = now_ns();
     copy_back(*c, copied);
     const uint64_t t1 = now_ns();
-    lock.lock();
-    ++stats_.batches;
-    stats_.copy_wait_ns += t1 - t0;
     // The slices are back on the host (or lost, and counted): the ring can hand them out again
     // while the decoder works on the copies.
     for (auto& job : c->jobs)
-      job->pool->give_back(job->offset);
+      job->pool->ring.give_back(job->key);
+    lock.lock();
+    ++stats_.batches;
+    stats_.copy_wait_ns += t1 - t0;
     done_cv_.notify_all();
     decode_queue_.push_back(std::move(c));
     decode_cv_.notify_one();
@@ -105,11 +130,15 @@ void InstrRuntime::decode_batches() {
       if (errors_.size() < 8) errors_.push_back(std::move(e));
     for (auto& job : c->jobs) {
       if (job->launched) free_events_.push_back(job->launched);
+      ++job->queue->finished;
       job->kernel.reset();
       free_jobs_.push_back(std::move(job));
     }
-    finished_ += c->jobs.size();
     c->jobs.clear();
+    // The queues of threads that ended, once every record of theirs is done.
+    std::erase_if(queues_, [](const std::shared_ptr<LaunchQueue>& q) {
+      return q->writer_gone.load(std::memory_order_acquire) && q->finished == q->written();
+    });
     free_copied_.push_back(std::move(c));
     copied_cv_.notify_one();
     done_cv_.notify_all();
@@ -118,7 +147,7 @@ void InstrRuntime::decode_batches() {
 
 bool InstrRuntime::pool_short() const {
   for (const auto& entry : pools_)
-    if (entry.second->over_half()) return true;
+    if (entry.second->ring.over_half()) return true;
   return false;
 }
 
@@ -174,7 +203,7 @@ void InstrRuntime::plan_runs(Copied& c) {
     const uint32_t header = kHeaderFixedBytes + 4 * layout.num_warps;
     job->rows = slice >= header ? job->bytes / slice : 0;
     if (job->rows == 0) continue;  // the decoder reports a slice too small for its header
-    const uint64_t device = job->pool->device + job->offset % job->pool->size;
+    const uint64_t device = job->pool->device + job->offset % job->pool->size();
     if (!c.runs.empty() && c.run_kernels.back() == job->kernel.get() &&
         c.runs.back().device + c.runs.back().rows * slice == device) {
       job->run = c.runs.size() - 1;

@@ -1,22 +1,26 @@
 // The runtime side of intra-kernel instrumentation: device pools, the per-launch hand-out, the
 // asynchronous copy-back and the consumer thread that decodes and aggregates.
 //
-// Per launch (the launching thread, no host round trip, no driver call, no heap allocation in
-// steady state):
-//   alloc()        Triton's launcher asks for the launch's profile scratch: a bump of the ring
-//                  pool's head under one uncontended mutex, remembered in a thread-local until
+// Per launch (the launching thread: no lock, no host round trip, no driver call, no heap
+// allocation in steady state):
+//   alloc()        Triton's launcher asks for the launch's profile scratch: a compare-and-swap
+//                  on the pool ring's head (slice_ring.h), remembered in a thread-local until
 //                  the launch returns;
-//   launch_exit()  hands the job to the consumer: from the CUPTI launch callback at the launch
-//                  API's exit when kernel timing runs beside (no Python), else from Triton's
-//                  launch-exit hook.
-// The consumer takes the queued jobs as a batch: records one event per launch stream after the
-// launches (they were submitted before their jobs were queued) and makes our copy stream wait
-// for it, then copies back only what the warps wrote (compact_copy.h: headers first, then the
-// written part of every segment, as strided copies over runs of contiguous slices) and moves
-// the ring's tail. A decoder thread decodes the copied batch and adds region totals under each
-// kernel's node while the consumer copies the next one (up to kCopies batches in flight).
-// When the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes
-// into a discard slice instead: counted as an overflow, never a crash.
+//   launch_exit()  writes the launch's record into the thread's own queue (launch_queue.h):
+//                  from the CUPTI launch callback at the launch API's exit when kernel timing
+//                  runs beside (no Python), else from Triton's launch-exit hook.
+// The launching thread shares no lock and no line per launch with the consumer or decoder
+// threads: it wakes the consumer (through the mutex) once per batch, and takes the mutex only
+// on the rare paths (the first launch of a pool, a full ring or queue, a per-thread stream).
+// The consumer takes the queued records as a batch: records one event per launch stream after
+// the launches (they were submitted before their records were queued) and makes our copy
+// stream wait for it, then copies back only what the warps wrote (compact_copy.h: headers
+// first, then the written part of every segment, as strided copies over runs of contiguous
+// slices) and gives the slices back to the ring. A decoder thread decodes the copied batch and
+// adds region totals under each kernel's node while the consumer copies the next one (up to
+// kCopies batches in flight). When the ring is full a launch waits for the consumer up to
+// `overflow_wait_ms`, then writes into a discard slice instead: counted as an overflow, never
+// a crash.
 #pragma once
 
 #include <atomic>
@@ -32,10 +36,13 @@
 
 #include "backends/instrumentation/compact_copy.h"
 #include "backends/instrumentation/device_api.h"
+#include "backends/instrumentation/launch_queue.h"
 #include "backends/instrumentation/scratch_decoder.h"
 #include "common/ids.h"
 
 namespace proton::instr {
+
+struct ThreadSide;  // instr_runtime_parts.h
 
 /// How to decode and name one compiled kernel's regions.
 struct KernelInfo {
@@ -148,9 +155,18 @@ class InstrRuntime {
   ~InstrRuntime();
   bool ensure_device(std::string& why);  // requires mu_
   bool ensure_pool(Pool& pool);          // requires mu_
+  // The launch side's paths that take mu_: the first launch of a pool, a full ring (waits for
+  // the consumer), a paused session or none (the discard slice).
+  uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
+  uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
+  void choose_active_pool();                           // requires mu_
+  LaunchQueue& thread_queue();  // the calling thread's queue, registered at its first launch
+  friend struct ThreadSide;
+  static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
   void consume();
   void decode_batches();                    // the decoder thread
   bool pool_short() const;                  // requires mu_: some pool is over half in flight
+  uint64_t records_waiting() const;         // requires mu_: records no batch has taken yet
   void copy_back(Copied& c, void* copied);  // consumer thread
   void order_after_launches(std::deque<std::unique_ptr<Job>>& batch, const char*& failed);
   void plan_runs(Copied& c);
@@ -168,7 +184,6 @@ class InstrRuntime {
   // Decodes and delivers to `sink` (decoder thread, without mu_); returns the ns delivering.
   uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts);
   void* take_event();                       // requires mu_
-  Pool* live_pool(void* pool);              // requires mu_: `pool` if still open, else null
   void note_copy_error(const char* stage);  // requires mu_
 
   std::mutex mu_;  // guards everything below but the atomics; never held across a decode
@@ -183,8 +198,15 @@ class InstrRuntime {
   RegionSink* sink_ = nullptr;
   void* copy_stream_ = nullptr;
   std::map<uint32_t, std::unique_ptr<Pool>> pools_;
+  // The pool launches reserve in without mu_: the lowest open session's, once its device
+  // memory exists (null: none; launches then take alloc_slow).
+  std::atomic<Pool*> active_{nullptr};
+  std::atomic<uint64_t> open_mask_{0};  // the open pools' deliver bits
+  // Pools closed while a launch still held a slice of them: kept (with their device memory,
+  // which that kernel may still write) rather than freed under it.
+  std::vector<std::unique_ptr<Pool>> retired_;
   std::map<uint64_t, std::shared_ptr<const KernelInfo>> kernels_;
-  std::deque<std::unique_ptr<Job>> queue_;
+  std::vector<std::shared_ptr<LaunchQueue>> queues_;  // every launching thread's
   std::vector<void*> free_events_;
   void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
@@ -204,12 +226,12 @@ class InstrRuntime {
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
-  uint64_t queued_ = 0;
-  uint64_t finished_ = 0;
-  // Threads waiting for the consumer now (drain, a full pool): it takes what is queued at once
-  // instead of gathering a batch.
+  // Threads waiting for the consumer now (drain, a full pool or queue): it takes what is
+  // queued at once instead of gathering a batch.
   uint32_t urgent_ = 0;
-  bool consumer_signalled_ = false;  // a launch woke the consumer since it last waited
+  // A launch woke the consumer since it last looked for records (set by launches without mu_,
+  // cleared by the consumer under it): launches wake it once per batch, not once each.
+  std::atomic<bool> signalled_{false};
   std::thread consumer_;
   bool stop_ = false;
   InstrStats stats_;

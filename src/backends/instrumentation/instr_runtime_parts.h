@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -13,87 +14,26 @@
 
 #include "backends/instrumentation/compact_copy.h"
 #include "backends/instrumentation/instr_runtime.h"
+#include "backends/instrumentation/slice_ring.h"
 
 namespace proton::instr {
 
-// A ring over one device allocation: slices are handed out at `head` and given back in order at
-// `tail` (offsets grow without bound; position = offset % size). No host twin: only what the
-// warps wrote comes back, into the consumer's staging (compact_copy.h).
+// One session's device allocation and the ring of slices over it (slice_ring.h). Launches
+// reserve slices without the runtime's mutex once the device memory exists (`ready`); the
+// pool object stays until close() saw `users` fall to zero, so a launch between its allocator
+// and its exit always has its pool.
 struct InstrRuntime::Pool {
-  uint64_t size = 0;
-  uint64_t device = 0;
-  uint64_t head = 0;
-  uint64_t tail = 0;
-  bool closing = false;
-  bool failed = false;
-  uint64_t deliver_mask = 0;  // the session runtime's bit for this session (its slot)
-  // Every slice handed out and not yet back on the host, in ring order (offsets ascend). The
-  // tail moves only over the longest prefix of them that is back (copied, failed or given up):
-  // with several launching threads a later slice can be queued and copied first, and its end
-  // must not give back an earlier slice whose kernel may still write it.
-  class Inflight {
-   public:
-    struct Slice {
-      uint64_t offset = 0;
-      uint64_t end = 0;
-      bool queued = false;  // its launch reached the exit
-      bool back = false;    // copied back (or given up): the ring may hand it out again
-    };
-    void push(uint64_t offset, uint64_t end) {
-      if (count_ == slots_.size()) grow();
-      slots_[(first_ + count_++) & (slots_.size() - 1)] = Slice{offset, end, false, false};
-    }
-    /// The slice handed out at `offset`, or null (binary search: offsets ascend).
-    Slice* find(uint64_t offset) {
-      size_t lo = 0, hi = count_;
-      while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        Slice& s = at(mid);
-        if (s.offset == offset) return &s;
-        if (s.offset < offset) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      return nullptr;
-    }
-    /// Drops the leading slices that are back; returns the end of the last one dropped (or
-    /// `from` when none was).
-    uint64_t release(uint64_t from) {
-      while (count_ > 0 && at(0).back) {
-        from = std::max(from, at(0).end);
-        first_ = (first_ + 1) & (slots_.size() - 1);
-        --count_;
-      }
-      return from;
-    }
-    const Slice* oldest() const { return count_ > 0 ? &slots_[first_] : nullptr; }
-
-   private:
-    Slice& at(size_t i) { return slots_[(first_ + i) & (slots_.size() - 1)]; }
-    void grow() {  // doubles, keeping the order; capacity stays once grown (no steady allocation)
-      std::vector<Slice> bigger(slots_.empty() ? 64 : 2 * slots_.size());
-      for (size_t i = 0; i < count_; ++i)
-        bigger[i] = at(i);
-      slots_.swap(bigger);
-      first_ = 0;
-    }
-    std::vector<Slice> slots_;
-    size_t first_ = 0;
-    size_t count_ = 0;
-  };
-  Inflight inflight;
-  uint64_t stuck_offset = UINT64_MAX;  // the oldest slice a full wait found not yet queued
-  uint64_t stuck_since_ns = 0;         // ... first seen then
-
-  /// The slice at `offset` is back on the host (or given up): move the tail as far as it may.
-  void give_back(uint64_t offset) {
-    if (Inflight::Slice* s = inflight.find(offset)) s->back = true;
-    tail = inflight.release(tail);
-  }
-  /// More than half of the ring is in flight: the consumer should copy now, not gather.
-  bool over_half() const { return 2 * (head - tail) > size; }
+  explicit Pool(uint64_t bytes) : ring(bytes) {}
+  SliceRing ring;
+  uint64_t device = 0;              // written before `ready`
+  std::atomic<bool> ready{false};   // the device memory exists: launches reserve lock-free
+  std::atomic<uint64_t> users{0};   // slices reserved whose launch has not reached its exit
+  bool closing = false;             // mu_
+  bool failed = false;              // mu_: the device memory could not be allocated
+  uint64_t deliver_mask = 0;        // the session runtime's bit for this session (its slot)
+  uint64_t stuck_key = UINT64_MAX;  // mu_: the oldest slice a full wait found not yet queued
+  uint64_t stuck_since_ns = 0;      // ... first seen then
+  uint64_t size() const { return ring.size(); }
 };
 
 // One batch between the consumer and the decoder: its jobs, its runs of contiguous slices (and
@@ -107,8 +47,10 @@ struct InstrRuntime::Copied {
 };
 
 struct InstrRuntime::Job {
-  Pool* pool = nullptr;  // nullptr: the discard slice (not decoded)
-  uint64_t offset = 0;   // ring offset of the slice (its end is in the pool's Inflight)
+  Pool* pool = nullptr;
+  LaunchQueue* queue = nullptr;  // the launching thread's queue it came from
+  uint64_t key = 0;              // the slice's reservation in the pool's ring
+  uint64_t offset = 0;           // ring position of the slice
   uint64_t bytes = 0;
   uint64_t function = 0;  // the launch's CUfunction (0: unknown)
   // Looked up by the consumer when it takes the batch: the launching thread neither searches
@@ -124,6 +66,20 @@ struct InstrRuntime::Job {
   uint64_t row = 0;       // its first CTA's row in the run
   uint64_t rows = 0;      // its CTAs
 };
+
+// The calling thread's side of its launches: the slice in flight between alloc() and
+// launch_exit(), and its queue to the consumer. A thread that ends between the two gives its
+// slice back (no kernel of it will write it) and leaves its queue to be emptied.
+struct ThreadSide {
+  bool valid = false;
+  void* pool = nullptr;  // InstrRuntime::Pool; null: the discard slice
+  SliceRing::Slice slice;
+  uint64_t bytes = 0;
+  uint64_t in_flight = 0;  // the ring's bytes in flight at the reservation
+  std::shared_ptr<LaunchQueue> queue;
+  ~ThreadSide();
+};
+ThreadSide& thread_side();
 
 inline uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -293,18 +293,35 @@ TEST_F(Ring, ASliceNotYetQueuedIsNeverHandedOutAgain) {
   EXPECT_EQ(rt.stats().overflows, waited.overflows);
 }
 
-// A thread that ended between the allocator and its launch leaves a slice no exit will ever
-// queue: once it has held a full ring's tail for abandon_after_ms it is given up and counted.
-TEST_F(Ring, ASliceWhoseThreadEndedIsGivenUpAfterAWhile) {
+// A thread that ended between the allocator and its launch ran no kernel on its slice: the
+// slice is given back as the thread ends, and the ring goes round at once.
+TEST_F(Ring, ASliceWhoseThreadEndedIsGivenBack) {
+  open(8, 4096);
+  std::thread([&] { rt.alloc(1000, 128, 0); }).join();  // no exit, and the thread is gone
+  launch_and_drain(12, 0x8, mask());
+  InstrStats after = rt.stats();
+  EXPECT_EQ(after.overflows, before.overflows);
+  EXPECT_EQ(after.abandoned_slices, before.abandoned_slices);
+}
+
+// A thread held between the allocator and its launch's exit (it seems stuck) leaves a slice no
+// exit queues: once it has held a full ring's tail for abandon_after_ms it is given up and
+// counted, and the launch that comes after all is dropped rather than decoded from a slice
+// that is another launch's now.
+TEST_F(Ring, ASliceHeldTooLongIsGivenUpAndItsLateLaunchDropped) {
   open(8, 4096, /*wait_ms=*/5);
   rt.abandon_after_ms = 20;
-  std::thread([&] { rt.alloc(1000, 128, 0); }).join();  // no exit, and the thread is gone
+  HeldSlice held(1000, 0x8, mask());
   launch_and_drain(31, 0x8, mask());
   const uint64_t overflows_late = rt.stats().overflows;
   launch_and_drain(9, 0x8, mask());
   InstrStats after = rt.stats();
   EXPECT_EQ(after.abandoned_slices - before.abandoned_slices, 1u);
   EXPECT_EQ(after.overflows, overflows_late) << "the ring goes round once it was given up";
+  const uint64_t launches = after.launches;
+  held.release();
+  rt.drain();
+  EXPECT_EQ(rt.stats().launches, launches) << "the late launch was queued";
 }
 
 // A slice whose launch never reached the driver (it failed in Python between the allocator and

@@ -1,0 +1,219 @@
+// The launching thread's side of the instrumentation runtime: the profile allocator Triton's
+// launcher calls, and the launch's exit that queues its record for the consumer. The usual
+// launch takes no lock: a compare-and-swap on the ring's head, a record into the thread's own
+// queue, and a wake of the consumer once per batch. The consumer side is consumer.cpp.
+#include <chrono>
+#include <stdexcept>
+
+#include "backends/instrumentation/instr_runtime.h"
+#include "backends/instrumentation/instr_runtime_parts.h"
+#include "common/hot.h"
+
+namespace proton::instr {
+
+namespace {
+thread_local ThreadSide t_side;
+}  // namespace
+
+ThreadSide& thread_side() {
+  return t_side;
+}
+
+ThreadSide::~ThreadSide() {
+  if (valid) InstrRuntime::give_back_unlaunched(*this);
+  if (queue) queue->writer_gone.store(true, std::memory_order_release);
+}
+
+void InstrRuntime::give_back_unlaunched(ThreadSide& t) {
+  // No kernel of this slice ran: its launch failed in Python before the driver, or its thread
+  // ended in between.
+  auto* pool = static_cast<Pool*>(t.pool);
+  t.valid = false;
+  if (pool == nullptr) return;  // the discard slice
+  pool->ring.give_back(t.slice.key);
+  pool->users.fetch_sub(1, std::memory_order_release);
+}
+
+uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream) {
+  (void)stream;
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > 4096)
+    throw std::invalid_argument("profile scratch alignment must be a power of two <= 4096");
+  ThreadSide& t = t_side;
+  if (t.valid) give_back_unlaunched(t);
+  const bool via_callback = exit_via_callback_.load(std::memory_order_relaxed);
+  const bool paused =
+      via_callback && !hot::globals.launch_callbacks_on.load(std::memory_order_relaxed);
+  if (!paused) {
+    if (Pool* p = active_.load(std::memory_order_acquire)) {
+      // Announce the slice before looking again: close() switches active_ first and then waits
+      // for users to fall to zero, so one of the two sees the other.
+      p->users.fetch_add(1, std::memory_order_seq_cst);
+      SliceRing::Slice slice;
+      if (active_.load(std::memory_order_seq_cst) == p &&
+          p->ring.reserve(bytes, alignment, slice)) {
+        t.valid = true;
+        t.pool = p;
+        t.slice = slice;
+        t.bytes = bytes;
+        t.in_flight = p->ring.in_flight();
+        if (via_callback) hot::this_thread().instr_pending = true;
+        return p->device + slice.start % p->size();
+      }
+      p->users.fetch_sub(1, std::memory_order_release);
+    }
+  }
+  return alloc_slow(bytes, alignment, paused, via_callback);
+}
+
+uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool paused,
+                                  bool via_callback) {
+  ThreadSide& t = t_side;
+  const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
+  std::unique_lock lock(mu_);
+  std::string why;
+  if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
+  Pool* pool = nullptr;
+  for (auto& [id, p] : pools_) {  // the lowest open session's pool
+    if (!p->closing && !paused) {
+      pool = p.get();
+      break;
+    }
+  }
+  if (pool != nullptr && ensure_pool(*pool) && need <= pool->size()) {
+    // Held while this thread waits without the lock, so close() keeps the pool.
+    pool->users.fetch_add(1, std::memory_order_seq_cst);
+    // Read the clock only when the ring is full: no clock read on the usual launch.
+    std::chrono::steady_clock::time_point deadline{};
+    for (;;) {
+      SliceRing::Slice slice;
+      if (pool->ring.reserve(bytes, alignment, slice)) {
+        t.valid = true;
+        t.pool = pool;
+        t.slice = slice;
+        t.bytes = bytes;
+        t.in_flight = pool->ring.in_flight();
+        if (via_callback) hot::this_thread().instr_pending = true;
+        return pool->device + slice.start % pool->size();
+      }
+      if (pool->closing) break;
+      // Full: the GPU is behind the host. Let the consumer free slices, up to a bound.
+      if (deadline == std::chrono::steady_clock::time_point{}) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(overflow_wait_ms);
+      }
+      ++urgent_;
+      work_cv_.notify_all();
+      const uint64_t waited_from = now_ns();
+      const bool timed_out = done_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
+      stats_.full_wait_ns += now_ns() - waited_from;
+      --urgent_;
+      uint64_t oldest = 0;
+      bool queued = true;
+      if (timed_out && pool->ring.oldest(oldest, queued) && !queued) {
+        // The oldest slice out holds the tail and its launch never reached its exit. Seen so
+        // for abandon_after_ms across full waits, its thread is stuck between the allocator
+        // and the launch: give it up rather than stall every launch (the clock is read only
+        // here). Its launch, should it come, is dropped (mark_queued fails).
+        const uint64_t now = now_ns();
+        if (pool->stuck_key != oldest) {
+          pool->stuck_key = oldest;
+          pool->stuck_since_ns = now;
+        } else if (now - pool->stuck_since_ns >= uint64_t{abandon_after_ms} * 1'000'000) {
+          if (pool->ring.give_up(oldest)) ++stats_.abandoned_slices;
+          deadline = {};  // a fresh wait, should the ring still be full
+          continue;
+        }
+      }
+      if (timed_out) break;
+    }
+    pool->users.fetch_sub(1, std::memory_order_release);
+  }
+  return discard_slice(need, paused);
+}
+
+uint64_t InstrRuntime::discard_slice(uint64_t need, bool paused) {
+  // Paused, no pool, or still full: a discard slice keeps the kernel safe; its records are
+  // dropped (and counted).
+  ++(paused ? stats_.paused : stats_.overflows);
+  if (need > discard_bytes_) {
+    if (discard_ != 0) old_discards_.push_back(discard_);
+    api_->capture_context();
+    discard_ = api_->alloc_device(need);
+    discard_bytes_ = discard_ != 0 ? need : 0;
+    if (discard_ == 0) throw std::runtime_error("backend='instrumentation': out of device memory");
+  }
+  ThreadSide& t = t_side;
+  t.valid = true;
+  t.pool = nullptr;
+  return discard_;
+}
+
+LaunchQueue& InstrRuntime::thread_queue() {
+  ThreadSide& t = t_side;
+  if (!t.queue) {
+    t.queue = std::make_shared<LaunchQueue>();
+    std::lock_guard lock(mu_);
+    queues_.push_back(t.queue);
+  }
+  return *t.queue;
+}
+
+void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx, uint64_t sessions,
+                               bool launched) {
+  ThreadSide& t = t_side;
+  if (!t.valid) return;  // not an instrumented launch
+  t.valid = false;
+  auto* pool = static_cast<Pool*>(t.pool);
+  if (pool == nullptr) return;  // discard slice: already counted as an overflow
+  if (!pool->ring.mark_queued(t.slice.key)) {
+    // Given up while this launch was on its way (a full ring's wait took it for a dead
+    // thread's): its slice may be another launch's now. Counted in abandoned_slices.
+    pool->users.fetch_sub(1, std::memory_order_release);
+    return;
+  }
+  LaunchRecord r;
+  r.pool = pool;
+  r.key = t.slice.key;
+  r.start = t.slice.start;
+  r.bytes = t.bytes;
+  r.function = launched ? function : 0;
+  r.stream = stream;
+  r.sessions = sessions & open_mask_.load(std::memory_order_relaxed);
+  r.in_flight = t.in_flight;
+  r.ctx = ctx;
+  r.launch_ok = launched;
+  if (launched && stream == kPerThreadStream) {
+    // Only this thread can name its per-thread stream: the one case with a driver call (and
+    // the lock) here.
+    std::lock_guard lock(mu_);
+    r.launched = take_event();
+    r.event_ok = r.launched != nullptr && api_->record(r.launched, stream);
+    if (!r.event_ok) {
+      ++stats_.copy_errors;
+      note_copy_error(r.launched == nullptr ? "event create (launching thread)"
+                                            : "event record on the launch's stream");
+    }
+  }
+  LaunchQueue& q = thread_queue();
+  while (!q.push(r)) {
+    // The consumer is kSlots records behind this thread: wait for it to take some.
+    std::unique_lock lock(mu_);
+    ++urgent_;
+    work_cv_.notify_all();
+    done_cv_.wait_for(lock, std::chrono::milliseconds(10));
+    --urgent_;
+  }
+  // The record holds the pool open from here (close() drains it before freeing the pool).
+  pool->users.fetch_sub(1, std::memory_order_release);
+  // Wake the consumer when a batch starts (it then gathers for gather_ms_), when the batch is
+  // full, or when the pool runs short; once per look of the consumer: every other launch
+  // returns without touching the mutex or making a futex call.
+  const uint64_t pending = q.pending();
+  if ((pending == 1 || pending >= wake_batch_ || pool->ring.over_half()) &&
+      !signalled_.load(std::memory_order_seq_cst) &&
+      !signalled_.exchange(true, std::memory_order_seq_cst)) {
+    std::lock_guard lock(mu_);
+    work_cv_.notify_one();
+  }
+}
+
+}  // namespace proton::instr
