@@ -15,8 +15,9 @@ Rows (issue 16's target table):
                       end to end (1.0 = agree)
 Kernel-time ratios time the compiled kernels themselves: plain and instrumented captured in
 CUDA graphs and replayed in turns (kernels back to back, profile scratch from one preallocated
-buffer); triton.profiler's column is the kernel compiled with its default options (none),
-Proton's with ours (clock32, sched_stores); --quick leaves out the per-option rows. Wall time
+buffer); triton.profiler's column is the kernel compiled with its default options (shared
+buffer, no optimizations), Proton's with ours (global buffer, clock32, sched_stores);
+--quick leaves out the per-option rows. Wall time
 runs each profiler's whole launch path; triton.profiler's is measured over fewer launches (it
 synchronizes per launch) and scaled to 1,000.
 """
@@ -93,7 +94,7 @@ class FixedBuffer:
         return self.buf
 
 
-def compiled_kernel_ratios(quick):
+def compiled_kernel_ratios(quick, only_cases=None):
     """Kernel time of plain vs instrumented binaries, for both option sets."""
     import torch
     import triton
@@ -104,8 +105,20 @@ def compiled_kernel_ratios(quick):
 
     x, out, grid, kw = K.loop_args(torch)
     gemm_args, ggrid, gkw = K.matmul_args(torch)
+    step_args, sgrid, skw = K.matmul_args(torch, k=1024)  # 16 steps of BLOCK_K=64
+    tma_args, tgrid, tkw = K.matmul_tma_args(torch)
+    tma_step_args, tsgrid, tskw = K.matmul_tma_args(torch, k=1024)
     cases = {
         "gemm_one_region": (lambda r: K.matmul[ggrid](*gemm_args, REGION=r, **gkw), 20),
+        # A region around each of the tile loop's 16 steps (K = 16 x BLOCK_K).
+        "gemm_region_per_step": (lambda r: K.matmul_iter[sgrid](*step_args, REGION=r, **skw), 20),
+        # The same two on a GEMM written for Hopper (TMA descriptors, wgmma; Triton's tutorial
+        # configuration): the pointer GEMM above needs all 255 registers and spills once
+        # instrumented, which is most of its one-region cost.
+        "tma_gemm_one_region": (lambda r: K.matmul_tma[tgrid](*tma_args, REGION=r, PER_STEP=False,
+                                                              **tkw), 20),
+        "tma_gemm_region_per_step": (lambda r: K.matmul_tma[tsgrid](
+            *tma_step_args, REGION=r, PER_STEP=True, **tskw), 20),
         # The same loop with one region around it: what a CTA's buffer set-up and final copy
         # cost on their own, apart from the records in the loop.
         "loop_one_region": (lambda r: (K.loop_one_region if r else K.loop_plain)[grid](
@@ -116,7 +129,12 @@ def compiled_kernel_ratios(quick):
         "region_per_iter_rt": (lambda r: (K.loop_region_per_iter_rt if r else K.loop_plain_rt)[
             grid](x, out, kw["ITERS"], BLOCK=kw["BLOCK"], num_warps=4), 200),
     }
-    option_sets = [("triton_options", "default:optimizations="), ("proton_options", None)]
+    # Triton's defaults (shared buffer, no optimizations), ours (global buffer, clock32,
+    # sched_stores), and ours with Triton's shared buffer (what the buffer type is worth).
+    option_sets = [("triton_options", "default:buffer_type=shared:optimizations="),
+                   ("proton_options", None), ("shared_buffer", "default:buffer_type=shared")]
+    if only_cases:
+        cases = {k: v for k, v in cases.items() if k in only_cases}
     if not quick:  # which option costs what (the default is chosen from these)
         option_sets += [("clock32", "default:optimizations=clock32"),
                         ("sched_stores", "default:optimizations=sched_stores"),
@@ -373,12 +391,18 @@ def main():
     ap.add_argument("--wall-only", action="store_true",
                     help="only the 1,000-launch wall time (one JSON line, with the runtime's "
                          "PROTON_INSTR_* knobs): to sweep the pool and batch bounds")
+    ap.add_argument("--kernel-only", default=None,
+                    help="only the kernel-time ratios of these comma-separated cases (one JSON)")
     args = ap.parse_args()
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     import torch
 
     launches = 1000
+    if args.kernel_only:
+        kt = compiled_kernel_ratios(True, set(args.kernel_only.split(",")))
+        print(json.dumps({"gpu": torch.cuda.get_device_name(0), "kernel_time": kt}))
+        return
     if args.wall_only:
         if args.pin:
             pin_apart()
@@ -405,15 +429,24 @@ def main():
     print(f"GPU: {report['gpu']}")
     print("| case | triton.profiler 3.6 | Proton | target |")
     print("|---|---|---|---|")
-    print(f"| kernel-time ratio, one region around a GEMM tile loop | "
-          f"{kt['gemm_one_region']['triton_options_ratio']:.3f}x | "
-          f"{kt['gemm_one_region']['proton_options_ratio']:.3f}x | <= 1.02x |")
-    print(f"| kernel-time ratio, a region per iteration (16, trip count at run time) | "
-          f"{kt['region_per_iter_rt']['triton_options_ratio']:.3f}x | "
-          f"{kt['region_per_iter_rt']['proton_options_ratio']:.3f}x | <= 1.20x |")
-    print(f"| (the same, 16 a constexpr: the plain loop unrolls whole, the instrumented does not) | "
-          f"{kt['region_per_iter']['triton_options_ratio']:.3f}x | "
-          f"{kt['region_per_iter']['proton_options_ratio']:.3f}x | - |")
+    rows = [
+        ("gemm_one_region", "kernel-time ratio, one region around a GEMM tile loop "
+         "(pointer loads, 255 registers)", "<= 1.02x"),
+        ("tma_gemm_one_region", "the same, a Hopper GEMM (TMA descriptors, wgmma)", "<= 1.02x"),
+        ("tma_gemm_region_per_step", "kernel-time ratio, a region per loop iteration (16): "
+         "Hopper GEMM's tile loop", "<= 1.20x"),
+        ("gemm_region_per_step", "the same, pointer-load GEMM", "<= 1.20x"),
+        ("region_per_iter_rt", "the same, a 16-load loop (trip count at run time; each "
+         "region waits for its load)", "<= 1.20x"),
+        ("region_per_iter", "(the load loop, 16 a constexpr: the plain loop unrolls whole, "
+         "the instrumented does not)", "-"),
+    ]
+    for case, label, target in rows:
+        if case not in kt:
+            continue
+        r = kt[case]
+        print(f"| {label} | {r['triton_options_ratio']:.3f}x | {r['proton_options_ratio']:.3f}x "
+              f"(shared buffer {r['shared_buffer_ratio']:.3f}x) | {target} |")
     print(f"| wall time, 1,000 instrumented launches vs uninstrumented | "
           f"{tw.get('ratio', float('nan')):.1f}x | {w['proton_ratio']:.3f}x | <= 1.10x |")
     print(f"| (kernel timing alone, same loop; ours / it) | - | {w['timing_only_ratio']:.3f}x "

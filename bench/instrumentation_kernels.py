@@ -96,6 +96,54 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.cons
 
 
 @triton.jit
+def matmul_iter(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, REGION: tl.constexpr):
+    """The GEMM with a region around each step of its tile loop (what a kernel engineer marks to
+    see a software-pipelined loop's steps); K // BLOCK_K steps."""
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = pid // grid_n, pid % grid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        if REGION:
+            pl.enter_scope("step")
+        acc += tl.dot(tl.load(a), tl.load(b))
+        a += BLOCK_K
+        b += BLOCK_K * N
+        if REGION:
+            pl.exit_scope("step")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def matmul_tma(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, REGION: tl.constexpr, PER_STEP: tl.constexpr):
+    """A Hopper GEMM as written for H100 (TMA tensor descriptors, wgmma): one region around the
+    tile loop (REGION) or one around each of its steps (REGION and PER_STEP)."""
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(c_desc.shape[1], BLOCK_N)
+    off_m = (pid // grid_n) * BLOCK_M
+    off_n = (pid % grid_n) * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    if REGION and not PER_STEP:
+        pl.enter_scope("tile_loop")
+    for k in range(0, K, BLOCK_K):
+        if REGION and PER_STEP:
+            pl.enter_scope("step")
+        acc += tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]))
+        if REGION and PER_STEP:
+            pl.exit_scope("step")
+    if REGION and not PER_STEP:
+        pl.exit_scope("tile_loop")
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+@triton.jit
 def busy_region(out_ptr, SPIN: tl.constexpr):
     """One region from the kernel's first instruction to its last: cycles ~ duration x clock."""
     pl.enter_scope("all")
@@ -119,6 +167,22 @@ def matmul_args(torch, m=4096, n=4096, k=4096):
     grid = (triton.cdiv(m, 128) * triton.cdiv(n, 128),)
     return (a, b, c, m, n, k), grid, dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8,
                                           num_stages=3)
+
+
+def matmul_tma_args(torch, m=4096, n=4096, k=4096, block_m=128, block_n=256, block_k=64):
+    """Host tensor descriptors for matmul_tma (a: m x k, b: k x n, c: m x n, fp16), its grid and
+    launch options (the H100 configuration of Triton's matmul tutorial)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    descs = (TensorDescriptor.from_tensor(a, [block_m, block_k]),
+             TensorDescriptor.from_tensor(b, [block_k, block_n]),
+             TensorDescriptor.from_tensor(c, [block_m, block_n]))
+    grid = (triton.cdiv(m, block_m) * triton.cdiv(n, block_n),)
+    return (*descs, k), grid, dict(BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+                                   num_warps=8, num_stages=3)
 
 
 # A warp-specialized kernel (Gluon's warp_specialize, Hopper and newer): the default partition

@@ -131,7 +131,9 @@ class InstrumentationMode(BaseMode):
     """Options of Triton's instrumentation passes (``add_convert_proton_to_protongpu``).
 
     ``optimizations=None`` (the default) means ``clock32,sched_stores``: the cheapest options
-    that stay correct; pass ``""`` or ``[]`` for Triton's own default (none).
+    that stay correct; pass ``""`` or ``[]`` for Triton's own default (none). ``buffer_type``
+    defaults to ``global`` (Triton's: ``shared``): records go straight to the profile scratch,
+    take no shared memory, and leave a wgmma loop pipelined (docs/instrumentation.md, Modes).
     """
 
     metric_type: Union[METRIC_TYPE, str] = METRIC_TYPE.CYCLE
@@ -139,7 +141,7 @@ class InstrumentationMode(BaseMode):
     sampling_options: str = ""
     granularity: Union[GRANULARITY, str] = GRANULARITY.WARP
     buffer_strategy: Union[BUFFER_STRATEGY, str] = BUFFER_STRATEGY.CIRCULAR
-    buffer_type: Union[BUFFER_TYPE, str] = BUFFER_TYPE.SHARED
+    buffer_type: Union[BUFFER_TYPE, str] = BUFFER_TYPE.GLOBAL
     buffer_size: int = 0
     optimizations: Union[List[Optimize], str, None] = None
 
@@ -167,6 +169,21 @@ class InstrumentationMode(BaseMode):
                 f":sampling_options={self.sampling_options}:granularity={self.granularity}"
                 f":buffer_strategy={self.buffer_strategy}:buffer_type={self.buffer_type}"
                 f":buffer_size={self.buffer_size}:optimizations={opts}")
+
+    def buffer_bytes(self, num_warps: int) -> int:
+        """The per-CTA buffer size handed to Triton's passes for a kernel of `num_warps`.
+
+        An explicit buffer_size is kept; 0 with a shared buffer lets Triton size it from the
+        free shared memory. 0 with a global buffer gives GLOBAL_BYTES_PER_WARP to each profiled
+        warp (Triton's own global default, 16 KB a warp, reserved 8.7 MB of scratch per launch
+        of a 132-CTA kernel: the pool then held seven launches and the launch loop waited)."""
+        if self.buffer_size or self.buffer_type != BUFFER_TYPE.GLOBAL:
+            return self.buffer_size
+        compiled = self.compiled()
+        units = (len(sampled_warps(compiled.sampling_options))
+                 if compiled.sampling_strategy == SAMPLING_STRATEGY.SELECTIVE else num_warps)
+        want = GLOBAL_BYTES_PER_WARP * max(1, units)
+        return 1 << (want - 1).bit_length()
 
     def group_warps(self) -> int:
         """Warps one recorded unit stands for: 1 (warp), N (warp_N), 4 (warp_group), 4N
@@ -200,6 +217,9 @@ class InstrumentationMode(BaseMode):
 
 # A CTA has at most 32 warps (1,024 threads); cta granularity records warp 0 alone.
 MAX_WARPS = 32
+# Each profiled warp's share of a global buffer by default: 256 events (128 regions) before it
+# wraps, as Triton's shared default gives a 4-warp kernel.
+GLOBAL_BYTES_PER_WARP = 2048
 CTA_LANE = 0xFFFF  # group_warps of granularity cta (kWholeCta in src/data/region_metrics.h)
 _GROUP_WARPS = {GRANULARITY.CTA: CTA_LANE, GRANULARITY.WARP: 1, GRANULARITY.WARP_2: 2,
                 GRANULARITY.WARP_4: 4, GRANULARITY.WARP_8: 8, GRANULARITY.WARP_GROUP: 4,

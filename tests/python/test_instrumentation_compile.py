@@ -84,7 +84,7 @@ def test_instrumented_kernel_carries_records_and_scratch(tmp_path, lang):
             proton.finalize(session)
         after = _triton_state()
         plain = _compile(fn, tmp_path / "cache_off")
-    assert k.metadata.profile_scratch_size == 8320  # 4 warps, shared buffer: 56 B header + 8 KB
+    assert k.metadata.profile_scratch_size == 8320  # 4 warps, global buffer: header + 4 x 2 KB
     assert k.metadata.profile_scratch_align == 128
     assert 'proton.record start "load"' in k.asm["ttgir"]
     assert 'proton.record end "store"' in k.asm["ttgir"]
@@ -116,6 +116,22 @@ def test_plumbing_detected_by_feature(tmp_path, lang):
             assert _allocation._profile_allocator.get() is proton._proton.instr_alloc
         finally:
             proton.finalize(session)
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_the_default_global_buffer_gives_each_warp_2_kb(tmp_path, lang, num_warps):
+    # Triton's own global default is 16 KB a warp: 8.7 MB of scratch per launch of a 132-CTA
+    # kernel, so the pool held seven launches. Ours follows the kernel's warps, in global memory
+    # (no shared memory taken from the kernel).
+    fn = _kernels()
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            k = _compile(fn, tmp_path / "cache", num_warps=num_warps)
+        finally:
+            proton.finalize(session)
+    assert k.metadata.profile_scratch_size == 128 + 2048 * num_warps
+    assert k.metadata.shared == 0
 
 
 @pytest.mark.parametrize("mode_text, scratch", [

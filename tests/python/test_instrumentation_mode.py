@@ -20,17 +20,17 @@ def test_defaults_are_the_cheapest_correct_options():
     m = mode.Default()
     assert m.optimizations == [mode.Optimize.CLOCK32, mode.Optimize.SCHED_STORES]
     assert m.granularity == mode.GRANULARITY.WARP
-    assert m.buffer_type == mode.BUFFER_TYPE.SHARED
+    assert m.buffer_type == mode.BUFFER_TYPE.GLOBAL
     assert str(m) == ("default:metric_type=METRIC_TYPE.CYCLE:sampling_strategy=SAMPLING_STRATEGY.NONE"
                       ":sampling_options=:granularity=GRANULARITY.WARP"
-                      ":buffer_strategy=BUFFER_STRATEGY.CIRCULAR:buffer_type=BUFFER_TYPE.SHARED"
+                      ":buffer_strategy=BUFFER_STRATEGY.CIRCULAR:buffer_type=BUFFER_TYPE.GLOBAL"
                       ":buffer_size=0:optimizations=clock32,sched_stores")
     assert mode.Default(optimizations="").optimizations == []
 
 
 @pytest.mark.parametrize("text, field, value", [
     ("default:granularity=warp_group", "granularity", mode.GRANULARITY.WARP_GROUP),
-    ("mma:buffer_type=global", "buffer_type", mode.BUFFER_TYPE.GLOBAL),
+    ("mma:buffer_type=shared", "buffer_type", mode.BUFFER_TYPE.SHARED),
     ("default:buffer_strategy=flush", "buffer_strategy", mode.BUFFER_STRATEGY.FLUSH),
     ("default:sampling_strategy=selective:sampling_options=4,0", "sampling_options", "0,4"),
     ("default:buffer_size=4096", "buffer_size", 4096),

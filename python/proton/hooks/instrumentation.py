@@ -20,6 +20,7 @@ can start and finish many times in one process.
 
 import json
 import re
+import threading
 from typing import Any, Dict, Optional
 
 from .. import _instr_state
@@ -94,11 +95,13 @@ def _passes(triton, options: _mode.InstrumentationMode, backend: str, max_shared
 
     def to_llvmir(pm):
         # profile_buffer_size 1 and alignment 128 as triton.profiler: the pass sizes each CTA's
-        # slice of the global scratch itself.
+        # slice of the global scratch itself. The buffer size follows the kernel's warps (the
+        # llir stage says how many; 4 where no stage hook told).
+        buffer_size = options.buffer_bytes(getattr(_compiling, "num_warps", 4))
         tp.add_convert_proton_to_protongpu(pm, enums["metric_type"], enums["sampling_strategy"],
                                            options.sampling_options, enums["granularity"],
                                            enums["buffer_strategy"], enums["buffer_type"],
-                                           options.buffer_size, max_shared_mem, 1,
+                                           buffer_size, max_shared_mem, 1,
                                            PROFILE_BUFFER_ALIGNMENT, long_clock)
         tpasses.common.add_cse(pm)
         if _mode.Optimize.SCHED_STORES in options.optimizations:
@@ -197,6 +200,9 @@ def _scope_tree(ttgir_path):
     return names, parents
 
 
+# The kernel being lowered on this thread (set by the llir stage around Triton's passes).
+_compiling = threading.local()
+
 _RECORD = re.compile(r'proton\.record (start|end) "((?:[^"\\]|\\.)*)"')
 _FUNC = re.compile(r"tt\.func (?:public |private )?@([\w$.]+)")
 
@@ -245,7 +251,12 @@ def _check_regions_stage(previous):
                     detail = "; ".join(f"region {n!r}: {why}" for n, why in problems)
                     raise ValueError(f"proton.language regions in kernel {kernel!r} do not pair: "
                                      f"{detail}")
-            return make_llir(src, metadata)
+            # Our passes run inside make_llir on this thread: they size the buffer by the warps.
+            _compiling.num_warps = int(getattr(options, "num_warps", 4) or 4)
+            try:
+                return make_llir(src, metadata)
+            finally:
+                _compiling.num_warps = 4
 
         stages["llir"] = llir
 
