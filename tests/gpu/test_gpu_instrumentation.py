@@ -75,7 +75,7 @@ def test_selected_warps_only(out_name, read_profile):
     assert loop["metrics"]["count"] == CTAS * 2
 
 
-def test_circular_wrap_around_keeps_the_newest(out_name, read_profile):
+def test_circular_wrap_around_keeps_the_newest(out_name, read_profile, capfd):
     before = instr.stats()
     # 256 bytes for 4 warps: 8 events per warp; 16 iterations write 32.
     session = proton.start(out_name, backend="instrumentation", mode="default:buffer_size=256")
@@ -83,6 +83,9 @@ def test_circular_wrap_around_keeps_the_newest(out_name, read_profile):
     torch.cuda.synchronize()
     proton.finalize(session)
     after = instr.stats()
+    # The loss is said at finalize, with the remedy.
+    err = capfd.readouterr().err
+    assert f"{CTAS * WARPS} warp buffers wrapped" in err and "buffer_size" in err
     p = read_profile()
     it = p.node("iter", start=kernel_node(p, name="loop_region_per_iter"))
     assert it["metrics"]["count"] == CTAS * WARPS * 4  # the 4 newest regions of each warp

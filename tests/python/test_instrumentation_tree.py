@@ -137,3 +137,46 @@ def test_regions_on_the_trace_one_lane_per_sm_cta_warp(tmp_path):
              if e.get("ph") == "M" and e.get("name") == "thread_name" and "warp" in e["args"]["name"]]
     assert sorted(lanes) == ["SM 3 / CTA 0 / warp 0", "SM 3 / CTA 0 / warp 1",
                              "SM 3 / CTA 1 / warp 0"]
+
+
+def test_loss_report_names_each_loss_and_its_remedy():
+    before = {"overflows": 1, "wrapped_units": 0, "overwritten_events": 0, "copy_errors": 0}
+    after = {"overflows": 4, "wrapped_units": 8, "overwritten_events": 96, "copy_errors": 0,
+             "unmatched_events": 2}
+    lines = instrumentation.loss_report(before, after, proton.mode.Default(buffer_size=4096))
+    text = "\n".join(lines)
+    assert len(lines) == 3
+    assert "3 launches found the device pool full" in text and "PROTON_INSTR_POOL_MB" in text
+    assert "8 warp buffers wrapped" in text and "96 events" in text and "4096 bytes" in text
+    assert "2 region events had no partner" in text
+    assert instrumentation.loss_report(after, after) == []
+
+
+def test_finalize_says_what_the_session_lost(monkeypatch, capsys):
+    # The runtime's counters move while the session runs: finalize prints the difference.
+    counters = {"overflows": 5, "wrapped_units": 0, "overwritten_events": 0}
+    closed = []
+
+    class FakeRuntime:
+        def instr_stats(self):
+            return dict(counters)
+
+        def instr_close(self, sid):
+            closed.append(sid)
+
+    monkeypatch.setattr(instrumentation, "_proton", lambda: FakeRuntime())
+    monkeypatch.setitem(instrumentation._stats_at_start, 77, dict(counters))
+
+    class Hook:
+        def detach(self, sid):
+            pass
+
+    monkeypatch.setitem(instrumentation._Registry.sessions, 77, Hook())
+    counters["overflows"] = 7
+    counters["copy_errors"] = 1
+    instrumentation.end_session(77)
+    err = capsys.readouterr().err
+    assert closed == [77]
+    assert "proton: instrumentation session 77: 2 launches found the device pool full" in err
+    assert "1 launches' records could not be copied back" in err
+    assert 77 not in instrumentation._stats_at_start

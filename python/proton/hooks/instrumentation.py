@@ -20,8 +20,9 @@ can start and finish many times in one process.
 
 import json
 import re
+import sys
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .. import _instr_state
 from .. import mode as _mode
@@ -429,6 +430,48 @@ def start_session(session: int, mode_obj, pool_bytes: Optional[int] = None) -> N
     except Exception:
         _proton().instr_close(session)
         raise
+    _stats_at_start[session] = dict(_proton().instr_stats())
+
+
+# The runtime's counters when each open session started: finalize says what was lost since.
+_stats_at_start: Dict[int, dict] = {}
+
+
+def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
+    """What the runtime lost between two stats() snapshots, one line each with what to change;
+    empty when nothing was lost. Counters are process-wide: sessions running together share
+    them."""
+    d = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in _LOSSES}
+    lines = []
+    if d["overflows"]:
+        lines.append(f"{d['overflows']} launches found the device pool full and kept no regions "
+                     f"(raise PROTON_INSTR_POOL_MB, default 64)")
+    if d["wrapped_units"]:
+        size = getattr(mode_obj, "buffer_size", 0) or "its default"
+        lines.append(f"{d['wrapped_units']} warp buffers wrapped: their oldest "
+                     f"{d['overwritten_events']} events were overwritten, so those warps' first "
+                     f"regions are missing (raise the mode's buffer_size, now {size} bytes per CTA)")
+    if d["unmatched_events"]:
+        lines.append(f"{d['unmatched_events']} region events had no partner in what was recorded "
+                     f"(an end whose start was overwritten, or a region left open)")
+    if d["corrupt_ctas"]:
+        lines.append(f"{d['corrupt_ctas']} CTA buffers could not be read and were skipped "
+                     f"(stats()['errors'] says why)")
+    if d["copy_errors"]:
+        lines.append(f"{d['copy_errors']} launches' records could not be copied back "
+                     f"(stats()['errors'] names the driver call)")
+    if d["abandoned_slices"]:
+        lines.append(f"{d['abandoned_slices']} launches held their buffer for over 2 s before "
+                     f"launching and were given up")
+    if d["unknown_kernels"]:
+        lines.append(f"{d['unknown_kernels']} launches were of kernels whose record layout was "
+                     f"never registered (not loaded through Triton while a session ran): not "
+                     f"decoded")
+    return lines
+
+
+_LOSSES = ("overflows", "wrapped_units", "overwritten_events", "unmatched_events",
+           "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels")
 
 
 def end_session(session: Optional[int]) -> None:
@@ -439,10 +482,16 @@ def end_session(session: Optional[int]) -> None:
         ids = [session]
     else:
         return
+    mode_obj = _Registry.mode
     for sid in ids:
         _Registry.sessions[sid].detach(sid)
     for sid in ids:
         _proton().instr_close(sid)
+        before = _stats_at_start.pop(sid, None)
+        if before is not None:
+            # Never a silent loss: what the session did not get is said where it is finalized.
+            for line in loss_report(before, _proton().instr_stats(), mode_obj):
+                print(f"proton: instrumentation session {sid}: {line}", file=sys.stderr)
 
 
 def is_instrumented(session: int) -> bool:

@@ -184,6 +184,7 @@ void InstrRuntime::close(uint32_t session) {
   drain();
   std::unique_lock lock(mu_);
   auto it = pools_.find(session);
+  if (it == pools_.end() || it->second.get() != pool) return;  // closed meanwhile
   if (pool->users.load(std::memory_order_seq_cst) != 0) {
     // A launch still holds a slice: its kernel may write the memory, and its exit the ring.
     retired_.push_back(std::move(it->second));
