@@ -445,7 +445,7 @@ def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
     lines = []
     if d["overflows"]:
         lines.append(f"{d['overflows']} launches found the device pool full and kept no regions "
-                     f"(raise PROTON_INSTR_POOL_MB, default 64)")
+                     f"(raise PROTON_INSTR_POOL_MB, default 256)")
     if d["wrapped_units"]:
         size = getattr(mode_obj, "buffer_size", 0) or "its default"
         lines.append(f"{d['wrapped_units']} warp buffers wrapped: their oldest "

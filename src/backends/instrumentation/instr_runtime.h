@@ -101,7 +101,7 @@ class InstrRuntime {
   void set_device_api(std::unique_ptr<DeviceApi> api);
   void set_sink(RegionSink* sink);
 
-  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 64 MB). The
+  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). The
   /// driver is loaded and the device memory allocated on the first launch, on the launching
   /// thread (its context); alloc() throws std::runtime_error when there is no driver.
   /// `deliver_mask`: the bit(s) of the session runtime's SessionMask that this session's regions
@@ -132,8 +132,8 @@ class InstrRuntime {
   /// driver calls (event record, waits, copies) come once per batch. Defaults kGatherMs and
   /// kWakeBatch; PROTON_INSTR_GATHER_MS and PROTON_INSTR_WAKE_BATCH (at most kMaxBatch)
   /// change them when the runtime is first used.
-  static constexpr size_t kWakeBatch = 64;
-  static constexpr int kGatherMs = 1;
+  static constexpr size_t kWakeBatch = 256;
+  static constexpr int kGatherMs = 3;
 
   /// True: launch_exit() comes from the CUPTI launch callback (the allocator flags the launch
   /// on the thread's hot line), and launches while the callbacks are off (paused sessions) get
