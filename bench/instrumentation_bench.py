@@ -111,7 +111,8 @@ def compiled_kernel_ratios(quick, only_cases=None):
     cases = {
         "gemm_one_region": (lambda r: K.matmul[ggrid](*gemm_args, REGION=r, **gkw), 20),
         # A region around each of the tile loop's 16 steps (K = 16 x BLOCK_K).
-        "gemm_region_per_step": (lambda r: K.matmul_iter[sgrid](*step_args, REGION=r, **skw), 20),
+        "gemm_region_per_step": (lambda r: K.matmul[sgrid](*step_args, REGION=r, PER_STEP=True,
+                                                           **skw), 20),
         # The same two on a GEMM written for Hopper (TMA descriptors, wgmma; Triton's tutorial
         # configuration): the pointer GEMM above needs all 255 registers and spills once
         # instrumented, which is most of its one-region cost.

@@ -73,33 +73,26 @@ def loop_region_per_iter_rt(x_ptr, out_ptr, iters, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-           BLOCK_K: tl.constexpr, REGION: tl.constexpr):
-    pid = tl.program_id(0)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = pid // grid_n, pid % grid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    a = a_ptr + rm[:, None] * K + rk[None, :]
-    b = b_ptr + rk[:, None] * N + rn[None, :]
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if REGION:
-        pl.enter_scope("tile_loop")
-    for k in range(0, K, BLOCK_K):
-        acc += tl.dot(tl.load(a), tl.load(b))
-        a += BLOCK_K
-        b += BLOCK_K * N
-    if REGION:
-        pl.exit_scope("tile_loop")
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+def _gemm_region(REGION: tl.constexpr, PER_STEP: tl.constexpr, IN_LOOP: tl.constexpr,
+                 END: tl.constexpr):
+    """The GEMMs' region marks: around the tile loop (outside it) or around each step (inside)."""
+    if REGION and PER_STEP == IN_LOOP:
+        if IN_LOOP and END:
+            pl.exit_scope("step")
+        elif IN_LOOP:
+            pl.enter_scope("step")
+        elif END:
+            pl.exit_scope("tile_loop")
+        else:
+            pl.enter_scope("tile_loop")
 
 
 @triton.jit
-def matmul_iter(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, REGION: tl.constexpr):
-    """The GEMM with a region around each step of its tile loop (what a kernel engineer marks to
-    see a software-pipelined loop's steps); K // BLOCK_K steps."""
+def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, REGION: tl.constexpr, PER_STEP: tl.constexpr = False):
+    """A GEMM with pointer loads: one region around the tile loop (REGION) or one around each of
+    its K // BLOCK_K steps (REGION and PER_STEP: what a kernel engineer marks to see a
+    software-pipelined loop's steps)."""
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = pid // grid_n, pid % grid_n
@@ -109,14 +102,14 @@ def matmul_iter(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl
     a = a_ptr + rm[:, None] * K + rk[None, :]
     b = b_ptr + rk[:, None] * N + rn[None, :]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    _gemm_region(REGION, PER_STEP, False, False)
     for k in range(0, K, BLOCK_K):
-        if REGION:
-            pl.enter_scope("step")
+        _gemm_region(REGION, PER_STEP, True, False)
         acc += tl.dot(tl.load(a), tl.load(b))
         a += BLOCK_K
         b += BLOCK_K * N
-        if REGION:
-            pl.exit_scope("step")
+        _gemm_region(REGION, PER_STEP, True, True)
+    _gemm_region(REGION, PER_STEP, False, True)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
@@ -130,16 +123,12 @@ def matmul_tma(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
     off_m = (pid // grid_n) * BLOCK_M
     off_n = (pid % grid_n) * BLOCK_N
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    if REGION and not PER_STEP:
-        pl.enter_scope("tile_loop")
+    _gemm_region(REGION, PER_STEP, False, False)
     for k in range(0, K, BLOCK_K):
-        if REGION and PER_STEP:
-            pl.enter_scope("step")
+        _gemm_region(REGION, PER_STEP, True, False)
         acc += tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]))
-        if REGION and PER_STEP:
-            pl.exit_scope("step")
-    if REGION and not PER_STEP:
-        pl.exit_scope("tile_loop")
+        _gemm_region(REGION, PER_STEP, True, True)
+    _gemm_region(REGION, PER_STEP, False, True)
     c_desc.store([off_m, off_n], acc.to(tl.float16))
 
 

@@ -441,37 +441,31 @@ def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
     """What the runtime lost between two stats() snapshots, one line each with what to change;
     empty when nothing was lost. Counters are process-wide: sessions running together share
     them."""
-    d = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in _LOSSES}
-    lines = []
-    if d["overflows"]:
-        lines.append(f"{d['overflows']} launches found the device pool full and kept no regions "
-                     f"(raise PROTON_INSTR_POOL_MB, default 256)")
-    if d["wrapped_units"]:
-        size = getattr(mode_obj, "buffer_size", 0) or "its default"
-        lines.append(f"{d['wrapped_units']} warp buffers wrapped: their oldest "
-                     f"{d['overwritten_events']} events were overwritten, so those warps' first "
-                     f"regions are missing (raise the mode's buffer_size, now {size} bytes per CTA)")
-    if d["unmatched_events"]:
-        lines.append(f"{d['unmatched_events']} region events had no partner in what was recorded "
-                     f"(an end whose start was overwritten, or a region left open)")
-    if d["corrupt_ctas"]:
-        lines.append(f"{d['corrupt_ctas']} CTA buffers could not be read and were skipped "
-                     f"(stats()['errors'] says why)")
-    if d["copy_errors"]:
-        lines.append(f"{d['copy_errors']} launches' records could not be copied back "
-                     f"(stats()['errors'] names the driver call)")
-    if d["abandoned_slices"]:
-        lines.append(f"{d['abandoned_slices']} launches held their buffer for over 2 s before "
-                     f"launching and were given up")
-    if d["unknown_kernels"]:
-        lines.append(f"{d['unknown_kernels']} launches were of kernels whose record layout was "
-                     f"never registered (not loaded through Triton while a session ran): not "
-                     f"decoded")
-    return lines
+    d = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in _COUNTERS}
+    d["size"] = getattr(mode_obj, "buffer_size", 0) or "its default"
+    return [text.format(**d) for key, text in _LOSSES if d[key]]
 
 
-_LOSSES = ("overflows", "wrapped_units", "overwritten_events", "unmatched_events",
-           "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels")
+_COUNTERS = ("overflows", "wrapped_units", "overwritten_events", "unmatched_events",
+             "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels")
+# (counter, what it means and what to change), in the order they are said.
+_LOSSES = (
+    ("overflows", "{overflows} launches found the device pool full and kept no regions (raise "
+                  "PROTON_INSTR_POOL_MB, default 256)"),
+    ("wrapped_units", "{wrapped_units} warp buffers wrapped: their oldest {overwritten_events} "
+                      "events were overwritten, so those warps' first regions are missing (raise "
+                      "the mode's buffer_size, now {size} bytes per CTA)"),
+    ("unmatched_events", "{unmatched_events} region events had no partner in what was recorded "
+                         "(an end whose start was overwritten, or a region left open)"),
+    ("corrupt_ctas", "{corrupt_ctas} CTA buffers could not be read and were skipped "
+                     "(stats()['errors'] says why)"),
+    ("copy_errors", "{copy_errors} launches' records could not be copied back (stats()['errors'] "
+                    "names the driver call)"),
+    ("abandoned_slices", "{abandoned_slices} launches held their buffer for over 2 s before "
+                         "launching and were given up"),
+    ("unknown_kernels", "{unknown_kernels} launches were of kernels whose record layout was never "
+                        "registered (not loaded through Triton while a session ran): not decoded"),
+)
 
 
 def end_session(session: Optional[int]) -> None:

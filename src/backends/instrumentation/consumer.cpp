@@ -28,14 +28,8 @@ void InstrRuntime::consume() {
     std::deque<std::unique_ptr<Job>> batch;
     for (const auto& q : queues_) {
       q->take(kMaxBatch - batch.size(), [&](const LaunchRecord& r) {
-        std::unique_ptr<Job> job;
-        if (!free_jobs_.empty()) {
-          job = std::move(free_jobs_.back());
-          free_jobs_.pop_back();
-          *job = Job{};
-        } else {
-          job = std::make_unique<Job>();
-        }
+        std::unique_ptr<Job> job = reuse_or_make(free_jobs_);
+        *job = Job{};
         job->pool = static_cast<Pool*>(r.pool);
         job->queue = q.get();
         job->key = r.key;
@@ -73,14 +67,8 @@ void InstrRuntime::consume() {
     void* copied = batch_event_;
     // Staging to copy into: one the decoder is done with, or a new one (up to kCopies).
     copied_cv_.wait(lock, [&] { return !free_copied_.empty() || copies_made_ < kCopies; });
-    std::unique_ptr<Copied> c;
-    if (!free_copied_.empty()) {
-      c = std::move(free_copied_.back());
-      free_copied_.pop_back();
-    } else {
-      c = std::make_unique<Copied>();
-      ++copies_made_;
-    }
+    if (free_copied_.empty()) ++copies_made_;
+    std::unique_ptr<Copied> c = reuse_or_make(free_copied_);
     lock.unlock();
     c->jobs = std::move(batch);
     const uint64_t t0 = now_ns();

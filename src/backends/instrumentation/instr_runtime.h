@@ -38,6 +38,7 @@
 #include "backends/instrumentation/device_api.h"
 #include "backends/instrumentation/launch_queue.h"
 #include "backends/instrumentation/scratch_decoder.h"
+#include "backends/instrumentation/slice_ring.h"
 #include "common/ids.h"
 
 namespace proton::instr {
@@ -159,7 +160,8 @@ class InstrRuntime {
   // the consumer), a paused session or none (the discard slice).
   uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
   uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
-  void choose_active_pool();                           // requires mu_
+  uint64_t hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes, bool via_callback);
+  void choose_active_pool();    // requires mu_
   LaunchQueue& thread_queue();  // the calling thread's queue, registered at its first launch
   friend struct ThreadSide;
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote

@@ -81,6 +81,15 @@ struct ThreadSide {
 };
 ThreadSide& thread_side();
 
+/// The last object of `free` (recycled, no allocation), or a new one when there is none.
+template <class T>
+std::unique_ptr<T> reuse_or_make(std::vector<std::unique_ptr<T>>& free) {
+  if (free.empty()) return std::make_unique<T>();
+  std::unique_ptr<T> t = std::move(free.back());
+  free.pop_back();
+  return t;
+}
+
 inline uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())

@@ -49,25 +49,29 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       // for users to fall to zero, so one of the two sees the other.
       p->users.fetch_add(1, std::memory_order_seq_cst);
       SliceRing::Slice slice;
-      if (active_.load(std::memory_order_seq_cst) == p &&
-          p->ring.reserve(bytes, alignment, slice)) {
-        t.valid = true;
-        t.pool = p;
-        t.slice = slice;
-        t.bytes = bytes;
-        t.in_flight = p->ring.in_flight();
-        if (via_callback) hot::this_thread().instr_pending = true;
-        return p->device + slice.start % p->size();
-      }
+      if (active_.load(std::memory_order_seq_cst) == p && p->ring.reserve(bytes, alignment, slice))
+        return hand_out(*p, slice, bytes, via_callback);
       p->users.fetch_sub(1, std::memory_order_release);
     }
   }
   return alloc_slow(bytes, alignment, paused, via_callback);
 }
 
+uint64_t InstrRuntime::hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes,
+                                bool via_callback) {
+  // Until the launch's exit: the slice (and a user of the pool) on this thread.
+  ThreadSide& t = t_side;
+  t.valid = true;
+  t.pool = &pool;
+  t.slice = slice;
+  t.bytes = bytes;
+  t.in_flight = pool.ring.in_flight();
+  if (via_callback) hot::this_thread().instr_pending = true;
+  return pool.device + slice.start % pool.size();
+}
+
 uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool paused,
                                   bool via_callback) {
-  ThreadSide& t = t_side;
   const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
   std::unique_lock lock(mu_);
   std::string why;
@@ -86,15 +90,8 @@ uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool pause
     std::chrono::steady_clock::time_point deadline{};
     for (;;) {
       SliceRing::Slice slice;
-      if (pool->ring.reserve(bytes, alignment, slice)) {
-        t.valid = true;
-        t.pool = pool;
-        t.slice = slice;
-        t.bytes = bytes;
-        t.in_flight = pool->ring.in_flight();
-        if (via_callback) hot::this_thread().instr_pending = true;
-        return pool->device + slice.start % pool->size();
-      }
+      if (pool->ring.reserve(bytes, alignment, slice))
+        return hand_out(*pool, slice, bytes, via_callback);
       if (pool->closing) break;
       // Full: the GPU is behind the host. Let the consumer free slices, up to a bound.
       if (deadline == std::chrono::steady_clock::time_point{}) {
