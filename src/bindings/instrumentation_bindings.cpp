@@ -105,6 +105,7 @@ void bind_instrumentation(nb::module_& m) {
     d["launches"] = s.launches;
     d["decoded"] = s.decoded;
     d["overflows"] = s.overflows;
+    d["largest_overflow_bytes"] = s.largest_overflow;
     d["paused"] = s.paused;
     d["failed_launches"] = s.failed_launches;
     d["bytes_reserved"] = s.bytes_reserved;

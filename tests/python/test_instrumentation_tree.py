@@ -142,11 +142,12 @@ def test_regions_on_the_trace_one_lane_per_sm_cta_warp(tmp_path):
 def test_loss_report_names_each_loss_and_its_remedy():
     before = {"overflows": 1, "wrapped_units": 0, "overwritten_events": 0, "copy_errors": 0}
     after = {"overflows": 4, "wrapped_units": 8, "overwritten_events": 96, "copy_errors": 0,
-             "unmatched_events": 2}
+             "unmatched_events": 2, "largest_overflow_bytes": 300 << 20}
     lines = instrumentation.loss_report(before, after, proton.mode.Default(buffer_size=4096))
     text = "\n".join(lines)
     assert len(lines) == 3
     assert "3 launches found the device pool full" in text and "PROTON_INSTR_POOL_MB" in text
+    assert "the largest asked for 300 MB" in text
     assert "8 warp buffers wrapped" in text and "96 events" in text and "4096 bytes" in text
     assert "2 region events had no partner" in text
     assert instrumentation.loss_report(after, after) == []

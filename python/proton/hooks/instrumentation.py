@@ -287,6 +287,7 @@ def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
     them."""
     d = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in _COUNTERS}
     d["size"] = getattr(mode_obj, "buffer_size", 0) or "its default"
+    d["largest"] = max(1, -(-int(after.get("largest_overflow_bytes", 0)) // (1 << 20)))
     return [text.format(**d) for key, text in _LOSSES if d[key]]
 
 
@@ -294,8 +295,8 @@ _COUNTERS = ("overflows", "wrapped_units", "overwritten_events", "unmatched_even
              "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels")
 # (counter, what it means and what to change), in the order they are said.
 _LOSSES = (
-    ("overflows", "{overflows} launches found the device pool full and kept no regions (raise "
-                  "PROTON_INSTR_POOL_MB, default 256)"),
+    ("overflows", "{overflows} launches found the device pool full and kept no regions (the "
+                  "largest asked for {largest} MB; raise PROTON_INSTR_POOL_MB, default 256)"),
     ("wrapped_units", "{wrapped_units} warp buffers wrapped: their oldest {overwritten_events} "
                       "events were overwritten, so those warps' first regions are missing (raise "
                       "the mode's buffer_size, now {size} bytes per CTA)"),

@@ -58,14 +58,15 @@ struct KernelInfo {
 };
 
 struct InstrStats {
-  uint64_t launches = 0;         // launches that got a slice of a pool
-  uint64_t decoded = 0;          // launches decoded
-  uint64_t overflows = 0;        // launches that got the discard slice (pool full)
-  uint64_t paused = 0;           // launches while sessions were paused (discard slice)
-  uint64_t unknown_kernels = 0;  // launches of kernels never registered (not decoded)
-  uint64_t failed_launches = 0;  // launch calls that returned an error (nothing to decode)
-  uint64_t copy_errors = 0;      // driver calls that failed (that launch's data is lost)
-  uint64_t samples = 0;          // closed regions decoded
+  uint64_t launches = 0;          // launches that got a slice of a pool
+  uint64_t decoded = 0;           // launches decoded
+  uint64_t overflows = 0;         // launches that got the discard slice (pool full)
+  uint64_t largest_overflow = 0;  // the most bytes one of them asked for
+  uint64_t paused = 0;            // launches while sessions were paused (discard slice)
+  uint64_t unknown_kernels = 0;   // launches of kernels never registered (not decoded)
+  uint64_t failed_launches = 0;   // launch calls that returned an error (nothing to decode)
+  uint64_t copy_errors = 0;       // driver calls that failed (that launch's data is lost)
+  uint64_t samples = 0;           // closed regions decoded
   uint64_t wrapped_units = 0;
   uint64_t overwritten_events = 0;
   uint64_t unmatched_events = 0;

@@ -2,6 +2,7 @@
 // launcher calls, and the launch's exit that queues its record for the consumer. The usual
 // launch takes no lock: a compare-and-swap on the ring's head, a record into the thread's own
 // queue, and a wake of the consumer once per batch. The consumer side is consumer.cpp.
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -131,6 +132,7 @@ uint64_t InstrRuntime::discard_slice(uint64_t need, bool paused) {
   // Paused, no pool, or still full: a discard slice keeps the kernel safe; its records are
   // dropped (and counted).
   ++(paused ? stats_.paused : stats_.overflows);
+  if (!paused) stats_.largest_overflow = std::max(stats_.largest_overflow, need);
   if (need > discard_bytes_) {
     if (discard_ != 0) old_discards_.push_back(discard_);
     api_->capture_context();
