@@ -161,6 +161,44 @@ def test_many_launches_without_a_synchronize_each(out_name, read_profile):
     assert loop["metrics"]["count"] == 1000 * CTAS * WARPS
 
 
+def test_threads_launching_at_once_lose_nothing(out_name, read_profile):
+    # The launch path takes no lock: four threads, each on its own stream, reserve slices and
+    # queue their records at once; every launch comes back decoded under its thread's scope.
+    import threading
+
+    threads, launches = 4, 200
+    before = instr.stats()
+    session = proton.start(out_name, backend="instrumentation")
+    errors = []
+
+    def work(i):
+        try:
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream), proton.scope(f"thread{i}"):
+                run_loop(K.loop_one_region, launches=launches)
+            stream.synchronize()
+        except Exception as e:  # reported below, not lost in the thread
+            errors.append(e)
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    assert not errors, errors
+    after = instr.stats()
+    assert after["decoded"] - before["decoded"] == threads * launches, after
+    for key in ("overflows", "copy_errors", "corrupt_ctas", "unmatched_events",
+                "abandoned_slices"):
+        assert after[key] == before[key], (key, after)
+    p = read_profile()
+    for i in range(threads):
+        loop = p.node("loop", start=kernel_node(p, f"thread{i}", name="loop_one_region"))
+        assert loop["metrics"]["count"] == launches * CTAS * WARPS
+
+
 def test_with_hook_triton(out_name, read_profile):
     session = proton.start(out_name, backend="instrumentation", hook="triton")
     run_loop(K.loop_one_region)
