@@ -8,6 +8,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -133,3 +134,27 @@ def run_script(tmp_path):
                               capture_output=True, text=True, timeout=timeout)
 
     return run
+
+
+def _run_threads(target, n):
+    """Runs target(i) on n threads at once; the first exception of any thread is raised here."""
+    errors = []
+
+    def guarded(i):
+        try:
+            target(i)
+        except BaseException as e:  # surfaced in the main thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def run_threads():
+    return _run_threads

@@ -161,33 +161,24 @@ def test_many_launches_without_a_synchronize_each(out_name, read_profile):
     assert loop["metrics"]["count"] == 1000 * CTAS * WARPS
 
 
-def test_threads_launching_at_once_lose_nothing(out_name, read_profile):
+def test_threads_launching_at_once_lose_nothing(out_name, read_profile, run_threads):
     # The launch path takes no lock: four threads, each on its own stream, reserve slices and
     # queue their records at once; every launch comes back decoded under its thread's scope.
-    import threading
-
     threads, launches = 4, 200
     before = instr.stats()
     session = proton.start(out_name, backend="instrumentation")
-    errors = []
 
     def work(i):
-        try:
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream), proton.scope(f"thread{i}"):
-                run_loop(K.loop_one_region, launches=launches)
-            stream.synchronize()
-        except Exception as e:  # reported below, not lost in the thread
-            errors.append(e)
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream), proton.scope(f"thread{i}"):
+            run_loop(K.loop_one_region, launches=launches)
+        stream.synchronize()
 
-    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    torch.cuda.synchronize()
-    proton.finalize(session)
-    assert not errors, errors
+    try:
+        run_threads(work, threads)
+        torch.cuda.synchronize()
+    finally:
+        proton.finalize(session)
     after = instr.stats()
     assert after["decoded"] - before["decoded"] == threads * launches, after
     for key in ("overflows", "copy_errors", "corrupt_ctas", "unmatched_events",

@@ -15,25 +15,7 @@ THREADS = 4
 LAUNCHES = 50
 
 
-def run_threads(target, n):
-    errors = []
-
-    def guarded(i):
-        try:
-            target(i)
-        except BaseException as e:  # surfaced in the main thread below
-            errors.append(e)
-
-    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
-def test_each_thread_has_its_own_scopes(out_name, read_profile):
+def test_each_thread_has_its_own_scopes(out_name, read_profile, run_threads):
     x = torch.ones(16, device="cuda")
     torch.cuda.synchronize()
     barrier = threading.Barrier(THREADS)
@@ -56,7 +38,7 @@ def test_each_thread_has_its_own_scopes(out_name, read_profile):
     assert prof.kernels(direct=True) == [], prof.render()
 
 
-def test_thread_without_scopes_uses_main_threads_scope(out_name, read_profile):
+def test_thread_without_scopes_uses_main_threads_scope(out_name, read_profile, run_threads):
     x = torch.ones(16, device="cuda")
     torch.cuda.synchronize()
 
