@@ -83,7 +83,8 @@ struct InstrStats {
   uint64_t deliver_ns = 0;
   uint64_t full_wait_ns = 0;
   // Slices handed out whose launch never reached its exit within a full pool's wait (their
-  // thread ended in between), given up so that the ring goes on.
+  // thread stuck in between; a thread that ends gives its slice back itself), given up so that
+  // the ring goes on.
   uint64_t abandoned_slices = 0;
 };
 
@@ -146,7 +147,8 @@ class InstrRuntime {
   std::vector<std::string> errors();  // first few decode errors, for the user
   uint32_t overflow_wait_ms = 1000;
   /// A slice handed out whose launch has not reached its exit for this long, found holding a
-  /// full pool's tail, is given up (its thread ended in between; counted in abandoned_slices).
+  /// full pool's tail, is given up (its thread is stuck in between; counted in
+  /// abandoned_slices). Its launch, should it come after all, is dropped.
   uint32_t abandon_after_ms = 2000;
 
  private:
