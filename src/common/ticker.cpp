@@ -1,5 +1,7 @@
 #include "common/ticker.h"
 
+#include "common/thread_name.h"
+
 #include <utility>
 
 namespace proton {
@@ -12,7 +14,10 @@ void Ticker::start(std::chrono::milliseconds period, std::function<void()> tick)
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  thread_ = std::thread([this, period] { loop(period); });
+  thread_ = std::thread([this, period] {
+    name_this_thread("proton-flush");
+    loop(period);
+  });
 }
 
 void Ticker::stop() {

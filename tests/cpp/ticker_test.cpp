@@ -1,12 +1,19 @@
 #include "common/ticker.h"
 
+#if defined(__linux__)
+#include <pthread.h>
+#endif
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
+
+#include "common/thread_name.h"
 
 namespace proton {
 namespace {
@@ -87,6 +94,37 @@ TEST(Ticker, RestartReplacesTheFunction) {
   ASSERT_TRUE(wait_for_count(second, 2));
   EXPECT_EQ(first.load(), first_at_restart);
 }
+
+#if defined(__linux__)
+// Our threads are named so that top -H, gdb and py-spy tell them from the program's own.
+std::string name_of(pthread_t t) {
+  char name[32] = {};
+  pthread_getname_np(t, name, sizeof name);
+  return name;
+}
+
+TEST(ThreadName, TheTickerThreadIsNamedAndLongNamesAreCut) {
+  std::mutex mu;
+  std::string seen;
+  Ticker t;
+  std::atomic<int> ticks{0};
+  t.start(1ms, [&] {
+    std::lock_guard lock(mu);
+    seen = name_of(pthread_self());
+    ++ticks;
+  });
+  ASSERT_TRUE(wait_for_count(ticks, 1));
+  t.stop();
+  EXPECT_EQ(seen, "proton-flush");
+
+  std::string cut;
+  std::thread([&] {
+    name_this_thread("proton-a-name-longer-than-fifteen");
+    cut = name_of(pthread_self());
+  }).join();
+  EXPECT_EQ(cut, "proton-a-name-l");  // Linux keeps 15 characters; longer is not an error
+}
+#endif
 
 }  // namespace
 }  // namespace proton

@@ -10,6 +10,8 @@
 #include <deque>
 #include <thread>
 
+#include "common/thread_name.h"
+
 namespace proton::cupti {
 
 namespace {
@@ -54,7 +56,10 @@ class DeliveryWorker {
     std::lock_guard lock(mu_);
     if (!started_) {
       try {
-        std::thread([this] { run(); }).detach();
+        std::thread([this] {
+          name_this_thread("proton-records");
+          run();
+        }).detach();
       } catch (...) {
         return false;
       }

@@ -11,6 +11,7 @@
 #include "backends/cupti/cupti_errors.h"
 #include "common/clock.h"
 #include "common/name_table.h"
+#include "common/thread_name.h"
 
 namespace proton::cupti {
 
@@ -207,7 +208,10 @@ bool PcSampler::start(const CuptiApi& api, const DriverApi& driver, RecordProces
   }
   if (!sizes_.note.empty()) std::fprintf(stderr, "proton: PC sampling: %s\n", sizes_.note.c_str());
   running_.store(true, std::memory_order_release);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    name_this_thread("proton-pcsample");
+    run();
+  });
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include "attribution/record_processor.h"
 #include "backends/cupti/pm_sampling_setup.h"
 #include "common/clock.h"
+#include "common/thread_name.h"
 
 namespace proton::cupti {
 
@@ -85,7 +86,10 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
     std::lock_guard last(g_last_mu);
     g_running.store(this, std::memory_order_release);
   }
-  thread_ = std::thread([this] { worker(); });
+  thread_ = std::thread([this] {
+    name_this_thread("proton-pmsample");
+    worker();
+  });
   return true;
 }
 

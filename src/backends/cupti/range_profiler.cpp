@@ -9,6 +9,7 @@
 #include "attribution/record_processor.h"
 #include "common/clock.h"
 #include "common/hot.h"
+#include "common/thread_name.h"
 
 namespace proton::cupti {
 
@@ -113,7 +114,10 @@ bool RangeProfiler::start(const CountersApi& api, RecordProcessor* sink,
   }
   if (!notes.empty()) notice += " [" + notes + "]";
   quit_ = false;
-  thread_ = std::thread([this] { worker(); });
+  thread_ = std::thread([this] {
+    name_this_thread("proton-ranges");
+    worker();
+  });
   running_ = true;
   // Set up the context current on this thread now, off the launch path; others (or this one,
   // if there is none yet) at their first launch.

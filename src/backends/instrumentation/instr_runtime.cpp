@@ -8,6 +8,7 @@
 
 #include "backends/instrumentation/instr_runtime_parts.h"
 #include "common/hot.h"
+#include "common/thread_name.h"
 
 namespace proton::instr {
 
@@ -120,8 +121,14 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   choose_active_pool();
   if (!consumer_.joinable()) {
     stop_ = false;
-    consumer_ = std::thread([this] { consume(); });
-    decoder_ = std::thread([this] { decode_batches(); });
+    consumer_ = std::thread([this] {
+      name_this_thread("proton-copy");
+      consume();
+    });
+    decoder_ = std::thread([this] {
+      name_this_thread("proton-decode");
+      decode_batches();
+    });
   }
 }
 
