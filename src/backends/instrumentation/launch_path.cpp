@@ -186,11 +186,11 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
     std::lock_guard lock(mu_);
     r.launched = take_event();
     r.event_ok = r.launched != nullptr && api_->record(r.launched, stream);
-    if (!r.event_ok) {
-      ++stats_.copy_errors;
+    // Counted once, by the decoder that skips the launch (copy_errors is per lost launch);
+    // named here, where the driver's error is known.
+    if (!r.event_ok)
       note_copy_error(r.launched == nullptr ? "event create (launching thread)"
                                             : "event record on the launch's stream");
-    }
   }
   LaunchQueue& q = thread_queue();
   while (!q.push(r)) {

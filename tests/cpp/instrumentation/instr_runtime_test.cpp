@@ -52,7 +52,7 @@ class FakeDevice final : public DeviceApi {
   // CUDA_ERROR_INVALID_CONTEXT for the consumer's first event).
   void* create_event() override { return has_context() ? new int(0) : nullptr; }
   void destroy_event(void* e) override { delete static_cast<int*>(e); }
-  bool record(void*, uint64_t) override { return has_context(); }
+  bool record(void*, uint64_t) override { return has_context() && !fail_records; }
   bool wait(void*, void*) override { return has_context(); }
   bool copy_2d_to_host_async(void* dst, size_t dst_pitch, uint64_t src, size_t src_pitch,
                              size_t width, size_t height, void*) override {
@@ -73,6 +73,7 @@ class FakeDevice final : public DeviceApi {
   std::string last_error() override { return fail_copies ? "FAKE_ERROR_COPY (7)" : ""; }
   int allocs = 0;
   bool fail_copies = false;
+  std::atomic<bool> fail_records{false};
   std::atomic<uint64_t> copy_calls{0};
   std::atomic<uint64_t> copied{0};
   std::mutex bound_mu;
@@ -486,6 +487,33 @@ TEST(InstrRuntime, RegionsGoToTheSessionsDeliverBitNotItsId) {
   std::lock_guard lock(sink.mu);
   ASSERT_EQ(sink.got.size(), 1u);
   EXPECT_EQ(sink.got[0].sessions, 0b100u);
+}
+
+// A launch on the per-thread default stream whose event record fails is one lost launch: counted
+// once (it used to be counted at the launch's exit and again when the decoder skipped it).
+TEST(InstrRuntime, FailedEventRecordOnThePerThreadStreamIsCountedOnce) {
+  CollectingSink sink;
+  FakeDevice* dev = fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(9, 1 << 16);
+  rt.register_kernel(0xf09, kernel_info(b));
+  InstrStats before = rt.stats();
+  dev->fail_records = true;
+  rt.alloc(b.bytes().size(), 128, InstrRuntime::kPerThreadStream);
+  rt.launch_exit(0xf09, InstrRuntime::kPerThreadStream, 1, ~uint64_t{0});
+  rt.drain();
+  dev->fail_records = false;
+  rt.close(9);
+  rt.set_sink(nullptr);
+  EXPECT_EQ(rt.stats().copy_errors - before.copy_errors, 1u);
+  bool named = false;
+  for (const std::string& e : rt.errors())
+    named = named || e.find("event record on the launch's stream") != std::string::npos;
+  EXPECT_TRUE(named);
+  std::lock_guard lock(sink.mu);
+  EXPECT_TRUE(sink.got.empty());
 }
 
 // A failed copy is counted and says which driver call failed and the driver's error name.
