@@ -54,6 +54,9 @@ struct BackendOptions {
   // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
   // without counters, or a GPU that refuses them, says so once and times kernels as usual.
   CounterConfig counters;
+  // This rank's local rank (io/run_info.h, published by proton/_ranks.py for torchrun, Open MPI,
+  // MPICH and Slurm), -1 when unknown: PM sampling's device when no context is current yet.
+  int local_rank = -1;
 };
 
 class Backend {

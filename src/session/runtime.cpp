@@ -15,6 +15,7 @@
 #include "io/atomic_file.h"
 #include "io/chrome_trace_writer.h"
 #include "io/hatchet_writer.h"
+#include "io/run_info.h"
 
 namespace proton {
 
@@ -149,6 +150,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   backend_options.graph_level = config.mode == "graph";
   // Hardware counters (issue 20): throws for a malformed counters mode before anything changes.
   backend_options.counters = parse_counter_config(config.mode);
+  backend_options.local_rank = static_cast<int>(run_info().local_rank);
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {

@@ -14,6 +14,7 @@
 #include "data/counter_rules.h"
 #include "data/counter_track.h"
 #include "io/counter_track_writer.h"
+#include "io/run_info.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 
@@ -262,6 +263,19 @@ class Counters : public testing::RuntimeFixture {
     return node["metrics"][name].get<double>();
   }
 };
+
+// PM sampling picks its device from the rank's local rank when no context is current yet: the
+// one proton/_ranks.py detected (mpirun and srun set no LOCAL_RANK), handed to the backend.
+TEST_F(Counters, TheBackendIsGivenTheRanksLocalRank) {
+  set_run_info(RunInfo{5, 8, 3, "node2", "", "mpi"});
+  SessionId s = rt_.start(config("ranked", "counters"));
+  EXPECT_EQ(log_.local_rank, 3);
+  rt_.finalize(s, "");
+  set_run_info(RunInfo{});
+  s = rt_.start(config("alone", "counters"));
+  EXPECT_EQ(log_.local_rank, -1);
+  rt_.finalize(s, "");
+}
 
 TEST_F(Counters, ValuesLandOnKernelNodesInEitherOrder) {
   CounterSchema schema(

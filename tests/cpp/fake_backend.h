@@ -12,13 +12,15 @@ class FakeBackend : public Backend {
  public:
   struct Log {
     int starts = 0, stops = 0, pauses = 0, resumes = 0, flushes = 0;
+    int local_rank = -2;  // the last start's BackendOptions::local_rank
   };
   explicit FakeBackend(Log* log) : log_(log) {}
 
   std::string_view name() const override { return "fake"; }
-  bool start(RecordProcessor* sink, const BackendOptions&, std::string&) override {
+  bool start(RecordProcessor* sink, const BackendOptions& options, std::string&) override {
     sink_ = sink;
     ++log_->starts;
+    log_->local_rank = options.local_rank;
     return true;
   }
   void pause() override { ++log_->pauses; }

@@ -7,7 +7,7 @@
 
 namespace proton::cupti {
 
-void CuptiBackend::start_counters(const CounterConfig& config) {
+void CuptiBackend::start_counters(const CounterConfig& config, int local_rank) {
   counters_problem_.clear();
   counters_user_error_ = false;
   std::string why;
@@ -30,7 +30,7 @@ void CuptiBackend::start_counters(const CounterConfig& config) {
   }
   if (config.pm_sampling) {
     if (!sampler_) sampler_ = std::make_unique<PmSampler>();
-    if (!sampler_->start(*api, processor_, config, notice, user_error, why)) {
+    if (!sampler_->start(*api, processor_, config, local_rank, notice, user_error, why)) {
       counters_problem_ = "PM sampling: " + why;
       counters_user_error_ = user_error;
       sampler_.reset();

@@ -142,7 +142,7 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   quiet_since_ns_.store(steady_ns(), std::memory_order_relaxed);
   flusher_.start(std::chrono::milliseconds(options.flush_interval_ms),
                  [this] { periodic_flush(); });
-  if (options.counters.enabled) start_counters(options.counters);
+  if (options.counters.enabled) start_counters(options.counters, options.local_rank);
   return true;
 }
 

@@ -74,7 +74,7 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   // Hardware counters (mode="counters", counters_backend.cpp). Started after kernel timing,
   // flushed before it (values first, so the join finds them), stopped after the launch
   // callbacks are off.
-  void start_counters(const CounterConfig& config);
+  void start_counters(const CounterConfig& config, int local_rank);
   void flush_counters();
   void stop_counters();
   std::unique_ptr<RangeProfiler> ranges_;

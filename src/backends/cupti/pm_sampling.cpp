@@ -27,12 +27,12 @@ PmSampler::~PmSampler() {
 }
 
 bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const CounterConfig& config,
-                      std::string& notice, bool& user_error, std::string& why) {
+                      int local_rank, std::string& notice, bool& user_error, std::string& why) {
   user_error = false;
   api_ = &api;
   sink_ = sink;
   if (!ensure_profiler_initialized(api, why)) return false;
-  device_ = pm_device(api);
+  device_ = pm_device(api, local_rank);
   std::string chip = chip_name(api, device_, why);
   if (chip.empty()) return false;
   std::vector<uint8_t> availability = pm_counter_availability(api, device_);

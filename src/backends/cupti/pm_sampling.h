@@ -40,10 +40,11 @@ class PmSampler {
   PmSampler() = default;
   ~PmSampler();
 
-  /// Samples the device pm_device() names every config.interval_us. Unknown user-named metrics fail
-  /// with `user_error` set and a message listing the chip's metrics.
+  /// Samples the device pm_device() names (`local_rank`: the rank's, -1 when unknown) every
+  /// config.interval_us. Unknown user-named metrics fail with `user_error` set and a message
+  /// listing the chip's metrics.
   bool start(const CountersApi& api, RecordProcessor* sink, const CounterConfig& config,
-             std::string& notice, bool& user_error, std::string& why);
+             int local_rank, std::string& notice, bool& user_error, std::string& why);
   void flush();  // decodes and delivers what the hardware buffer holds now
   void stop();
 

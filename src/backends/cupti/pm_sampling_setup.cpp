@@ -52,7 +52,7 @@ uint32_t pm_device_for(int context_device, int local_rank, int device_count) {
   return 0;
 }
 
-uint32_t pm_device(const CountersApi& api) {
+uint32_t pm_device(const CountersApi& api, int local_rank) {
   int context_device = -1;
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
@@ -62,8 +62,7 @@ uint32_t pm_device(const CountersApi& api) {
   }
   int count = 0;
   if (api.cuDeviceGetCount == nullptr || api.cuDeviceGetCount(&count) != CUDA_SUCCESS) count = 0;
-  int local_rank = -1;
-  if (const char* s = std::getenv("LOCAL_RANK"); s != nullptr && *s != 0) {
+  if (const char* s = std::getenv("LOCAL_RANK"); local_rank < 0 && s != nullptr && *s != 0) {
     char* end = nullptr;
     long v = std::strtol(s, &end, 10);
     if (end != nullptr && *end == 0 && v >= 0 && v < 1 << 16) local_rank = static_cast<int>(v);

@@ -32,8 +32,9 @@ inline constexpr uint32_t kPmDecodePeriodMs = 20;
 /// the script made a context; else device 0.
 uint32_t pm_device_for(int context_device, int local_rank, int device_count);
 
-/// The same, asking the driver and the environment.
-uint32_t pm_device(const CountersApi& api);
+/// The same, asking the driver. `local_rank`: the rank's as the Python layer detected it
+/// (torchrun, Open MPI, MPICH, Slurm; io/run_info.h), -1 when unknown: then LOCAL_RANK.
+uint32_t pm_device(const CountersApi& api, int local_rank);
 
 /// The device's counter-availability image (empty when CUPTI gives none): the profiler host
 /// needs it to configure PM-sampling metrics.

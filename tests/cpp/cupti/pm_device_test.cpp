@@ -37,12 +37,16 @@ TEST(PmDevice, AsksTheDriverAndTheEnvironment) {
   std::string keep = saved != nullptr ? saved : "";
   setenv("LOCAL_RANK", "1", 1);
   g_ctx_device = -1;
-  EXPECT_EQ(pm_device(api), 1u);
+  EXPECT_EQ(pm_device(api, -1), 1u);
   g_ctx_device = 0;
-  EXPECT_EQ(pm_device(api), 0u) << "the context the process made wins over the rank";
+  EXPECT_EQ(pm_device(api, -1), 0u) << "the context the process made wins over the rank";
+  // The rank the Python layer detected (mpirun, srun: no LOCAL_RANK) wins over the variable.
+  g_ctx_device = -1;
+  setenv("LOCAL_RANK", "0", 1);
+  EXPECT_EQ(pm_device(api, 1), 1u);
   setenv("LOCAL_RANK", "not a number", 1);
   g_ctx_device = -1;
-  EXPECT_EQ(pm_device(api), 0u);
+  EXPECT_EQ(pm_device(api, -1), 0u);
   if (saved != nullptr) {
     setenv("LOCAL_RANK", keep.c_str(), 1);
   } else {
