@@ -88,6 +88,7 @@ void InstrRuntime::consume() {
 }
 
 void InstrRuntime::decode_batches() {
+  DecodeResult decoded;  // every launch decodes into it: its vectors keep their capacity
   std::unique_lock lock(mu_);
   for (;;) {
     decode_cv_.wait(lock, [&] { return !decode_queue_.empty(); });
@@ -101,7 +102,7 @@ void InstrRuntime::decode_batches() {
     const uint64_t t0 = now_ns();
     uint64_t deliver = 0;
     for (auto& job : c->jobs)
-      deliver += finish(*job, *c, sink, counts);
+      deliver += finish(*job, *c, sink, counts, decoded);
     const uint64_t t1 = now_ns();
     lock.lock();
     stats_.decode_ns += t1 - t0 - deliver;
@@ -308,7 +309,8 @@ void InstrRuntime::copy_back(Copied& c, void* copied) {
   if (failed != nullptr) note_copy_error(failed);
 }
 
-uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts) {
+uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts,
+                              DecodeResult& r) {
   // Runs on the decoder thread without mu_, on the batch's host staging (the device slices may
   // already be handed out again).
   if (!job.launch_ok) return 0;  // counted at the launch
@@ -321,16 +323,15 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, Decod
     return 0;
   }
   const KernelInfo& k = *job.kernel;
-  DecodeResult r;
   if (job.run < c.runs.size()) {
     const SliceRun& run = c.runs[job.run];
     const size_t row_bytes = run.compact_bytes();
-    r = decode_scratch(
+    decode_scratch_into(
         {c.data_stage.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
-        compact_layout(k.layout, run));
+        compact_layout(k.layout, run), r);
   } else {
     // A slice smaller than one CTA's header: the decoder says so.
-    r = decode_scratch({}, k.layout);
+    decode_scratch_into({}, k.layout, r);
   }
   ++counts.decoded;
   counts.samples += r.samples.size();

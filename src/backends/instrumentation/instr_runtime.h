@@ -187,7 +187,9 @@ class InstrRuntime {
     std::vector<std::string> errors;
   };
   // Decodes and delivers to `sink` (decoder thread, without mu_); returns the ns delivering.
-  uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts);
+  // `into`: the decoder thread's one result, reused for every launch.
+  uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts,
+                  DecodeResult& into);
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
 

@@ -88,6 +88,12 @@ uint32_t data_offset_for(const KernelLayout& layout, uint32_t data_bytes);
 /// described in `errors`; whatever decodes is kept.
 DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& layout);
 
+/// The same into `out`, which is cleared first and keeps its capacity: the decoder thread
+/// decodes every launch into one result (a fresh one per launch cost an allocation, and for
+/// launches of thousands of regions an mmap, page faults and munmap each time).
+void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& layout,
+                         DecodeResult& out);
+
 /// Cycles from `start` to `end` for clocks read as 64-bit (43 significant bits) or 32-bit
 /// (optimizations=clock32): one 32-bit wrap between them is undone.
 inline uint64_t cycles_between(uint64_t start, uint64_t end) {

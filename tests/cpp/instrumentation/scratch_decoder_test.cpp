@@ -157,6 +157,32 @@ TEST(ScratchDecoder, CorruptCtaIsReportedAndTheRestKept) {
   EXPECT_EQ(r.samples[1].cta, 3u);
 }
 
+// The decoder thread decodes every launch into one result: nothing of the launch before (its
+// samples, counts, errors, CTAs) may show in the next.
+TEST(ScratchDecoder, AReusedResultHoldsOnlyTheLastDecode) {
+  ScratchBuilder bad(1, 32, 1);  // wraps, leaves an orphan end, and a corrupt CTA
+  bad.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}, {false, 0, 3}, {true, 0, 4}, {false, 1, 5}}});
+  bad.add_cta(1, 0, {{{false, 0, 1}, {true, 0, 2}}}, 1000, 0x12345678);
+  ScratchBuilder good(1, 64, 1);
+  good.add_cta(7, 3, {{{false, 0, 10}, {true, 0, 25}}});
+  DecodeResult r;
+  decode_scratch_into(bad.bytes(), layout_of(bad, 1), r);
+  ASSERT_EQ(r.corrupt_ctas, 1u);
+  ASSERT_GT(r.unmatched_events, 0u);
+  decode_scratch_into(good.bytes(), layout_of(good, 1), r);
+  DecodeResult fresh = decode_scratch(good.bytes(), layout_of(good, 1));
+  EXPECT_EQ(r.wrapped_units, 0u);
+  EXPECT_EQ(r.overwritten_events, 0u);
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.corrupt_ctas, 0u);
+  EXPECT_TRUE(r.errors.empty());
+  ASSERT_EQ(r.ctas.size(), 1u);
+  EXPECT_EQ(r.ctas[0].cta, 7u);
+  ASSERT_EQ(r.samples.size(), fresh.samples.size());
+  EXPECT_EQ(r.samples[0].cta, 7u);
+  EXPECT_EQ(r.samples[0].end_cycle - r.samples[0].start_cycle, 15u);
+}
+
 TEST(ScratchDecoder, TruncatedBufferKeepsWholeSlices) {
   ScratchBuilder b(1, 64, 1);
   b.add_cta(0, 0, {{{false, 0, 1}, {true, 0, 2}}});
