@@ -1,7 +1,7 @@
 // The batch pipeline of the instrumentation runtime: the consumer thread (gathers queued
 // launches, orders our copy stream after them, copies back what the warps wrote, frees the
-// ring) and the decoder thread (decodes each copied batch and hands the regions to the
-// sessions). The launch side is instr_runtime.cpp.
+// ring) and the decoder threads (each decodes a copied batch and hands the regions to the
+// sessions; helpers join only when batches wait). The launch side is instr_runtime.cpp.
 #include <algorithm>
 
 #include "backends/instrumentation/instr_runtime_parts.h"
@@ -83,15 +83,15 @@ void InstrRuntime::consume() {
     stats_.copy_wait_ns += t1 - t0;
     done_cv_.notify_all();
     decode_queue_.push_back(std::move(c));
-    decode_cv_.notify_one();
+    decode_cv_.notify_all();  // each decoder waits for its own backlog
   }
 }
 
-void InstrRuntime::decode_batches() {
+void InstrRuntime::decode_batches(size_t index) {
   DecodeResult decoded;  // every launch decodes into it: its vectors keep their capacity
   std::unique_lock lock(mu_);
   for (;;) {
-    decode_cv_.wait(lock, [&] { return !decode_queue_.empty(); });
+    decode_cv_.wait(lock, [&] { return decode_queue_.size() > index; });
     std::unique_ptr<Copied> c = std::move(decode_queue_.front());
     decode_queue_.pop_front();
     RegionSink* sink = sink_;

@@ -125,10 +125,11 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
       name_this_thread("proton-copy");
       consume();
     });
-    decoder_ = std::thread([this] {
-      name_this_thread("proton-decode");
-      decode_batches();
-    });
+    for (size_t i = 0; i < kDecoders; ++i)
+      decoders_.emplace_back([this, i] {
+        name_this_thread(i == 0 ? "proton-decode" : "proton-decode+");
+        decode_batches(i);
+      });
   }
 }
 

@@ -18,9 +18,9 @@
 // first, then the written part of every segment, as strided copies over runs of contiguous
 // slices) and gives the slices back to the ring. A decoder thread decodes the copied batch and
 // adds region totals under each kernel's node while the consumer copies the next one (up to
-// kCopies batches in flight). When the ring is full a launch waits for the consumer up to
-// `overflow_wait_ms`, then writes into a discard slice instead: counted as an overflow, never
-// a crash.
+// kCopies batches in flight; helpers decode beside it while batches wait, kDecoders in all). When
+// the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes into a
+// discard slice instead: counted as an overflow, never a crash.
 #pragma once
 
 #include <atomic>
@@ -169,7 +169,7 @@ class InstrRuntime {
   friend struct ThreadSide;
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
   void consume();
-  void decode_batches();                    // the decoder thread
+  void decode_batches(size_t index);        // decoder thread `index` (0: the first)
   bool pool_short() const;                  // requires mu_: some pool is over half in flight
   uint64_t records_waiting() const;         // requires mu_: records no batch has taken yet
   void copy_back(Copied& c, void* copied);  // consumer thread
@@ -217,13 +217,18 @@ class InstrRuntime {
   std::vector<void*> free_events_;
   void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
-  // Copied batches: the consumer copies one while the decoder decodes another (kCopies in all,
+  // Decoder threads: the first decodes every batch; helper i joins only while more than i
+  // copied batches wait (a launch of a region per step of a GEMM tile loop is ~17,000 regions
+  // per 132 CTAs, more than one thread decodes at the GPU's pace). The program's CPUs are
+  // shared only when decoding falls behind.
+  static constexpr size_t kDecoders = 3;
+  // Copied batches: the consumer copies one while the decoders decode others (kCopies in all,
   // made on demand), so copy-back and decoding overlap and neither waits for the other.
-  static constexpr size_t kCopies = 3;
+  static constexpr size_t kCopies = kDecoders + 2;
   std::vector<std::unique_ptr<Copied>> free_copied_;
   std::deque<std::unique_ptr<Copied>> decode_queue_;
   size_t copies_made_ = 0;
-  std::thread decoder_;
+  std::vector<std::thread> decoders_;
   // Consumer thread only: one event per launch stream of the batch.
   std::vector<void*> stream_events_;
   std::vector<uint64_t> batch_streams_;
