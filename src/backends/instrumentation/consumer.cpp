@@ -328,7 +328,7 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, Decod
     const size_t row_bytes = run.compact_bytes();
     decode_scratch_into(
         {c.data_stage.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
-        compact_layout(k.layout, run), r);
+        compact_layout(k.layout, run), r, sink != nullptr && sink->wants_samples(job.sessions));
   } else {
     // A slice smaller than one CTA's header: the decoder says so.
     decode_scratch_into({}, k.layout, r);

@@ -20,17 +20,8 @@ NameId scope_name(const KernelInfo& k, uint32_t id) {
 }  // namespace
 
 std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult& d) {
-  // Scope ids are 8 bits: a flat array on the stack, no allocation per launch.
-  struct Sum {
-    uint64_t cycles = 0;
-    uint64_t count = 0;
-  };
-  std::array<Sum, 256> by_scope{};
-  for (const RegionSample& s : d.samples) {
-    Sum& t = by_scope[s.scope & 0xffu];
-    t.cycles += s.end_cycle - s.start_cycle;
-    ++t.count;
-  }
+  // The decoder sums each scope as it pairs (DecodeResult::sums): no pass over the samples.
+  const auto& by_scope = d.sums;
   std::vector<RegionTotals> out;
   for (uint32_t id = 0; id < by_scope.size(); ++id) {
     if (by_scope[id].count == 0) continue;
@@ -77,6 +68,10 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
   return spans;
 }
 
+bool SessionRegionSink::wants_samples(uint64_t sessions) const {
+  return (sessions & LaunchStage::trace_sessions.load(std::memory_order_relaxed)) != 0;
+}
+
 void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelInfo& k,
                                 const DecodeResult& d, uint32_t device_id, uint32_t clock_khz) {
   std::vector<RegionTotals> totals = region_totals(k, d);
@@ -84,8 +79,7 @@ void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelIn
   uint64_t units = uint64_t{k.layout.num_warps} * (d.ctas.size() + d.skipped_ctas);
   // Spans only for sessions that keep a trace: a tree-only run skips one record per region.
   std::vector<RegionSpan> spans;
-  if ((sessions & LaunchStage::trace_sessions.load(std::memory_order_relaxed)) != 0)
-    spans = region_spans(k, d, clock_khz);
+  if (wants_samples(sessions)) spans = region_spans(k, d, clock_khz);
   Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans);
 }
 

@@ -23,6 +23,7 @@ class SessionRegionSink final : public RegionSink {
  public:
   void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& kernel,
                const DecodeResult& decoded, uint32_t device_id, uint32_t clock_khz) override;
+  bool wants_samples(uint64_t sessions) const override;
 };
 
 }  // namespace proton::instr

@@ -54,7 +54,8 @@ struct Pairing {
   }
 };
 
-// Pairs one event; appends the region it closes.
+// Pairs one event: a region it closes is added to its scope's sum (and kept, with kKeep).
+template <bool kKeep>
 [[gnu::always_inline]] inline void pair_event(const uint8_t* e, const CtaHeader& cta, uint32_t unit,
                                               DecodeResult& r, uint64_t& min_clock,
                                               Pairing& pairs) {
@@ -73,10 +74,15 @@ struct Pairing {
   }
   pairs.open[scope] = false;
   const uint64_t start = pairs.open_clock[scope];
+  const uint64_t cycles = cycles_between(start, clock);
+  ScopeSum& sum = r.sums[scope];
+  sum.cycles += cycles;
+  ++sum.count;
   min_clock = std::min(min_clock, start);
-  r.samples.push_back({cta.cta, cta.sm, unit, scope, start, start + cycles_between(start, clock)});
+  if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, start, start + cycles});
 }
 
+template <bool kKeep>
 void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_written,
                     const CtaHeader& cta, uint32_t unit, DecodeResult& r, uint64_t& min_clock,
                     Pairing& pairs) {
@@ -94,9 +100,9 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   // Oldest first: from the cursor to the segment's end, then from its start (no division per
   // event: it was a third of the decode).
   for (uint64_t i = first; i < first + count && i < capacity; ++i)
-    pair_event(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
+    pair_event<kKeep>(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
   for (uint64_t i = 0; i < first; ++i)
-    pair_event(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
+    pair_event<kKeep>(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
   r.unmatched_events += pairs.finish();
 }
 
@@ -129,9 +135,10 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
 }
 
 void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& layout,
-                         DecodeResult& r) {
+                         DecodeResult& r, bool keep_samples) {
   r.ctas.clear();
   r.samples.clear();
+  r.sums.fill({});
   r.errors.clear();
   r.wrapped_units = r.overwritten_events = r.unmatched_events = 0;
   r.skipped_ctas = r.corrupt_ctas = 0;
@@ -149,7 +156,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
     return;
   }
   const size_t num_ctas = bytes.size() / slice;
-  r.samples.reserve(r.samples.size() + num_ctas * units.size());
+  if (keep_samples) r.samples.reserve(num_ctas * units.size());
   Pairing pairs;
   if (bytes.size() % slice != 0) {
     note(r, "truncated buffer: " + std::to_string(bytes.size() % slice) + " trailing bytes after " +
@@ -196,8 +203,13 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
     uint64_t min_clock = UINT64_MAX;
     for (size_t i = 0; i < units.size(); ++i) {
       uint32_t words = load_u32(base + kHeaderFixedBytes + 4 * units[i]);
-      decode_segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock,
-                     pairs);
+      if (keep_samples) {
+        decode_segment<true>(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r,
+                             min_clock, pairs);
+      } else {
+        decode_segment<false>(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r,
+                              min_clock, pairs);
+      }
     }
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);

@@ -13,6 +13,7 @@
 // overwritten, and the unit's index keeps counting.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -69,14 +70,22 @@ struct CtaHeader {
   uint64_t first_clock = 0;  // smallest start clock of its samples (aligns clock to init_ns)
 };
 
+/// Cycles and count of one scope's regions, summed over a launch's units.
+struct ScopeSum {
+  uint64_t cycles = 0;
+  uint64_t count = 0;
+};
+
 struct DecodeResult {
   std::vector<CtaHeader> ctas;
+  /// Every closed region, when asked for (the timeline needs them; the call tree only `sums`).
   std::vector<RegionSample> samples;
-  uint64_t wrapped_units = 0;       // segments that wrapped (oldest events lost)
-  uint64_t overwritten_events = 0;  // events lost to wrap-around
-  uint64_t unmatched_events = 0;    // an end without its start or a start without its end
-  uint64_t skipped_ctas = 0;        // preamble 0: not profiled
-  uint64_t corrupt_ctas = 0;        // bad preamble or sizes: skipped, the rest kept
+  std::array<ScopeSum, 256> sums{};  // by scope id (8 bits), always
+  uint64_t wrapped_units = 0;        // segments that wrapped (oldest events lost)
+  uint64_t overwritten_events = 0;   // events lost to wrap-around
+  uint64_t unmatched_events = 0;     // an end without its start or a start without its end
+  uint64_t skipped_ctas = 0;         // preamble 0: not profiled
+  uint64_t corrupt_ctas = 0;         // bad preamble or sizes: skipped, the rest kept
   /// Clear errors, first few only (position and reason); decoding went on past each.
   std::vector<std::string> errors;
 };
@@ -90,9 +99,10 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
 
 /// The same into `out`, which is cleared first and keeps its capacity: the decoder thread
 /// decodes every launch into one result (a fresh one per launch cost an allocation, and for
-/// launches of thousands of regions an mmap, page faults and munmap each time).
+/// launches of thousands of regions an mmap, page faults and munmap each time). With
+/// `keep_samples` false only `sums` are filled, not `samples` (no session keeps a timeline).
 void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& layout,
-                         DecodeResult& out);
+                         DecodeResult& out, bool keep_samples = true);
 
 /// Cycles from `start` to `end` for clocks read as 64-bit (43 significant bits) or 32-bit
 /// (optimizations=clock32): one 32-bit wrap between them is undone.

@@ -339,6 +339,41 @@ TEST_F(Ring, ASliceTheSameThreadNeverLaunchedIsReused) {
   EXPECT_EQ(rt.stats().overflows, before.overflows);
 }
 
+// Sessions without a timeline get the per-scope sums only (the decoder keeps no samples): the
+// same totals as with them.
+TEST(InstrRuntime, ATreeOnlySinkGetsSumsWithoutSamples) {
+  class TreeOnlySink final : public RegionSink {
+   public:
+    void deliver(uint64_t, ContextId, const KernelInfo& k, const DecodeResult& d, uint32_t,
+                 uint32_t) override {
+      std::lock_guard lock(mu);
+      samples += d.samples.size();
+      for (const RegionTotals& t : region_totals(k, d))
+        cycles += t.cycles, count += t.count;
+    }
+    bool wants_samples(uint64_t) const override { return false; }
+    std::mutex mu;
+    uint64_t samples = 0, cycles = 0, count = 0;
+  };
+  TreeOnlySink sink;
+  fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1,
+            {{{false, 0, 10}, {false, 1, 20}, {true, 1, 25}, {true, 0, 110}},
+             {{false, 0, 10}, {true, 0, 60}}});
+  rt.open(14, 1 << 16);
+  rt.register_kernel(0xf10, kernel_info(b));
+  launch(b, 0xf10, 3, 0, 1, ~uint64_t{0});
+  rt.drain();
+  rt.close(14);
+  rt.set_sink(nullptr);
+  std::lock_guard lock(sink.mu);
+  EXPECT_EQ(sink.samples, 0u);
+  EXPECT_EQ(sink.count, 3u * 3);
+  EXPECT_EQ(sink.cycles, 3u * (100 + 5 + 50));
+}
+
 TEST(InstrRuntime, UnknownKernelIsCountedNotDecoded) {
   InstrRuntime& rt = InstrRuntime::get();
   rt.set_device_api(std::make_unique<FakeDevice>());

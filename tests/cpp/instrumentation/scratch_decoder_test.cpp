@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
 #include "scratch_builder.h"
@@ -181,6 +182,34 @@ TEST(ScratchDecoder, AReusedResultHoldsOnlyTheLastDecode) {
   ASSERT_EQ(r.samples.size(), fresh.samples.size());
   EXPECT_EQ(r.samples[0].cta, 7u);
   EXPECT_EQ(r.samples[0].end_cycle - r.samples[0].start_cycle, 15u);
+}
+
+// A tree-only session needs per-scope sums, not each region: the decoder then keeps no samples
+// and sums exactly what the full decode's samples add up to.
+TEST(ScratchDecoder, SumsOnlyDecodeAddsUpLikeTheSamples) {
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1,
+            {{{false, 0, 10}, {false, 1, 20}, {true, 1, 25}, {true, 0, 110}},
+             {{false, 0, 10}, {true, 0, 60}}});
+  b.add_cta(1, 2, {{{false, 0, 10}, {true, 0, 20}, {true, 1, 30}}, {}});
+  DecodeResult full = decode_scratch(b.bytes(), layout_of(b, 2));
+  DecodeResult sums;
+  decode_scratch_into(b.bytes(), layout_of(b, 2), sums, /*keep_samples=*/false);
+  EXPECT_TRUE(sums.samples.empty());
+  ASSERT_EQ(full.samples.size(), 4u);
+  std::array<ScopeSum, 256> from_samples{};
+  for (const RegionSample& s : full.samples) {
+    from_samples[s.scope].cycles += s.end_cycle - s.start_cycle;
+    ++from_samples[s.scope].count;
+  }
+  for (size_t id = 0; id < 256; ++id) {
+    EXPECT_EQ(sums.sums[id].cycles, from_samples[id].cycles) << id;
+    EXPECT_EQ(sums.sums[id].count, from_samples[id].count) << id;
+    EXPECT_EQ(full.sums[id].cycles, from_samples[id].cycles) << id;
+  }
+  EXPECT_EQ(sums.sums[0].cycles, 100u + 50 + 10);
+  EXPECT_EQ(sums.unmatched_events, full.unmatched_events);
+  EXPECT_EQ(sums.ctas.size(), 2u);
 }
 
 TEST(ScratchDecoder, TruncatedBufferKeepsWholeSlices) {

@@ -3,6 +3,7 @@
 // selected warps), the rest is the buffer. Sanitizers catch anything but a clean result.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 
 #include <cstring>
@@ -29,6 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   k.scope_parents[0] = 1;  // a cycle in bad metadata must not loop
   (void)region_totals(k, r);
   (void)region_spans(k, r, 1980000);
+  // The tree-only decode (no samples kept) must sum exactly what the full one does.
+  static DecodeResult sums_only;
+  decode_scratch_into(std::span<const uint8_t>(data + 4, size - 4), layout, sums_only, false);
+  if (!sums_only.samples.empty() || sums_only.unmatched_events != r.unmatched_events) abort();
+  for (size_t id = 0; id < r.sums.size(); ++id)
+    if (sums_only.sums[id].cycles != r.sums[id].cycles ||
+        sums_only.sums[id].count != r.sums[id].count)
+      abort();
   // The same bytes through the runtime's compact copy-back (compact_copy.h), done on the host:
   // headers read, plan made from them, compact rows built and decoded.
   std::span<const uint8_t> rows(data + 4, size - 4);
