@@ -346,6 +346,52 @@ def triton_wall(out_dir, launches):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def dense_loop(out_dir, launches=200):
+    """The Hopper GEMM with a region around each of its 16 tile-loop steps, `launches` in a row
+    (512 CTAs x 8 warps x 16 = 65,536 regions per launch, ~1 MB of records): whether the host
+    keeps up with the GPU (copy-back, decoding) or the launches wait for the pool. Wall time of
+    the loop with a tree session against the same loop with no profiler, and the runtime's
+    counts of that session."""
+    import torch
+
+    import proton
+    import instrumentation_kernels as K
+    from proton.hooks import instrumentation as instr
+
+    args, grid, kw = K.matmul_tma_args(torch, k=1024)
+
+    def launch():
+        K.matmul_tma[grid](*args, REGION=True, PER_STEP=True, **kw)
+
+    def loop():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            launch()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    launch()  # compile plain (no session: the regions compile to nothing)
+    plain = min(loop() for _ in range(3))
+    before = instr.stats()
+    session = proton.start(str(out_dir / "bench_dense"), backend="instrumentation")
+    launch()  # compile instrumented
+    walls = [loop() for _ in range(3)]
+    proton.finalize(session)
+    after = instr.stats()
+    d = {k: after[k] - before.get(k, 0) for k in ("launches", "decoded", "samples", "batches",
+                                                  "overflows", "full_wait_ns", "decode_ns",
+                                                  "copy_wait_ns", "bytes_copied")
+         if isinstance(after.get(k), (int, float))}
+    best = min(walls)
+    return {"launches_per_loop": launches, "plain_s": plain, "proton_s": best,
+            "proton_ratio": best / plain, "plain_us_per_launch": plain / launches * 1e6,
+            "proton_us_per_launch": best / launches * 1e6,
+            "regions_per_launch": d.get("samples", 0) / max(d.get("decoded", 1), 1),
+            "decode_ns_per_region": d.get("decode_ns", 0) / max(d.get("samples", 1), 1),
+            "stats": d}
+
+
 def cycles_vs_cupti(out_dir):
     import torch
 
@@ -425,6 +471,7 @@ def main():
         tw["ratio"] = tw["scaled_to_1000_s"] / report["wall"]["plain_s"]
     report["wall"]["triton_profiler"] = tw
     report["cycles_vs_cupti"] = cycles_vs_cupti(out_dir)
+    report["dense_loop"] = dense_loop(out_dir, 50 if args.quick else 200)
     (out_dir / "instrumentation_bench.json").write_text(json.dumps(report, indent=1))
     kt, w = report["kernel_time"], report["wall"]
     print(f"GPU: {report['gpu']}")
@@ -464,6 +511,13 @@ def main():
           f"{ratio} | within 10% |")
     if "error" in c:
         print(json.dumps(c))
+    dl = report["dense_loop"]
+    print(f"| (a region per step of the Hopper GEMM, {dl['launches_per_loop']} launches in a row, "
+          f"{dl['regions_per_launch']:.0f} regions each: wall time vs no profiler) | - | "
+          f"{dl['proton_ratio']:.3f}x ({dl['plain_us_per_launch']:.0f} -> "
+          f"{dl['proton_us_per_launch']:.0f} us per launch; full-pool waits "
+          f"{dl['stats'].get('full_wait_ns', 0) / 1e6:.0f} ms, overflows "
+          f"{dl['stats'].get('overflows', 0)}) | - |")
     print(json.dumps(w["stats"]))
     for name, r in kt.items():
         print(name, {k: round(v, 4) for k, v in r.items() if k.endswith("_ratio")})

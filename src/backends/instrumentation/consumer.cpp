@@ -334,7 +334,7 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, Decod
     decode_scratch_into({}, k.layout, r);
   }
   ++counts.decoded;
-  counts.samples += r.samples.size();
+  counts.samples += r.regions;  // regions decoded (samples are kept only for a timeline)
   counts.wrapped_units += r.wrapped_units;
   counts.overwritten_events += r.overwritten_events;
   counts.unmatched_events += r.unmatched_events;

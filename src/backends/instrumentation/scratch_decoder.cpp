@@ -78,6 +78,7 @@ template <bool kKeep>
   ScopeSum& sum = r.sums[scope];
   sum.cycles += cycles;
   ++sum.count;
+  ++r.regions;
   min_clock = std::min(min_clock, start);
   if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, start, start + cycles});
 }
@@ -139,6 +140,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
   r.ctas.clear();
   r.samples.clear();
   r.sums.fill({});
+  r.regions = 0;
   r.errors.clear();
   r.wrapped_units = r.overwritten_events = r.unmatched_events = 0;
   r.skipped_ctas = r.corrupt_ctas = 0;

@@ -81,6 +81,7 @@ struct DecodeResult {
   /// Every closed region, when asked for (the timeline needs them; the call tree only `sums`).
   std::vector<RegionSample> samples;
   std::array<ScopeSum, 256> sums{};  // by scope id (8 bits), always
+  uint64_t regions = 0;              // closed regions (samples, whether kept or not)
   uint64_t wrapped_units = 0;        // segments that wrapped (oldest events lost)
   uint64_t overwritten_events = 0;   // events lost to wrap-around
   uint64_t unmatched_events = 0;     // an end without its start or a start without its end

@@ -364,8 +364,10 @@ TEST(InstrRuntime, ATreeOnlySinkGetsSumsWithoutSamples) {
              {{false, 0, 10}, {true, 0, 60}}});
   rt.open(14, 1 << 16);
   rt.register_kernel(0xf10, kernel_info(b));
+  InstrStats before = rt.stats();
   launch(b, 0xf10, 3, 0, 1, ~uint64_t{0});
   rt.drain();
+  EXPECT_EQ(rt.stats().samples - before.samples, 3u * 3);  // regions decoded, kept or not
   rt.close(14);
   rt.set_sink(nullptr);
   std::lock_guard lock(sink.mu);

@@ -176,6 +176,8 @@ TEST(ScratchDecoder, AReusedResultHoldsOnlyTheLastDecode) {
   EXPECT_EQ(r.overwritten_events, 0u);
   EXPECT_EQ(r.unmatched_events, 0u);
   EXPECT_EQ(r.corrupt_ctas, 0u);
+  EXPECT_EQ(r.regions, 1u);
+  EXPECT_EQ(r.sums[0].count, 1u);  // not 2: the bad buffer closed one region of scope 0 too
   EXPECT_TRUE(r.errors.empty());
   ASSERT_EQ(r.ctas.size(), 1u);
   EXPECT_EQ(r.ctas[0].cta, 7u);
@@ -209,6 +211,8 @@ TEST(ScratchDecoder, SumsOnlyDecodeAddsUpLikeTheSamples) {
   }
   EXPECT_EQ(sums.sums[0].cycles, 100u + 50 + 10);
   EXPECT_EQ(sums.unmatched_events, full.unmatched_events);
+  EXPECT_EQ(sums.regions, 4u);
+  EXPECT_EQ(full.regions, 4u);
   EXPECT_EQ(sums.ctas.size(), 2u);
 }
 
