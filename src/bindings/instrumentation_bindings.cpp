@@ -125,6 +125,7 @@ void bind_instrumentation(nb::module_& m) {
     d["deliver_ns"] = s.deliver_ns;
     d["full_wait_ns"] = s.full_wait_ns;
     d["abandoned_slices"] = s.abandoned_slices;
+    d["wakes"] = s.wakes;
     d["errors"] = instr::InstrRuntime::get().errors();
     return d;
   });

@@ -14,8 +14,10 @@ void InstrRuntime::consume() {
   for (;;) {
     // Said before looking (seq_cst, as the launches' record and their look at the flag): a
     // launch either sees the flag down and wakes this wait, or its record is seen here.
+    idle_.store(true, std::memory_order_seq_cst);
     signalled_.store(false, std::memory_order_seq_cst);
     work_cv_.wait(lock, [&] { return stop_ || records_waiting() > 0; });
+    idle_.store(false, std::memory_order_relaxed);
     if (stop_ && records_waiting() == 0) return;
     // Gather: more launches come in the next moments; one batch copies them all. A launch
     // that fills the batch or the pool's first half may wake this wait once more.

@@ -82,6 +82,9 @@ struct InstrStats {
   uint64_t decode_ns = 0;
   uint64_t deliver_ns = 0;
   uint64_t full_wait_ns = 0;
+  // Launches that took the mutex to wake the consumer (about one per batch at most: it
+  // sleeps, the batch is full, or the pool is half full).
+  uint64_t wakes = 0;
   // Slices handed out whose launch never reached its exit within a full pool's wait (their
   // thread stuck in between; a thread that ends gives its slice back itself), given up so that
   // the ring goes on.
@@ -247,6 +250,11 @@ class InstrRuntime {
   // A launch woke the consumer since it last looked for records (set by launches without mu_,
   // cleared by the consumer under it): launches wake it once per batch, not once each.
   std::atomic<bool> signalled_{false};
+  // The consumer sleeps with nothing queued (no timeout): only then does a launch's first
+  // record wake it. While it copies or gathers it looks at the queues by itself, so a launch
+  // never takes mu_ then (it did once per batch, right as the consumer took the batch under
+  // mu_, and blocked on it).
+  std::atomic<bool> idle_{false};
   std::thread consumer_;
   bool stop_ = false;
   InstrStats stats_;

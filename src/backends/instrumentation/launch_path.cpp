@@ -203,14 +203,15 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   }
   // The record holds the pool open from here (close() drains it before freeing the pool).
   pool->users.fetch_sub(1, std::memory_order_release);
-  // Wake the consumer when a batch starts (it then gathers for gather_ms_), when the batch is
-  // full, or when the pool runs short; once per look of the consumer: every other launch
-  // returns without touching the mutex or making a futex call.
+  // Wake the consumer when it sleeps with nothing queued (it then gathers for gather_ms_), when
+  // the batch is full, or when the pool runs short; once per look of the consumer: every other
+  // launch returns without touching the mutex or making a futex call.
   const uint64_t pending = q.pending();
-  if ((pending == 1 || pending >= wake_batch_ || pool->ring.over_half()) &&
+  if ((idle_.load(std::memory_order_seq_cst) || pending >= wake_batch_ || pool->ring.over_half()) &&
       !signalled_.load(std::memory_order_seq_cst) &&
       !signalled_.exchange(true, std::memory_order_seq_cst)) {
     std::lock_guard lock(mu_);
+    ++stats_.wakes;
     work_cv_.notify_one();
   }
 }

@@ -66,7 +66,11 @@ class FakeDevice final : public DeviceApi {
     copied += width * height;
     return true;
   }
-  bool synchronize(void*) override { return has_context(); }
+  bool synchronize(void*) override {
+    if (int ms = sync_delay_ms.load(); ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return has_context();
+  }
   bool has_context() {
     std::lock_guard lock(bound_mu);
     return bound.count(std::this_thread::get_id()) != 0;
@@ -75,6 +79,7 @@ class FakeDevice final : public DeviceApi {
   int allocs = 0;
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
+  std::atomic<int> sync_delay_ms{0};  // the consumer's wait for its copies takes this long
   std::atomic<uint64_t> copy_calls{0};
   std::atomic<uint64_t> copied{0};
   std::mutex bound_mu;
@@ -524,6 +529,34 @@ TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
     EXPECT_EQ(sink.delivered, 3);
   }
   rt.close(13);
+  rt.set_sink(nullptr);
+}
+
+// A launch takes the mutex to wake the consumer only when it sleeps with nothing queued (or a
+// batch is full, or the pool half full): never while it copies a batch, when it holds the
+// mutex to take the next one (launches blocked on it once per batch).
+TEST(InstrRuntime, LaunchesDoNotWakeABusyConsumer) {
+  CollectingSink sink;
+  FakeDevice* dev = fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(15, 1 << 20);
+  rt.register_kernel(0xf11, kernel_info(b));
+  rt.drain();
+  dev->sync_delay_ms = 200;
+  InstrStats before = rt.stats();
+  launch(b, 0xf11, 1, 0, 1, ~uint64_t{0});  // wakes the sleeping consumer: it copies (200 ms)
+  // It gathers for 3 ms, then copies. (Were it still gathering, no launch would wake it
+  // either: the check below cannot fail for want of time.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  launch(b, 0xf11, 3, 0, 1, ~uint64_t{0});  // while it copies: queued, no wake
+  InstrStats during = rt.stats();
+  dev->sync_delay_ms = 0;
+  rt.drain();
+  EXPECT_EQ(during.wakes - before.wakes, 1u);
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 4u);
+  rt.close(15);
   rt.set_sink(nullptr);
 }
 
