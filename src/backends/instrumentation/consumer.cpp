@@ -130,8 +130,9 @@ void InstrRuntime::decode_batches(size_t index) {
     std::erase_if(queues_, [](const std::shared_ptr<LaunchQueue>& q) {
       return q->writer_gone.load(std::memory_order_acquire) && q->finished == q->written();
     });
+    give_staging(*c);
     free_copied_.push_back(std::move(c));
-    copied_cv_.notify_one();
+    copied_cv_.notify_all();  // the consumer may wait for a Copied or for staging room
     done_cv_.notify_all();
   }
 }
@@ -220,13 +221,43 @@ void InstrRuntime::plan_runs(Copied& c) {
   }
 }
 
-bool InstrRuntime::stage(Staging& s, size_t bytes) {
-  if (bytes <= s.bytes) return true;
-  if (s.data != nullptr) api_->free_pinned(s.data);
-  size_t want = std::max<size_t>({bytes, s.bytes * 2, size_t{1} << 20});
-  s.data = static_cast<uint8_t*>(api_->alloc_pinned(want));
-  s.bytes = s.data != nullptr ? want : 0;
-  return s.data != nullptr;
+uint8_t* InstrRuntime::take_staging(Copied& c, size_t bytes) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (uint8_t* p = arena_.take(bytes)) {
+      c.held += StagingArena::rounded(bytes);
+      return p;
+    }
+    // No room: other batches hold it until decoded (they give it back and notify) ...
+    const size_t mine = c.held;
+    if (arena_.base() != nullptr && arena_.in_use() > mine) {
+      copied_cv_.wait(lock);
+      continue;
+    }
+    // ... or the arena is too small even for this batch alone: a larger one (rare; pinning
+    // takes the driver for milliseconds). The old buffer is kept until no session runs: this
+    // batch's headers may be in it.
+    const uint64_t t0 = now_ns();
+    size_t want = std::max(arena_.size() * 2, 2 * (bytes + mine) + StagingArena::kAlign);
+    if (arena_.base() == nullptr) want = std::max(want, staging_first_bytes);
+    lock.unlock();
+    auto* fresh = static_cast<uint8_t*>(api_->alloc_pinned(want));
+    lock.lock();
+    ++stats_.staging_allocs;
+    stats_.staging_alloc_ns += now_ns() - t0;
+    if (fresh == nullptr) return nullptr;
+    if (arena_.base() != nullptr) retired_pinned_.push_back(arena_.base());
+    arena_.reset(fresh, want);
+    c.held = 0;  // its headers stay in the retired buffer
+  }
+}
+
+void InstrRuntime::give_staging(Copied& c) {
+  for (uint8_t** p : {&c.headers, &c.data}) {
+    if (*p != nullptr) arena_.give(*p);  // a range of a retired arena is simply forgotten
+    *p = nullptr;
+  }
+  c.held = 0;
 }
 
 void InstrRuntime::copy_back(Copied& c, void* copied) {
@@ -256,14 +287,15 @@ void InstrRuntime::copy_back(Copied& c, void* copied) {
   if (ok && !c.runs.empty()) {
     // Round 1: every CTA's header (with its per-warp word counts).
     const SliceRun& last = c.runs.back();
-    if (!stage(c.header_stage, last.header_at + last.rows * last.header)) {
+    c.headers = take_staging(c, last.header_at + last.rows * last.header);
+    if (c.headers == nullptr) {
       ok = false;
       if (failed == nullptr) failed = "pinned staging allocation";
     }
     for (size_t r = 0; ok && r < c.runs.size(); ++r) {
       const SliceRun& run = c.runs[r];
-      if (!api_->copy_2d_to_host_async(c.header_stage.data + run.header_at, run.header, run.device,
-                                       run.slice, run.header, run.rows, copy_stream_)) {
+      if (!api_->copy_2d_to_host_async(c.headers + run.header_at, run.header, run.device, run.slice,
+                                       run.header, run.rows, copy_stream_)) {
         fail_run(r, "device-to-host copy");
       } else {
         copied_bytes += run.rows * run.header;
@@ -277,24 +309,25 @@ void InstrRuntime::copy_back(Copied& c, void* copied) {
     for (size_t r = 0; r < c.runs.size(); ++r) {
       SliceRun& run = c.runs[r];
       std::vector<uint32_t> units = profiled_units(c.run_kernels[r]->layout);
-      plan_unit_bytes(run, {c.header_stage.data + run.header_at, run.rows * run.header}, units);
+      plan_unit_bytes(run, {c.headers + run.header_at, run.rows * run.header}, units);
       run.data_at = data_at;
       data_at += run.rows * run.compact_bytes();
     }
-    if (!stage(c.data_stage, data_at)) {
+    c.data = take_staging(c, data_at);
+    if (c.data == nullptr) {
       ok = false;
       if (failed == nullptr) failed = "pinned staging allocation";
     }
     for (size_t r = 0; ok && r < c.runs.size(); ++r) {
       const SliceRun& run = c.runs[r];
-      write_compact_headers(run, {c.header_stage.data + run.header_at, run.rows * run.header},
-                            {c.data_stage.data + run.data_at, run.rows * run.compact_bytes()});
+      write_compact_headers(run, {c.headers + run.header_at, run.rows * run.header},
+                            {c.data + run.data_at, run.rows * run.compact_bytes()});
       if (run.unit_bytes == 0) continue;  // no row the plan could read: nothing to copy
       for (uint32_t u = 0; u < run.units; ++u) {
         if (!api_->copy_2d_to_host_async(
-                c.data_stage.data + run.data_at + run.header + size_t{u} * run.unit_bytes,
-                run.compact_bytes(), run.device + run.data_offset + uint64_t{u} * run.segment,
-                run.slice, run.unit_bytes, run.rows, copy_stream_)) {
+                c.data + run.data_at + run.header + size_t{u} * run.unit_bytes, run.compact_bytes(),
+                run.device + run.data_offset + uint64_t{u} * run.segment, run.slice, run.unit_bytes,
+                run.rows, copy_stream_)) {
           fail_run(r, "device-to-host copy");
           break;
         }
@@ -328,9 +361,9 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, Decod
   if (job.run < c.runs.size()) {
     const SliceRun& run = c.runs[job.run];
     const size_t row_bytes = run.compact_bytes();
-    decode_scratch_into(
-        {c.data_stage.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
-        compact_layout(k.layout, run), r, sink != nullptr && sink->wants_samples(job.sessions));
+    decode_scratch_into({c.data + run.data_at + job.row * row_bytes, job.rows * row_bytes},
+                        compact_layout(k.layout, run), r,
+                        sink != nullptr && sink->wants_samples(job.sessions));
   } else {
     // A slice smaller than one CTA's header: the decoder says so.
     decode_scratch_into({}, k.layout, r);

@@ -44,7 +44,8 @@ uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
 }  // namespace
 
 InstrRuntime::InstrRuntime()
-    : gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
+    : staging_first_bytes(env_count("PROTON_INSTR_STAGING_MB", kStagingMb, 4096) << 20),
+      gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
       wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)) {}
 
 InstrRuntime& InstrRuntime::get() {
@@ -65,15 +66,17 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
     if (batch_event_ != nullptr) api_->destroy_event(batch_event_);
     for (void* e : stream_events_)
       api_->destroy_event(e);
-    for (auto& copied : free_copied_)
-      for (Staging* st : {&copied->header_stage, &copied->data_stage})
-        if (st->data != nullptr) api_->free_pinned(st->data);
+    if (arena_.base() != nullptr) api_->free_pinned(arena_.base());
+    for (void* p : retired_pinned_)
+      api_->free_pinned(p);
     for (uint64_t d : old_discards_)
       api_->free_device(d);
     if (discard_ != 0) api_->free_device(discard_);
     if (copy_stream_ != nullptr) api_->destroy_stream(copy_stream_);
   }
   old_discards_.clear();
+  retired_pinned_.clear();
+  arena_.reset(nullptr, 0);
   batch_event_ = nullptr;
   stream_events_.clear();
   free_copied_.clear();
@@ -205,6 +208,11 @@ void InstrRuntime::close(uint32_t session) {
     stats_.pool_bytes -= pool->size();
   }
   pools_.erase(it);
+  if (pools_.empty() && api_) {  // no session runs: outgrown staging can go (freeing syncs)
+    for (void* p : retired_pinned_)
+      api_->free_pinned(p);
+    retired_pinned_.clear();
+  }
 }
 
 void InstrRuntime::register_kernel(uint64_t function, KernelInfo info) {

@@ -39,6 +39,7 @@
 #include "backends/instrumentation/launch_queue.h"
 #include "backends/instrumentation/scratch_decoder.h"
 #include "backends/instrumentation/slice_ring.h"
+#include "backends/instrumentation/staging_arena.h"
 #include "common/ids.h"
 
 namespace proton::instr {
@@ -85,6 +86,14 @@ struct InstrStats {
   // Launches that took the mutex to wake the consumer (about one per batch at most: it
   // sleeps, the batch is full, or the pool is half full).
   uint64_t wakes = 0;
+  uint64_t wake_ns = 0;  // what those launches spent on the mutex and the wake
+  // Allocations that left the lock-free path (a pool's first launch, a full ring, a paused or
+  // closing session) and their time in it, the mutex and any full-pool wait included.
+  uint64_t slow_allocs = 0;
+  uint64_t slow_alloc_ns = 0;
+  // Pinned host staging the consumer (re)allocated, and its time in the driver doing so.
+  uint64_t staging_allocs = 0;
+  uint64_t staging_alloc_ns = 0;
   // Slices handed out whose launch never reached its exit within a full pool's wait (their
   // thread stuck in between; a thread that ends gives its slice back itself), given up so that
   // the ring goes on.
@@ -152,6 +161,10 @@ class InstrRuntime {
   InstrStats stats();
   std::vector<std::string> errors();  // first few decode errors, for the user
   uint32_t overflow_wait_ms = 1000;
+  /// The first staging arena's size (PROTON_INSTR_STAGING_MB, default kStagingMb), taken when
+  /// the consumer first needs one (tests set it right after set_device_api()).
+  static constexpr size_t kStagingMb = 16;
+  size_t staging_first_bytes;
   /// A slice handed out whose launch has not reached its exit for this long, found holding a
   /// full pool's tail, is given up (its thread is stuck in between; counted in
   /// abandoned_slices). Its launch, should it come after all, is dropped.
@@ -181,11 +194,12 @@ class InstrRuntime {
   void copy_back(Copied& c, void* copied);  // consumer thread
   void order_after_launches(std::deque<std::unique_ptr<Job>>& batch, const char*& failed);
   void plan_runs(Copied& c);
-  struct Staging {
-    uint8_t* data = nullptr;  // pinned
-    size_t bytes = 0;
-  };
-  bool stage(Staging& s, size_t bytes);
+  // Pinned staging (staging_arena.h): `bytes` of the arena for batch `c` (consumer thread,
+  // without mu_), waiting while other batches hold the room; nullptr if pinning failed.
+  uint8_t* take_staging(Copied& c, size_t bytes);
+  void give_staging(Copied& c);        // requires mu_: the batch is decoded
+  StagingArena arena_;                 // guarded by mu_
+  std::vector<void*> retired_pinned_;  // outgrown arenas, freed when no session runs
   // What a batch's decodes add to stats_ (and errors_), added once per batch.
   struct DecodeCounts {
     uint64_t decoded = 0, samples = 0, wrapped_units = 0, overwritten_events = 0;
@@ -241,6 +255,7 @@ class InstrRuntime {
   std::atomic<bool> exit_via_callback_{false};
   const int gather_ms_;      // read once from PROTON_INSTR_GATHER_MS
   const size_t wake_batch_;  // read once from PROTON_INSTR_WAKE_BATCH
+
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them

@@ -42,8 +42,9 @@ struct InstrRuntime::Copied {
   std::deque<std::unique_ptr<Job>> jobs;
   std::vector<SliceRun> runs;
   std::vector<const KernelInfo*> run_kernels;
-  Staging header_stage;
-  Staging data_stage;
+  uint8_t* headers = nullptr;  // its ranges of the staging arena (taken by the consumer,
+  uint8_t* data = nullptr;     // given back once decoded)
+  size_t held = 0;             // bytes of those ranges in the current arena
 };
 
 struct InstrRuntime::Job {

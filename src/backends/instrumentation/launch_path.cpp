@@ -74,7 +74,16 @@ uint64_t InstrRuntime::hand_out(Pool& pool, const SliceRing::Slice& slice, uint6
 uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool paused,
                                   bool via_callback) {
   const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
+  const uint64_t entered = now_ns();
   std::unique_lock lock(mu_);
+  struct Account {  // counted on every way out, the lock still held
+    InstrStats& s;
+    uint64_t entered;
+    ~Account() {
+      ++s.slow_allocs;
+      s.slow_alloc_ns += now_ns() - entered;
+    }
+  } account{stats_, entered};
   std::string why;
   if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
   Pool* pool = nullptr;
@@ -210,9 +219,11 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   if ((idle_.load(std::memory_order_seq_cst) || pending >= wake_batch_ || pool->ring.over_half()) &&
       !signalled_.load(std::memory_order_seq_cst) &&
       !signalled_.exchange(true, std::memory_order_seq_cst)) {
+    const uint64_t t0 = now_ns();
     std::lock_guard lock(mu_);
-    ++stats_.wakes;
     work_cv_.notify_one();
+    ++stats_.wakes;
+    stats_.wake_ns += now_ns() - t0;
   }
 }
 

@@ -45,8 +45,14 @@ class FakeDevice final : public DeviceApi {
     return reinterpret_cast<uint64_t>(p);
   }
   void free_device(uint64_t p) override { std::free(reinterpret_cast<void*>(p)); }
-  void* alloc_pinned(size_t bytes) override { return new uint8_t[bytes](); }
-  void free_pinned(void* p) override { delete[] static_cast<uint8_t*>(p); }
+  void* alloc_pinned(size_t bytes) override {
+    ++pinned_allocs;
+    return new uint8_t[bytes]();
+  }
+  void free_pinned(void* p) override {
+    ++pinned_frees;
+    delete[] static_cast<uint8_t*>(p);
+  }
   void* create_stream() override { return this; }
   void destroy_stream(void*) override {}
   // As CUDA: a thread that never made the context current gets no event (the H100 failure:
@@ -79,7 +85,9 @@ class FakeDevice final : public DeviceApi {
   int allocs = 0;
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
-  std::atomic<int> sync_delay_ms{0};  // the consumer's wait for its copies takes this long
+  std::atomic<int> sync_delay_ms{0};
+  std::atomic<int> pinned_allocs{0},
+      pinned_frees{0};  // the consumer's wait for its copies takes this long
   std::atomic<uint64_t> copy_calls{0};
   std::atomic<uint64_t> copied{0};
   std::mutex bound_mu;
@@ -558,6 +566,106 @@ TEST(InstrRuntime, LaunchesDoNotWakeABusyConsumer) {
   EXPECT_EQ(rt.stats().decoded - before.decoded, 4u);
   rt.close(15);
   rt.set_sink(nullptr);
+}
+
+// Pinning host memory takes the driver for milliseconds and freeing it synchronizes the
+// device: the copy-back pins one arena (16 MB) for all batches in flight, replaces it by a
+// larger one only for a batch that does not fit alone, and frees the old one only once no
+// session runs.
+TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
+  CollectingSink sink;
+  FakeDevice* dev = fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  // One warp writing a whole 64 KB segment: 64 KB of compact data per CTA.
+  auto full = [](uint32_t ctas) {
+    ScratchBuilder b(1, 64 << 10, 1);
+    std::vector<Event> ev;
+    for (uint32_t i = 0; i < (64u << 10) / 16; ++i) {
+      ev.push_back({false, 0, 10 * i});
+      ev.push_back({true, 0, 10 * i + 5});
+    }
+    for (uint32_t c = 0; c < ctas; ++c)
+      b.add_cta(c, 0, {ev});
+    return b;
+  };
+  ScratchBuilder small = full(80), large = full(320);  // 5 MB, then 20 MB to stage
+  rt.open(16, 64 << 20);
+  rt.register_kernel(0xf12, kernel_info(small));
+  rt.register_kernel(0xf13, kernel_info(large));
+  const InstrStats before = rt.stats();
+  for (int i = 0; i < 3; ++i) {
+    launch(small, 0xf12, 1, 0, 1, ~uint64_t{0});
+    rt.drain();
+  }
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);  // pinned once
+  launch(large, 0xf13, 1, 0, 1, ~uint64_t{0});  // does not fit alone: a larger arena
+  rt.drain();
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 2u);
+  EXPECT_EQ(dev->pinned_frees.load(), 0) << "freed while a session runs";
+  launch(large, 0xf13, 1, 0, 1, ~uint64_t{0});  // fits now
+  launch(small, 0xf12, 2, 0, 1, ~uint64_t{0});
+  rt.drain();
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 2u);
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 7u);
+  rt.close(16);
+  EXPECT_EQ(dev->pinned_frees.load(), 1);  // the outgrown arena, now
+  rt.set_sink(nullptr);
+}
+
+// A batch that finds the arena held by batches still being decoded waits for them rather than
+// pinning more: one arena for the whole run.
+TEST(InstrRuntime, ABatchWaitsForStagingRoomInsteadOfPinningMore) {
+  class HoldingSink final : public RegionSink {
+   public:
+    void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
+                 uint32_t) override {
+      std::unique_lock lock(mu);
+      ++delivered;
+      cv.notify_all();
+      cv.wait(lock, [&] { return open; });
+    }
+    bool wait_for(int n) {
+      std::unique_lock lock(mu);
+      return cv.wait_for(lock, std::chrono::seconds(30), [&] { return delivered >= n; });
+    }
+    void release() {
+      std::lock_guard lock(mu);
+      open = true;
+      cv.notify_all();
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    int delivered = 0;
+  };
+  HoldingSink sink;
+  fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  rt.staging_first_bytes = 1 << 20;
+  ScratchBuilder b(1, 64 << 10, 1);  // 64 KB written per CTA, 9 CTAs: ~600 KB to stage
+  std::vector<Event> ev;
+  for (uint32_t i = 0; i < (64u << 10) / 16; ++i) {
+    ev.push_back({false, 0, 10 * i});
+    ev.push_back({true, 0, 10 * i + 5});
+  }
+  for (uint32_t c = 0; c < 9; ++c)
+    b.add_cta(c, 0, {ev});
+  rt.open(17, 16 << 20);
+  rt.register_kernel(0xf14, kernel_info(b));
+  const InstrStats before = rt.stats();
+  launch(b, 0xf14, 1, 0, 1, ~uint64_t{0});
+  EXPECT_TRUE(sink.wait_for(1));  // batch 1 is being decoded: its staging is held
+  launch(b, 0xf14, 1, 0, 1, ~uint64_t{0});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(rt.stats().batches - before.batches, 1u);  // batch 2 waits for room
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);
+  sink.release();
+  rt.drain();
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 2u);
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);  // no larger arena
+  rt.close(17);
+  rt.set_sink(nullptr);
+  rt.staging_first_bytes = InstrRuntime::kStagingMb << 20;
 }
 
 TEST(InstrRuntime, LaunchExitWithoutAllocIsANoOp) {
