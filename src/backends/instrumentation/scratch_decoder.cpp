@@ -28,61 +28,28 @@ void note(DecodeResult& r, std::string message) {
 
 // Pairs the start/end events of one unit's segment, oldest first. Starts are kept per scope id,
 // so nested and interleaved regions pair independently, as the lowering assigns one id per
-// region name. One Pairing serves every segment of a decode: a segment clears only the ids it
-// opened (clearing all 256 per segment cost ~0.3 us, most of a launch's decode on the H100).
+// region name. One Pairing serves every segment of a decode: a segment that leaves regions open
+// clears the ids (rare); one that closed all it opened clears nothing (clearing all 256 per
+// segment cost ~0.3 us, most of a launch's decode on the H100).
 struct Pairing {
-  std::array<uint64_t, kMaxScopes> open_clock{};
-  std::array<bool, kMaxScopes> open{};
-  std::array<uint8_t, kMaxScopes> touched{};  // ids opened in this segment
-  uint32_t touched_count = 0;
+  static constexpr uint64_t kClosed = ~uint64_t{0};  // clocks have 43 bits at most
+  Pairing() { start_clock.fill(kClosed); }
+  std::array<uint64_t, kMaxScopes> start_clock;  // the open start's clock, or kClosed
+  uint32_t open = 0;                             // scopes open now
 
-  void start(uint32_t scope, uint64_t clock) {
-    if (!open[scope] && touched_count < kMaxScopes)
-      touched[touched_count++] = static_cast<uint8_t>(scope);
-    open[scope] = true;
-    open_clock[scope] = clock;
-  }
-  /// Ends the segment: returns how many regions were left open, and forgets them.
+  /// Ends the segment: returns how many regions were left open, and forgets them. Usually
+  /// none are: then nothing is cleared.
   uint64_t finish() {
-    uint64_t left_open = 0;
-    for (uint32_t i = 0; i < touched_count; ++i) {
-      left_open += open[touched[i]] ? 1 : 0;
-      open[touched[i]] = false;
-    }
-    touched_count = 0;
+    const uint64_t left_open = open;
+    if (open != 0) start_clock.fill(kClosed);
+    open = 0;
     return left_open;
   }
 };
 
-// Pairs one event: a region it closes is added to its scope's sum (and kept, with kKeep).
-template <bool kKeep>
-[[gnu::always_inline]] inline void pair_event(const uint8_t* e, const CtaHeader& cta, uint32_t unit,
-                                              DecodeResult& r, uint64_t& min_clock,
-                                              Pairing& pairs) {
-  const uint32_t w0 = load_u32(e);
-  const uint32_t w1 = load_u32(e + 4);
-  const uint32_t scope = (w0 >> 23) & 0xffu;
-  const uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | w1;
-  if ((w0 >> 31) == 0) {
-    if (pairs.open[scope]) ++r.unmatched_events;  // start after start: keep the newer one
-    pairs.start(scope, clock);
-    return;
-  }
-  if (!pairs.open[scope]) {  // its start was overwritten (wrap) or never written
-    ++r.unmatched_events;
-    return;
-  }
-  pairs.open[scope] = false;
-  const uint64_t start = pairs.open_clock[scope];
-  const uint64_t cycles = cycles_between(start, clock);
-  ScopeSum& sum = r.sums[scope];
-  sum.cycles += cycles;
-  ++sum.count;
-  ++r.regions;
-  min_clock = std::min(min_clock, start);
-  if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, start, start + cycles});
-}
-
+// One segment's events, oldest first: each end closes its scope's open start; the region's
+// cycles go to the scope's sum (and the region itself to `r.samples` with kKeep). Counts are
+// kept in locals and added once (through `r` the compiler reloaded them at every event).
 template <bool kKeep>
 void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_written,
                     const CtaHeader& cta, uint32_t unit, DecodeResult& r, uint64_t& min_clock,
@@ -98,13 +65,48 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     first = written % capacity;
     count = capacity;
   }
-  // Oldest first: from the cursor to the segment's end, then from its start (no division per
-  // event: it was a third of the decode).
-  for (uint64_t i = first; i < first + count && i < capacity; ++i)
-    pair_event<kKeep>(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
+  uint64_t unmatched = 0, regions = 0, min_start = min_clock;
+  uint32_t open_now = pairs.open;
+  ScopeSum* sums = r.sums.data();
+  uint64_t* open = pairs.start_clock.data();
+  auto pair = [&](const uint8_t* e) __attribute__((always_inline)) {
+    const uint32_t w0 = load_u32(e);
+    const uint32_t scope = (w0 >> 23) & 0xffu;
+    const uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | load_u32(e + 4);
+    uint64_t& start = open[scope];
+    if ((w0 >> 31) == 0) {  // a start: a second one keeps the newer
+      if (start != Pairing::kClosed) {
+        ++unmatched;
+      } else {
+        ++open_now;
+      }
+      start = clock;
+      return;
+    }
+    if (start == Pairing::kClosed) {  // its start was overwritten (wrap) or never written
+      ++unmatched;
+      return;
+    }
+    const uint64_t begin = start;
+    start = Pairing::kClosed;
+    --open_now;
+    const uint64_t cycles = cycles_between(begin, clock);
+    sums[scope].cycles += cycles;
+    ++sums[scope].count;
+    ++regions;
+    min_start = std::min(min_start, begin);
+    if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles});
+  };
+  // From the cursor to the segment's end, then from its start (no division per event).
+  const uint64_t tail_end = std::min(first + count, capacity);
+  for (uint64_t i = first; i < tail_end; ++i)
+    pair(seg + i * kEventBytes);
   for (uint64_t i = 0; i < first; ++i)
-    pair_event<kKeep>(seg + i * kEventBytes, cta, unit, r, min_clock, pairs);
-  r.unmatched_events += pairs.finish();
+    pair(seg + i * kEventBytes);
+  pairs.open = open_now;
+  r.unmatched_events += unmatched + pairs.finish();
+  r.regions += regions;
+  min_clock = min_start;
 }
 
 }  // namespace
