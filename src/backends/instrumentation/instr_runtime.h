@@ -163,7 +163,7 @@ class InstrRuntime {
   uint32_t overflow_wait_ms = 1000;
   /// The first staging arena's size (PROTON_INSTR_STAGING_MB, default kStagingMb), taken when
   /// the consumer first needs one (tests set it right after set_device_api()).
-  static constexpr size_t kStagingMb = 16;
+  static constexpr size_t kStagingMb = 32;
   size_t staging_first_bytes;
   /// A slice handed out whose launch has not reached its exit for this long, found holding a
   /// full pool's tail, is given up (its thread is stuck in between; counted in

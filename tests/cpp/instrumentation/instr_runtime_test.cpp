@@ -569,7 +569,7 @@ TEST(InstrRuntime, LaunchesDoNotWakeABusyConsumer) {
 }
 
 // Pinning host memory takes the driver for milliseconds and freeing it synchronizes the
-// device: the copy-back pins one arena (16 MB) for all batches in flight, replaces it by a
+// device: the copy-back pins one arena for all batches in flight, replaces it by a
 // larger one only for a batch that does not fit alone, and frees the old one only once no
 // session runs.
 TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
@@ -589,6 +589,7 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
     return b;
   };
   ScratchBuilder small = full(80), large = full(320);  // 5 MB, then 20 MB to stage
+  rt.staging_first_bytes = 16 << 20;
   rt.open(16, 64 << 20);
   rt.register_kernel(0xf12, kernel_info(small));
   rt.register_kernel(0xf13, kernel_info(large));
@@ -610,6 +611,7 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
   rt.close(16);
   EXPECT_EQ(dev->pinned_frees.load(), 1);  // the outgrown arena, now
   rt.set_sink(nullptr);
+  rt.staging_first_bytes = InstrRuntime::kStagingMb << 20;
 }
 
 // A batch that finds the arena held by batches still being decoded waits for them rather than
