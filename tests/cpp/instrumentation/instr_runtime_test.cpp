@@ -137,6 +137,58 @@ FakeDevice* fresh_runtime(RegionSink* sink, uint32_t wait_ms = 0) {
   return fake;
 }
 
+/// One CTA of two warps, the first of which closed one region (10 cycles).
+ScratchBuilder one_region() {
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  return b;
+}
+
+/// A sink whose deliveries wait until release(): holds decoder threads (and so their batches'
+/// staging) while a test looks at what the runtime does meanwhile.
+class HoldingSink final : public RegionSink {
+ public:
+  void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
+               uint32_t) override {
+    std::unique_lock lock(mu);
+    threads.insert(std::this_thread::get_id());
+    ++delivered;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+  }
+  /// Whether `n` deliveries began within 30 s (a bound, not a timing).
+  bool wait_for(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return delivered >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::thread::id> threads;  // that delivered
+  bool open = false;
+  int delivered = 0;
+};
+
+/// A fresh runtime delivering to `sink`, with session `id` open (a pool of `pool_bytes`) and
+/// `b`'s layout registered as kernel `function`.
+FakeDevice* start_with_kernel(RegionSink* sink, uint32_t id, uint64_t pool_bytes, uint64_t function,
+                              const ScratchBuilder& b) {
+  FakeDevice* dev = fresh_runtime(sink);
+  InstrRuntime::get().open(id, pool_bytes);
+  InstrRuntime::get().register_kernel(function, kernel_info(b));
+  return dev;
+}
+
+/// Closes session `id` and detaches the test's sink from the runtime.
+void end_session(uint32_t id) {
+  InstrRuntime::get().close(id);
+  InstrRuntime::get().set_sink(nullptr);
+}
+
 /// `n` launches of kernel `function` on `stream` whose warps wrote what `b` holds.
 void launch(const ScratchBuilder& b, uint64_t function, int n, uint64_t stream, ContextId ctx,
             uint64_t sessions) {
@@ -381,8 +433,7 @@ TEST(InstrRuntime, ATreeOnlySinkGetsSumsWithoutSamples) {
   launch(b, 0xf10, 3, 0, 1, ~uint64_t{0});
   rt.drain();
   EXPECT_EQ(rt.stats().samples - before.samples, 3u * 3);  // regions decoded, kept or not
-  rt.close(14);
-  rt.set_sink(nullptr);
+  end_session(14);
   std::lock_guard lock(sink.mu);
   EXPECT_EQ(sink.samples, 0u);
   EXPECT_EQ(sink.count, 3u * 3);
@@ -438,27 +489,9 @@ TEST(InstrRuntime, AFailedLaunchGivesItsSliceBackUndecoded) {
 // The ring hands a slice out again once it is copied back, not once it is decoded: a slow
 // decode (here a sink that blocks) must not make launches wait for the pool.
 TEST(InstrRuntime, SlicesAreFreeOnceCopiedWhileTheDecoderIsBusy) {
-  class BlockingSink final : public RegionSink {
-   public:
-    void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
-                 uint32_t) override {
-      std::unique_lock lock(mu);
-      ++delivered;
-      cv.wait(lock, [&] { return open; });
-    }
-    void release() {
-      std::lock_guard lock(mu);
-      open = true;
-      cv.notify_all();
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = false;
-    int delivered = 0;
-  };
   InstrRuntime& rt = InstrRuntime::get();
   rt.set_device_api(std::make_unique<FakeDevice>());
-  BlockingSink sink;
+  HoldingSink sink;
   rt.set_sink(&sink);
   rt.overflow_wait_ms = 500;
   ScratchBuilder b(2, 256, 2);
@@ -476,41 +509,27 @@ TEST(InstrRuntime, SlicesAreFreeOnceCopiedWhileTheDecoderIsBusy) {
   rt.set_sink(nullptr);
 }
 
+/// `ctas` CTAs of one warp that each wrote a whole 64 KB segment (64 KB to copy back per CTA).
+ScratchBuilder full_segments(uint32_t ctas) {
+  ScratchBuilder b(1, 64 << 10, 1);
+  std::vector<Event> ev;
+  for (uint32_t i = 0; i < (64u << 10) / 16; ++i) {
+    ev.push_back({false, 0, 10 * i});
+    ev.push_back({true, 0, 10 * i + 5});
+  }
+  for (uint32_t c = 0; c < ctas; ++c)
+    b.add_cta(c, 0, {ev});
+  return b;
+}
+
 // While the first decoder is busy and batches wait, a helper decodes beside it (a launch of a
 // region per GEMM step is ~17,000 regions: one thread fell behind the GPU); every launch is
 // still delivered once.
 TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
-  class HoldingSink final : public RegionSink {
-   public:
-    void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
-                 uint32_t) override {
-      std::unique_lock lock(mu);
-      threads.insert(std::this_thread::get_id());
-      ++delivered;
-      cv.notify_all();
-      cv.wait(lock, [&] { return open; });
-    }
-    bool wait_for(int n) {
-      std::unique_lock lock(mu);
-      return cv.wait_for(lock, std::chrono::seconds(30), [&] { return delivered >= n; });
-    }
-    void release() {
-      std::lock_guard lock(mu);
-      open = true;
-      cv.notify_all();
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    std::set<std::thread::id> threads;
-    bool open = false;
-    int delivered = 0;
-  };
-  InstrRuntime& rt = InstrRuntime::get();
-  rt.set_device_api(std::make_unique<FakeDevice>());
   HoldingSink sink;
-  rt.set_sink(&sink);
-  ScratchBuilder b(2, 256, 2);
-  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  ScratchBuilder b = one_region();
   rt.open(13, 1 << 16);
   rt.register_kernel(0xf0f, kernel_info(b));
   InstrStats before = rt.stats();
@@ -536,8 +555,7 @@ TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
     std::lock_guard lock(sink.mu);
     EXPECT_EQ(sink.delivered, 3);
   }
-  rt.close(13);
-  rt.set_sink(nullptr);
+  end_session(13);
 }
 
 // A launch takes the mutex to wake the consumer only when it sleeps with nothing queued (or a
@@ -545,12 +563,9 @@ TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
 // mutex to take the next one (launches blocked on it once per batch).
 TEST(InstrRuntime, LaunchesDoNotWakeABusyConsumer) {
   CollectingSink sink;
-  FakeDevice* dev = fresh_runtime(&sink);
+  ScratchBuilder b = one_region();
+  FakeDevice* dev = start_with_kernel(&sink, 15, 1 << 20, 0xf11, b);
   InstrRuntime& rt = InstrRuntime::get();
-  ScratchBuilder b(2, 256, 2);
-  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
-  rt.open(15, 1 << 20);
-  rt.register_kernel(0xf11, kernel_info(b));
   rt.drain();
   dev->sync_delay_ms = 200;
   InstrStats before = rt.stats();
@@ -564,8 +579,7 @@ TEST(InstrRuntime, LaunchesDoNotWakeABusyConsumer) {
   rt.drain();
   EXPECT_EQ(during.wakes - before.wakes, 1u);
   EXPECT_EQ(rt.stats().decoded - before.decoded, 4u);
-  rt.close(15);
-  rt.set_sink(nullptr);
+  end_session(15);
 }
 
 // Pinning host memory takes the driver for milliseconds and freeing it synchronizes the
@@ -576,19 +590,8 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
   CollectingSink sink;
   FakeDevice* dev = fresh_runtime(&sink);
   InstrRuntime& rt = InstrRuntime::get();
-  // One warp writing a whole 64 KB segment: 64 KB of compact data per CTA.
-  auto full = [](uint32_t ctas) {
-    ScratchBuilder b(1, 64 << 10, 1);
-    std::vector<Event> ev;
-    for (uint32_t i = 0; i < (64u << 10) / 16; ++i) {
-      ev.push_back({false, 0, 10 * i});
-      ev.push_back({true, 0, 10 * i + 5});
-    }
-    for (uint32_t c = 0; c < ctas; ++c)
-      b.add_cta(c, 0, {ev});
-    return b;
-  };
-  ScratchBuilder small = full(80), large = full(320);  // 5 MB, then 20 MB to stage
+  ScratchBuilder small = full_segments(80),
+                 large = full_segments(320);  // 5 MB, then 20 MB to stage
   rt.staging_first_bytes = 16 << 20;
   rt.open(16, 64 << 20);
   rt.register_kernel(0xf12, kernel_info(small));
@@ -617,41 +620,11 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
 // A batch that finds the arena held by batches still being decoded waits for them rather than
 // pinning more: one arena for the whole run.
 TEST(InstrRuntime, ABatchWaitsForStagingRoomInsteadOfPinningMore) {
-  class HoldingSink final : public RegionSink {
-   public:
-    void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
-                 uint32_t) override {
-      std::unique_lock lock(mu);
-      ++delivered;
-      cv.notify_all();
-      cv.wait(lock, [&] { return open; });
-    }
-    bool wait_for(int n) {
-      std::unique_lock lock(mu);
-      return cv.wait_for(lock, std::chrono::seconds(30), [&] { return delivered >= n; });
-    }
-    void release() {
-      std::lock_guard lock(mu);
-      open = true;
-      cv.notify_all();
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = false;
-    int delivered = 0;
-  };
   HoldingSink sink;
   fresh_runtime(&sink);
   InstrRuntime& rt = InstrRuntime::get();
   rt.staging_first_bytes = 1 << 20;
-  ScratchBuilder b(1, 64 << 10, 1);  // 64 KB written per CTA, 9 CTAs: ~600 KB to stage
-  std::vector<Event> ev;
-  for (uint32_t i = 0; i < (64u << 10) / 16; ++i) {
-    ev.push_back({false, 0, 10 * i});
-    ev.push_back({true, 0, 10 * i + 5});
-  }
-  for (uint32_t c = 0; c < 9; ++c)
-    b.add_cta(c, 0, {ev});
+  ScratchBuilder b = full_segments(9);  // ~600 KB to stage
   rt.open(17, 16 << 20);
   rt.register_kernel(0xf14, kernel_info(b));
   const InstrStats before = rt.stats();
@@ -665,8 +638,7 @@ TEST(InstrRuntime, ABatchWaitsForStagingRoomInsteadOfPinningMore) {
   rt.drain();
   EXPECT_EQ(rt.stats().decoded - before.decoded, 2u);
   EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);  // no larger arena
-  rt.close(17);
-  rt.set_sink(nullptr);
+  end_session(17);
   rt.staging_first_bytes = InstrRuntime::kStagingMb << 20;
 }
 
@@ -738,12 +710,9 @@ TEST(InstrRuntime, RegionsGoToTheSessionsDeliverBitNotItsId) {
 // once (it used to be counted at the launch's exit and again when the decoder skipped it).
 TEST(InstrRuntime, FailedEventRecordOnThePerThreadStreamIsCountedOnce) {
   CollectingSink sink;
-  FakeDevice* dev = fresh_runtime(&sink);
+  ScratchBuilder b = one_region();
+  FakeDevice* dev = start_with_kernel(&sink, 9, 1 << 16, 0xf09, b);
   InstrRuntime& rt = InstrRuntime::get();
-  ScratchBuilder b(2, 256, 2);
-  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
-  rt.open(9, 1 << 16);
-  rt.register_kernel(0xf09, kernel_info(b));
   InstrStats before = rt.stats();
   dev->fail_records = true;
   rt.alloc(b.bytes().size(), 128, InstrRuntime::kPerThreadStream);
