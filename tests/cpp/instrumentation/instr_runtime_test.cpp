@@ -590,9 +590,9 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
   CollectingSink sink;
   FakeDevice* dev = fresh_runtime(&sink);
   InstrRuntime& rt = InstrRuntime::get();
-  ScratchBuilder small = full_segments(80),
-                 large = full_segments(320);  // 5 MB, then 20 MB to stage
-  rt.staging_first_bytes = 16 << 20;
+  // 1.3 MB, then 5 MB to stage, in a 4 MB arena (small, so that sanitizer builds stay quick)
+  ScratchBuilder small = full_segments(20), large = full_segments(80);
+  rt.staging_first_bytes = 4 << 20;
   rt.open(16, 64 << 20);
   rt.register_kernel(0xf12, kernel_info(small));
   rt.register_kernel(0xf13, kernel_info(large));
