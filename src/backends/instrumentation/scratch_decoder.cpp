@@ -139,13 +139,14 @@ DecodeResult decode_scratch(std::span<const uint8_t> bytes, const KernelLayout& 
 
 void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& layout,
                          DecodeResult& r, bool keep_samples) {
-  r.ctas.clear();
-  r.samples.clear();
-  r.sums.fill({});
-  r.regions = 0;
-  r.errors.clear();
-  r.wrapped_units = r.overwritten_events = r.unmatched_events = 0;
-  r.skipped_ctas = r.corrupt_ctas = 0;
+  // A fresh result that keeps the vectors' capacity (every other field as DecodeResult{} has it).
+  std::vector<CtaHeader> ctas = std::move(r.ctas);
+  std::vector<RegionSample> samples = std::move(r.samples);
+  r = DecodeResult{};
+  ctas.clear();
+  samples.clear();
+  r.ctas = std::move(ctas);
+  r.samples = std::move(samples);
   const uint32_t slice = layout.scratch_bytes;
   const uint32_t indices_end = kHeaderFixedBytes + 4 * layout.num_warps;
   if (slice == 0 || layout.num_warps == 0 || slice < indices_end) {
@@ -162,6 +163,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
   const size_t num_ctas = bytes.size() / slice;
   if (keep_samples) r.samples.reserve(num_ctas * units.size());
   Pairing pairs;
+  auto* const segment = keep_samples ? &decode_segment<true> : &decode_segment<false>;
   if (bytes.size() % slice != 0) {
     note(r, "truncated buffer: " + std::to_string(bytes.size() % slice) + " trailing bytes after " +
                 std::to_string(num_ctas) + " whole CTA slices");
@@ -207,13 +209,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
     uint64_t min_clock = UINT64_MAX;
     for (size_t i = 0; i < units.size(); ++i) {
       uint32_t words = load_u32(base + kHeaderFixedBytes + 4 * units[i]);
-      if (keep_samples) {
-        decode_segment<true>(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r,
-                             min_clock, pairs);
-      } else {
-        decode_segment<false>(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r,
-                              min_clock, pairs);
-      }
+      segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock, pairs);
     }
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);
