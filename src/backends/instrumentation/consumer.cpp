@@ -234,22 +234,28 @@ uint8_t* InstrRuntime::take_staging(Copied& c, size_t bytes) {
       copied_cv_.wait(lock);
       continue;
     }
-    // ... or the arena is too small even for this batch alone: a larger one (rare; pinning
-    // takes the driver for milliseconds). The old buffer is kept until no session runs: this
-    // batch's headers may be in it.
-    const uint64_t t0 = now_ns();
+    // ... or the arena is too small even for this batch alone (or was never pinned): a larger
+    // one (rare; pinning takes the driver for milliseconds, so not under mu_). This batch's
+    // headers stay in the retired buffer.
     size_t want = std::max(arena_.size() * 2, 2 * (bytes + mine) + StagingArena::kAlign);
     if (arena_.base() == nullptr) want = std::max(want, staging_first_bytes);
     lock.unlock();
+    const uint64_t t0 = now_ns();
     auto* fresh = static_cast<uint8_t*>(api_->alloc_pinned(want));
     lock.lock();
-    ++stats_.staging_allocs;
-    stats_.staging_alloc_ns += now_ns() - t0;
-    if (fresh == nullptr) return nullptr;
-    if (arena_.base() != nullptr) retired_pinned_.push_back(arena_.base());
-    arena_.reset(fresh, want);
-    c.held = 0;  // its headers stay in the retired buffer
+    if (!replace_arena(fresh, want, t0)) return nullptr;
+    c.held = 0;
   }
+}
+
+bool InstrRuntime::replace_arena(uint8_t* fresh, size_t bytes, uint64_t pinning_since_ns) {
+  ++stats_.staging_allocs;
+  stats_.staging_alloc_ns += now_ns() - pinning_since_ns;
+  if (fresh == nullptr) return false;
+  // The old buffer may still hold ranges of batches in flight: freed when no session runs.
+  if (arena_.base() != nullptr) retired_pinned_.push_back(arena_.base());
+  arena_.reset(fresh, bytes);
+  return true;
 }
 
 void InstrRuntime::give_staging(Copied& c) {

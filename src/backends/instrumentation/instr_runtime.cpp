@@ -246,15 +246,12 @@ bool InstrRuntime::ensure_pool(Pool& p) {
   }
   stats_.pool_bytes += p.size();
   if (arena_.base() == nullptr) {
-    // The copy-back's staging, pinned here, before any kernel of the session runs: pinned by
-    // the consumer at its first batch it took the driver while the program launched. If it
+    // The copy-back's staging, pinned here, before any kernel of the session runs (pinned by
+    // the consumer at its first batch, it held the driver while the program launched). If it
     // fails, the consumer tries again when it needs it.
     const uint64_t t0 = now_ns();
-    if (auto* base = static_cast<uint8_t*>(api_->alloc_pinned(staging_first_bytes))) {
-      arena_.reset(base, staging_first_bytes);
-      ++stats_.staging_allocs;
-      stats_.staging_alloc_ns += now_ns() - t0;
-    }
+    if (auto* base = static_cast<uint8_t*>(api_->alloc_pinned(staging_first_bytes)))
+      replace_arena(base, staging_first_bytes, t0);
   }
   p.ready.store(true, std::memory_order_release);
   choose_active_pool();  // launches reserve in it without the lock from now on

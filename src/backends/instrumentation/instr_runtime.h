@@ -91,7 +91,8 @@ struct InstrStats {
   // closing session) and their time in it, the mutex and any full-pool wait included.
   uint64_t slow_allocs = 0;
   uint64_t slow_alloc_ns = 0;
-  // Pinned host staging the consumer (re)allocated, and its time in the driver doing so.
+  // Staging arenas pinned (at a session's first launch, then only a larger one for a batch that
+  // did not fit alone), and the time the driver took to pin them.
   uint64_t staging_allocs = 0;
   uint64_t staging_alloc_ns = 0;
   // Slices handed out whose launch never reached its exit within a full pool's wait (their
@@ -197,7 +198,10 @@ class InstrRuntime {
   // Pinned staging (staging_arena.h): `bytes` of the arena for batch `c` (consumer thread,
   // without mu_), waiting while other batches hold the room; nullptr if pinning failed.
   uint8_t* take_staging(Copied& c, size_t bytes);
-  void give_staging(Copied& c);        // requires mu_: the batch is decoded
+  void give_staging(Copied& c);  // requires mu_: the batch is decoded
+  // Requires mu_: `fresh` (pinned since `pinning_since_ns`; nullptr: pinning failed, counted
+  // all the same) becomes the arena, the old one retired. False when `fresh` is nullptr.
+  bool replace_arena(uint8_t* fresh, size_t bytes, uint64_t pinning_since_ns);
   StagingArena arena_;                 // guarded by mu_
   std::vector<void*> retired_pinned_;  // outgrown arenas, freed when no session runs
   // What a batch's decodes add to stats_ (and errors_), added once per batch.
@@ -255,7 +259,6 @@ class InstrRuntime {
   std::atomic<bool> exit_via_callback_{false};
   const int gather_ms_;      // read once from PROTON_INSTR_GATHER_MS
   const size_t wake_batch_;  // read once from PROTON_INSTR_WAKE_BATCH
-
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
