@@ -126,6 +126,7 @@ void bind_instrumentation(nb::module_& m) {
     d["full_wait_ns"] = s.full_wait_ns;
     d["abandoned_slices"] = s.abandoned_slices;
     d["wakes"] = s.wakes;
+    d["decoder_threads"] = instr::InstrRuntime::get().decoder_threads;
     d["wake_ns"] = s.wake_ns;
     d["slow_allocs"] = s.slow_allocs;
     d["slow_alloc_ns"] = s.slow_alloc_ns;

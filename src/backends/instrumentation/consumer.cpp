@@ -78,33 +78,64 @@ void InstrRuntime::consume() {
     const uint64_t t1 = now_ns();
     // The slices are back on the host (or lost, and counted): the ring can hand them out again
     // while the decoder works on the copies.
-    for (auto& job : c->jobs)
+    uint64_t work = 0;
+    for (auto& job : c->jobs) {
       job->pool->ring.give_back(job->key);
+      if (job->ok && job->run < c->runs.size())
+        job->work = job->rows * c->runs[job->run].compact_bytes();
+      work += job->work;
+    }
+    c->next = 0;
+    c->working = 0;
     lock.lock();
+    unclaimed_bytes_ += work;
     ++stats_.batches;
     stats_.copy_wait_ns += t1 - t0;
     done_cv_.notify_all();
     decode_queue_.push_back(std::move(c));
-    decode_cv_.notify_all();  // each decoder waits for its own backlog
+    decode_cv_.notify_all();  // each decoder waits for its own share of the backlog
   }
+}
+
+bool InstrRuntime::may_decode(size_t index) const {
+  if (decode_queue_.empty()) return false;
+  if (index == 0) return true;
+  size_t untouched = 0;  // batches no decoder has started
+  for (const auto& c : decode_queue_)
+    untouched += c->next == 0 ? 1 : 0;
+  return untouched > index || unclaimed_bytes_ > index * helper_bytes;
 }
 
 void InstrRuntime::decode_batches(size_t index) {
   DecodeResult decoded;  // every launch decodes into it: its vectors keep their capacity
   std::unique_lock lock(mu_);
   for (;;) {
-    decode_cv_.wait(lock, [&] { return decode_queue_.size() > index; });
-    std::unique_ptr<Copied> c = std::move(decode_queue_.front());
-    decode_queue_.pop_front();
+    decode_cv_.wait(lock, [&] { return may_decode(index); });
+    // Take the next jobs of the oldest batch, about kChunkBytes of records (at least one job).
+    Copied* c = decode_queue_.front().get();
+    const size_t begin = c->next;
+    uint64_t taken = 0;
+    size_t end = begin;
+    do {
+      taken += c->jobs[end]->work;
+      ++end;
+    } while (end < c->jobs.size() && taken + c->jobs[end]->work <= kChunkBytes);
+    c->next = end;
+    ++c->working;
+    unclaimed_bytes_ -= taken;
+    if (end == c->jobs.size()) {  // every job taken: out of the queue until its last is done
+      decoding_.push_back(std::move(decode_queue_.front()));
+      decode_queue_.pop_front();
+    }
     RegionSink* sink = sink_;
     lock.unlock();
-    // Counted here and added once per batch: a lock and the shared counters' lines per launch
+    // Counted here and added once per chunk: a lock and the shared counters' lines per launch
     // would be taken from the launching thread's side as often.
     DecodeCounts counts;
     const uint64_t t0 = now_ns();
     uint64_t deliver = 0;
-    for (auto& job : c->jobs)
-      deliver += finish(*job, *c, sink, counts, decoded);
+    for (size_t j = begin; j < end; ++j)
+      deliver += finish(*c->jobs[j], *c, sink, counts, decoded);
     const uint64_t t1 = now_ns();
     lock.lock();
     stats_.decode_ns += t1 - t0 - deliver;
@@ -119,22 +150,32 @@ void InstrRuntime::decode_batches(size_t index) {
     stats_.unknown_kernels += counts.unknown_kernels;
     for (auto& e : counts.errors)
       if (errors_.size() < 8) errors_.push_back(std::move(e));
-    for (auto& job : c->jobs) {
-      if (job->launched) free_events_.push_back(job->launched);
-      ++job->queue->finished;
-      job->kernel.reset();
-      free_jobs_.push_back(std::move(job));
-    }
-    c->jobs.clear();
-    // The queues of threads that ended, once every record of theirs is done.
-    std::erase_if(queues_, [](const std::shared_ptr<LaunchQueue>& q) {
-      return q->writer_gone.load(std::memory_order_acquire) && q->finished == q->written();
-    });
-    give_staging(*c);
-    free_copied_.push_back(std::move(c));
-    copied_cv_.notify_all();  // the consumer may wait for a Copied or for staging room
-    done_cv_.notify_all();
+    --c->working;
+    if (c->next == c->jobs.size() && c->working == 0) batch_decoded(*c);
   }
+}
+
+void InstrRuntime::batch_decoded(Copied& c) {
+  // Its jobs are finished together, with the staging given back: drain() returning means no
+  // decoder reads the batch's staging any more.
+  for (auto& job : c.jobs) {
+    if (job->launched) free_events_.push_back(job->launched);
+    ++job->queue->finished;
+    job->kernel.reset();
+    free_jobs_.push_back(std::move(job));
+  }
+  c.jobs.clear();
+  // The queues of threads that ended, once every record of theirs is done.
+  std::erase_if(queues_, [](const std::shared_ptr<LaunchQueue>& q) {
+    return q->writer_gone.load(std::memory_order_acquire) && q->finished == q->written();
+  });
+  give_staging(c);
+  auto it = std::find_if(decoding_.begin(), decoding_.end(),
+                         [&](const std::unique_ptr<Copied>& p) { return p.get() == &c; });
+  free_copied_.push_back(std::move(*it));
+  decoding_.erase(it);
+  copied_cv_.notify_all();  // the consumer may wait for a Copied or for staging room
+  done_cv_.notify_all();
 }
 
 bool InstrRuntime::pool_short() const {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 #include "backends/instrumentation/instr_runtime_parts.h"
 #include "common/hot.h"
@@ -41,10 +42,18 @@ uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
   return n == 0 ? fallback : std::min(n, most);
 }
 
+// Half the CPUs this process may run on, within [kMinDecoders, kMaxDecoders]: helpers run
+// only while decoding falls behind the GPU, and then leave the program the other half.
+uint64_t default_decoders() {
+  const uint64_t cpus = std::thread::hardware_concurrency();
+  return std::clamp<uint64_t>(cpus / 2, InstrRuntime::kMinDecoders, InstrRuntime::kMaxDecoders);
+}
+
 }  // namespace
 
 InstrRuntime::InstrRuntime()
     : staging_first_bytes(env_count("PROTON_INSTR_STAGING_MB", kStagingMb, 4096) << 20),
+      decoder_threads(env_count("PROTON_INSTR_DECODERS", default_decoders(), kMaxDecoders)),
       gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
       wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)) {}
 
@@ -128,7 +137,7 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
       name_this_thread("proton-copy");
       consume();
     });
-    for (size_t i = 0; i < kDecoders; ++i)
+    for (size_t i = 0; i < decoder_threads; ++i)
       decoders_.emplace_back([this, i] {
         name_this_thread(i == 0 ? "proton-decode" : "proton-decode+");
         decode_batches(i);

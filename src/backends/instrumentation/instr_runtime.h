@@ -18,7 +18,8 @@
 // first, then the written part of every segment, as strided copies over runs of contiguous
 // slices) and gives the slices back to the ring. A decoder thread decodes the copied batch and
 // adds region totals under each kernel's node while the consumer copies the next one (up to
-// kCopies batches in flight; helpers decode beside it while batches wait, kDecoders in all). When
+// kCopies batches in flight); helpers take a share of a batch's launches while work waits
+// (decoder_threads in all). When
 // the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes into a
 // discard slice instead: counted as an overflow, never a crash.
 #pragma once
@@ -170,6 +171,15 @@ class InstrRuntime {
   /// full pool's tail, is given up (its thread is stuck in between; counted in
   /// abandoned_slices). Its launch, should it come after all, is dropped.
   uint32_t abandon_after_ms = 2000;
+  /// Decoder threads (PROTON_INSTR_DECODERS, default half the CPUs, kMinDecoders..kMaxDecoders):
+  /// the first decodes every batch, the others only while work waits (see decode_batches).
+  static constexpr size_t kMinDecoders = 3;
+  static constexpr size_t kMaxDecoders = 8;
+  const size_t decoder_threads;
+  /// Helper i joins while more than i untouched batches wait, or more than i x helper_bytes of
+  /// copied records wait undecoded (a launch of a region per GEMM step copies ~1 MB: one batch
+  /// of such launches is split among the helpers, job by job).
+  uint64_t helper_bytes = uint64_t{2} << 20;
 
  private:
   struct Pool;
@@ -190,6 +200,8 @@ class InstrRuntime {
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
   void consume();
   void decode_batches(size_t index);        // decoder thread `index` (0: the first)
+  bool may_decode(size_t index) const;      // requires mu_: decoder `index` has a job to take
+  void batch_decoded(Copied& c);            // requires mu_: its last job is done
   bool pool_short() const;                  // requires mu_: some pool is over half in flight
   uint64_t records_waiting() const;         // requires mu_: records no batch has taken yet
   void copy_back(Copied& c, void* copied);  // consumer thread
@@ -241,16 +253,17 @@ class InstrRuntime {
   std::vector<void*> free_events_;
   void* batch_event_ = nullptr;  // the consumer's event after each batch's copies
   std::vector<std::unique_ptr<Job>> free_jobs_;
-  // Decoder threads: the first decodes every batch; helper i joins only while more than i
-  // copied batches wait (a launch of a region per step of a GEMM tile loop is ~17,000 regions
-  // per 132 CTAs, more than one thread decodes at the GPU's pace). The program's CPUs are
-  // shared only when decoding falls behind.
-  static constexpr size_t kDecoders = 3;
+  // Decoders take a batch's jobs in chunks of about kChunkBytes of copied records (a launch of
+  // a region per step of a GEMM tile loop is ~65,000 regions: one thread decodes it ten times
+  // slower than the GPU runs it). The program's CPUs are shared only when decoding falls behind.
+  static constexpr uint64_t kChunkBytes = 512 << 10;
   // Copied batches: the consumer copies one while the decoders decode others (kCopies in all,
   // made on demand), so copy-back and decoding overlap and neither waits for the other.
-  static constexpr size_t kCopies = kDecoders + 2;
+  static constexpr size_t kCopies = 5;
   std::vector<std::unique_ptr<Copied>> free_copied_;
-  std::deque<std::unique_ptr<Copied>> decode_queue_;
+  std::deque<std::unique_ptr<Copied>> decode_queue_;  // batches with jobs no decoder took yet
+  std::vector<std::unique_ptr<Copied>> decoding_;     // every job taken, some still decoding
+  uint64_t unclaimed_bytes_ = 0;                      // copied records no decoder took yet
   size_t copies_made_ = 0;
   std::vector<std::thread> decoders_;
   // Consumer thread only: one event per launch stream of the batch.

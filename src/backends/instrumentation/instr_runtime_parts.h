@@ -45,6 +45,10 @@ struct InstrRuntime::Copied {
   uint8_t* headers = nullptr;  // its ranges of the staging arena (taken by the consumer,
   uint8_t* data = nullptr;     // given back once decoded)
   size_t held = 0;             // bytes of those ranges in the current arena
+  // The decoders' progress (mu_): jobs [0, next) are taken, `working` chunks of them are being
+  // decoded; the batch is done when all are taken and none is.
+  size_t next = 0;
+  size_t working = 0;
 };
 
 struct InstrRuntime::Job {
@@ -66,6 +70,7 @@ struct InstrRuntime::Job {
   size_t run = SIZE_MAX;  // this batch's run of slices holding it (SIZE_MAX: nothing to copy)
   uint64_t row = 0;       // its first CTA's row in the run
   uint64_t rows = 0;      // its CTAs
+  uint64_t work = 0;      // bytes of its records in the staging (what decoding it reads)
 };
 
 // The calling thread's side of its launches: the slice in flight between alloc() and

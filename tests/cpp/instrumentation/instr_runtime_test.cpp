@@ -558,6 +558,81 @@ TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
   end_session(13);
 }
 
+// Records only of kernel `held` are held back in deliver (until release()); others pass.
+class HoldOneKernelSink final : public RegionSink {
+ public:
+  explicit HoldOneKernelSink(NameId held) : held_(held) {}
+  void deliver(uint64_t, ContextId, const KernelInfo& k, const DecodeResult&, uint32_t,
+               uint32_t) override {
+    std::unique_lock lock(mu);
+    ++delivered;
+    cv.notify_all();
+    if (k.name != held_) return;
+    threads.insert(std::this_thread::get_id());
+    ++held_now;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+  }
+  bool wait_held(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return held_now >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::thread::id> threads;  // that delivered a held launch
+  bool open = false;
+  int delivered = 0, held_now = 0;
+
+ private:
+  NameId held_;
+};
+
+// One batch of big launches (a region per GEMM step copies ~1 MB each) is split among the
+// decoders job by job: two threads decode launches of the same batch at once.
+TEST(InstrRuntime, HelpersShareOneBatchOfBigLaunches) {
+  InstrRuntime& rt = InstrRuntime::get();
+  ASSERT_GE(rt.decoder_threads, 2u);
+  ScratchBuilder small = one_region();
+  ScratchBuilder big = full_segments(12);  // 768 KB of records per launch
+  KernelInfo big_info = kernel_info(big);
+  big_info.name = NameTable::global().intern("big_steps");
+  HoldOneKernelSink sink(big_info.name);
+  FakeDevice* dev = start_with_kernel(&sink, 18, 64 << 20, 0xf15, small);
+  rt.register_kernel(0xf16, big_info);
+  const uint64_t helper_bytes = rt.helper_bytes;
+  rt.helper_bytes = 1 << 20;
+  rt.drain();
+  const InstrStats before = rt.stats();
+  dev->sync_delay_ms = 100;
+  const uint64_t copies = dev->copy_calls;
+  launch(small, 0xf15, 1, 0, 1, ~uint64_t{0});  // the consumer copies it (2 x 100 ms)
+  for (int i = 0; i < 30000 && dev->copy_calls == copies; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  launch(big, 0xf16, 4, 0, 1, ~uint64_t{0});  // queued meanwhile: the next batch, 3 MB
+  dev->sync_delay_ms = 0;
+  EXPECT_TRUE(sink.wait_held(2));  // (not an ASSERT: the sink must be released either way)
+  {
+    std::lock_guard lock(sink.mu);
+    EXPECT_GE(sink.threads.size(), 2u);  // three when a second helper came before the first
+  }
+  sink.release();
+  rt.drain();
+  const InstrStats after = rt.stats();
+  EXPECT_EQ(after.batches - before.batches, 2u);  // the four big launches were one batch
+  EXPECT_EQ(after.decoded - before.decoded, 5u);
+  {
+    std::lock_guard lock(sink.mu);
+    EXPECT_EQ(sink.delivered, 5);
+  }
+  rt.helper_bytes = helper_bytes;
+  end_session(18);
+}
+
 // A launch takes the mutex to wake the consumer only when it sleeps with nothing queued (or a
 // batch is full, or the pool half full): never while it copies a batch, when it holds the
 // mutex to take the next one (launches blocked on it once per batch).
