@@ -392,7 +392,7 @@ def dense_loop(out_dir, launches=200):
             "proton_us_per_launch": best / launches * 1e6,
             "regions_per_launch": d.get("samples", 0) / max(d.get("decoded", 1), 1),
             "decode_ns_per_region": d.get("decode_ns", 0) / max(d.get("samples", 1), 1),
-            "stats": d}
+            "decoder_threads": after.get("decoder_threads"), "stats": d}
 
 
 def cycles_vs_cupti(out_dir):
@@ -520,7 +520,7 @@ def main():
           f"{dl['proton_ratio']:.3f}x ({dl['plain_us_per_launch']:.0f} -> "
           f"{dl['proton_us_per_launch']:.0f} us per launch; full-pool waits "
           f"{dl['stats'].get('full_wait_ns', 0) / 1e6:.0f} ms, overflows "
-          f"{dl['stats'].get('overflows', 0)}) | - |")
+          f"{dl['stats'].get('overflows', 0)}, {dl.get('decoder_threads')} decoder threads) | - |")
     print(json.dumps(w["stats"]))
     for name, r in kt.items():
         print(name, {k: round(v, 4) for k, v in r.items() if k.endswith("_ratio")})
