@@ -148,11 +148,16 @@ ScratchBuilder one_region() {
 /// staging) while a test looks at what the runtime does meanwhile.
 class HoldingSink final : public RegionSink {
  public:
-  void deliver(uint64_t, ContextId, const KernelInfo&, const DecodeResult&, uint32_t,
+  /// Holds every delivery, or only those of kernel `only` when given.
+  explicit HoldingSink(NameId only = kNoName) : only_(only) {}
+  void deliver(uint64_t, ContextId, const KernelInfo& k, const DecodeResult&, uint32_t,
                uint32_t) override {
     std::unique_lock lock(mu);
-    threads.insert(std::this_thread::get_id());
     ++delivered;
+    cv.notify_all();
+    if (only_ != kNoName && k.name != only_) return;
+    threads.insert(std::this_thread::get_id());
+    ++held;
     cv.notify_all();
     cv.wait(lock, [&] { return open; });
   }
@@ -161,6 +166,11 @@ class HoldingSink final : public RegionSink {
     std::unique_lock lock(mu);
     return cv.wait_for(lock, std::chrono::seconds(30), [&] { return delivered >= n; });
   }
+  /// The same for deliveries held.
+  bool wait_held(int n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return held >= n; });
+  }
   void release() {
     std::lock_guard lock(mu);
     open = true;
@@ -168,9 +178,12 @@ class HoldingSink final : public RegionSink {
   }
   std::mutex mu;
   std::condition_variable cv;
-  std::set<std::thread::id> threads;  // that delivered
+  std::set<std::thread::id> threads;  // that delivered a held launch
   bool open = false;
-  int delivered = 0;
+  int delivered = 0, held = 0;
+
+ private:
+  NameId only_;
 };
 
 /// A fresh runtime delivering to `sink`, with session `id` open (a pool of `pool_bytes`) and
@@ -558,40 +571,6 @@ TEST(InstrRuntime, AHelperDecodesWhileBatchesWait) {
   end_session(13);
 }
 
-// Records only of kernel `held` are held back in deliver (until release()); others pass.
-class HoldOneKernelSink final : public RegionSink {
- public:
-  explicit HoldOneKernelSink(NameId held) : held_(held) {}
-  void deliver(uint64_t, ContextId, const KernelInfo& k, const DecodeResult&, uint32_t,
-               uint32_t) override {
-    std::unique_lock lock(mu);
-    ++delivered;
-    cv.notify_all();
-    if (k.name != held_) return;
-    threads.insert(std::this_thread::get_id());
-    ++held_now;
-    cv.notify_all();
-    cv.wait(lock, [&] { return open; });
-  }
-  bool wait_held(int n) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return held_now >= n; });
-  }
-  void release() {
-    std::lock_guard lock(mu);
-    open = true;
-    cv.notify_all();
-  }
-  std::mutex mu;
-  std::condition_variable cv;
-  std::set<std::thread::id> threads;  // that delivered a held launch
-  bool open = false;
-  int delivered = 0, held_now = 0;
-
- private:
-  NameId held_;
-};
-
 // One batch of big launches (a region per GEMM step copies ~1 MB each) is split among the
 // decoders job by job: two threads decode launches of the same batch at once.
 TEST(InstrRuntime, HelpersShareOneBatchOfBigLaunches) {
@@ -601,7 +580,7 @@ TEST(InstrRuntime, HelpersShareOneBatchOfBigLaunches) {
   ScratchBuilder big = full_segments(12);  // 768 KB of records per launch
   KernelInfo big_info = kernel_info(big);
   big_info.name = NameTable::global().intern("big_steps");
-  HoldOneKernelSink sink(big_info.name);
+  HoldingSink sink(big_info.name);
   FakeDevice* dev = start_with_kernel(&sink, 18, 64 << 20, 0xf15, small);
   rt.register_kernel(0xf16, big_info);
   const uint64_t helper_bytes = rt.helper_bytes;
