@@ -117,7 +117,7 @@ KernelInfo kernel_info(const ScratchBuilder& b) {
   KernelInfo k;
   auto& names = NameTable::global();
   k.name = names.intern("matmul");
-  k.layout = KernelLayout{2, b.slice_bytes(), {}, 0};
+  k.layout = KernelLayout{b.warps(), b.slice_bytes(), {}, 0};
   k.scope_names.assign(256, kNoName);
   k.scope_parents.assign(256, -1);
   k.scope_names[0] = names.intern("loop");
@@ -610,6 +610,42 @@ TEST(InstrRuntime, HelpersShareOneBatchOfBigLaunches) {
   }
   rt.helper_bytes = helper_bytes;
   end_session(18);
+}
+
+// Three threads launch at once while every helper joins at the first waiting byte: each launch
+// is decoded and delivered exactly once, with every region (the decoders share batches in
+// chunks of launches; TSan runs this too).
+TEST(InstrRuntime, SharedBatchesDeliverEveryLaunchOnce) {
+  CollectingSink sink;
+  ScratchBuilder b = full_segments(3);  // 192 KB per launch: two launches per chunk
+  start_with_kernel(&sink, 19, 64 << 20, 0xf17, b);
+  InstrRuntime& rt = InstrRuntime::get();
+  const uint64_t helper_bytes = rt.helper_bytes;
+  rt.helper_bytes = 1;
+  const InstrStats before = rt.stats();
+  constexpr int kThreads = 3, kEach = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] { launch(b, 0xf17, kEach, 0, 1, ~uint64_t{0}); });
+  for (auto& t : threads)
+    t.join();
+  rt.drain();
+  EXPECT_EQ(rt.stats().decoded - before.decoded, uint64_t{kThreads * kEach});
+  uint64_t count = 0, cycles = 0;
+  {
+    std::lock_guard lock(sink.mu);
+    EXPECT_EQ(sink.got.size(), size_t{kThreads * kEach});
+    for (const Delivery& d : sink.got)
+      for (const RegionTotals& t : d.totals) {
+        count += t.count;
+        cycles += t.cycles;
+      }
+  }
+  const uint64_t regions = uint64_t{kThreads * kEach} * 3 * ((64u << 10) / 16);
+  EXPECT_EQ(count, regions);
+  EXPECT_EQ(cycles, regions * 5);
+  rt.helper_bytes = helper_bytes;
+  end_session(19);
 }
 
 // A launch takes the mutex to wake the consumer only when it sleeps with nothing queued (or a

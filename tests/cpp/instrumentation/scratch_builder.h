@@ -23,6 +23,7 @@ class ScratchBuilder {
     slice_ = kHeaderFixedBytes + 4 * num_warps + data_bytes + pad;
   }
   uint32_t slice_bytes() const { return slice_; }
+  uint32_t warps() const { return warps_; }
 
   /// Appends one CTA; events[i] are unit i's events in the order written (may exceed the
   /// segment: the builder wraps like the device does).
