@@ -93,7 +93,8 @@ void InstrRuntime::consume() {
     stats_.copy_wait_ns += t1 - t0;
     done_cv_.notify_all();
     decode_queue_.push_back(std::move(c));
-    decode_cv_.notify_all();  // each decoder waits for its own share of the backlog
+    for (size_t i = 0; i < decoder_threads; ++i)
+      if (may_decode(i)) decode_cvs_[i].notify_one();
   }
 }
 

@@ -21,7 +21,7 @@ void InstrRuntime::decode_batches(size_t index) {
   DecodeResult decoded;  // every launch decodes into it: its vectors keep their capacity
   std::unique_lock lock(mu_);
   for (;;) {
-    decode_cv_.wait(lock, [&] { return may_decode(index); });
+    decode_cvs_[index].wait(lock, [&] { return may_decode(index); });
     // Take the next jobs of the oldest batch, about kChunkBytes of records (at least one job).
     Copied* c = decode_queue_.front().get();
     const size_t begin = c->next;

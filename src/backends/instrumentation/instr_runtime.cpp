@@ -54,6 +54,7 @@ uint64_t default_decoders() {
 InstrRuntime::InstrRuntime()
     : staging_first_bytes(env_count("PROTON_INSTR_STAGING_MB", kStagingMb, 4096) << 20),
       decoder_threads(env_count("PROTON_INSTR_DECODERS", default_decoders(), kMaxDecoders)),
+      decode_cvs_(std::make_unique<std::condition_variable[]>(decoder_threads)),
       gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
       wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)) {}
 

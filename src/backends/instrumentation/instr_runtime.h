@@ -232,7 +232,9 @@ class InstrRuntime {
   std::mutex mu_;  // guards everything below but the atomics; never held across a decode
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::condition_variable decode_cv_;  // a copied batch is queued for the decoder
+  // One per decoder thread: a batch wakes the first decoder and only the helpers it is work for
+  // (may_decode), not every helper at every batch.
+  std::unique_ptr<std::condition_variable[]> decode_cvs_;
   std::condition_variable copied_cv_;  // a Copied came back to free_copied_
   std::unique_ptr<DeviceApi> api_;
   bool api_loaded_ = false;
