@@ -78,8 +78,8 @@ class SliceRing {
 
   const uint64_t size_;
   const uint64_t granules_;
-  // One word per granule, calloc'd: pages are touched only where reservations begin.
-  uint64_t* words_ = nullptr;
+  // One word per granule (1/16 of the pool's size), zeroed when the ring is made.
+  const std::unique_ptr<uint64_t[]> words_;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by launching threads
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by whoever gives back
 };
