@@ -1,5 +1,7 @@
 #include "backends/instrumentation/instr_runtime.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,7 +47,10 @@ uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
 // Half the CPUs this process may run on, within [kMinDecoders, kMaxDecoders]: helpers run
 // only while decoding falls behind the GPU, and then leave the program the other half.
 uint64_t default_decoders() {
-  const uint64_t cpus = std::thread::hardware_concurrency();
+  cpu_set_t allowed;
+  const uint64_t cpus = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                            ? static_cast<uint64_t>(CPU_COUNT(&allowed))
+                            : std::thread::hardware_concurrency();
   return std::clamp<uint64_t>(cpus / 2, InstrRuntime::kMinDecoders, InstrRuntime::kMaxDecoders);
 }
 
