@@ -216,7 +216,7 @@ class InstrRuntime {
   bool replace_arena(uint8_t* fresh, size_t bytes, uint64_t pinning_since_ns);
   StagingArena arena_;                 // guarded by mu_
   std::vector<void*> retired_pinned_;  // outgrown arenas, freed when no session runs
-  // What a batch's decodes add to stats_ (and errors_), added once per batch.
+  // What a chunk's decodes add to stats_ (and errors_), added once per chunk of launches.
   struct DecodeCounts {
     uint64_t decoded = 0, samples = 0, wrapped_units = 0, overwritten_events = 0;
     uint64_t unmatched_events = 0, corrupt_ctas = 0, copy_errors = 0, unknown_kernels = 0;

@@ -1,5 +1,6 @@
 // The runtime's internal records, shared by instr_runtime.cpp (the launch side: pools,
-// hand-out, the queue) and consumer.cpp (the consumer and decoder threads). Not for other users.
+// hand-out, the queue), consumer.cpp (the consumer thread) and decoders.cpp (the decoder threads).
+// Not for other users.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // The launching thread's side of the instrumentation runtime: the profile allocator Triton's
 // launcher calls, and the launch's exit that queues its record for the consumer. The usual
 // launch takes no lock: a compare-and-swap on the ring's head, a record into the thread's own
-// queue, and a wake of the consumer once per batch. The consumer side is consumer.cpp.
+// queue, and a wake of the consumer once per batch. The consumer side is consumer.cpp and
+// decoders.cpp.
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
