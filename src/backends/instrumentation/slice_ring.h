@@ -67,7 +67,11 @@ class SliceRing {
   static constexpr uint64_t kLapMask = (uint64_t{1} << kLapBits) - 1;
 
   std::atomic_ref<uint64_t> word(uint64_t key) const;
-  uint64_t lap(uint64_t key) const { return (key / size_) & kLapMask; }
+  // Positions over the ring's size: shifts and masks for a power-of-two size (the default
+  // pool's), divisions otherwise; a launch reserves and queues with no division then.
+  uint64_t laps(uint64_t pos) const { return pow2_ ? pos >> shift_ : pos / size_; }
+  uint64_t in_lap(uint64_t pos) const { return pow2_ ? pos & (size_ - 1) : pos % size_; }
+  uint64_t lap(uint64_t key) const { return laps(key) & kLapMask; }
   bool is_current(uint64_t w, uint64_t key) const {
     return w != 0 && ((w >> kLenBits) & kLapMask) == lap(key);
   }
@@ -78,6 +82,8 @@ class SliceRing {
 
   const uint64_t size_;
   const uint64_t granules_;
+  const bool pow2_;       // size_ is a power of two
+  const uint32_t shift_;  // log2(size_) when it is
   // One word per granule (1/16 of the pool's size), zeroed when the ring is made.
   const std::unique_ptr<uint64_t[]> words_;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by launching threads

@@ -83,6 +83,26 @@ TEST(SliceRing, TheTailMovesOnlyOverTheSlicesBackInRingOrder) {
   EXPECT_EQ(more.start, 1024u) << "laps go on where the first ended";
 }
 
+// A ring whose size is not a power of two (PROTON_INSTR_POOL_MB=100) places slices by division
+// where a power-of-two ring masks: the same laps and offsets.
+TEST(SliceRing, ARingOfAnySizeWrapsTheSame) {
+  SliceRing ring(640);  // five granules
+  SliceRing::Slice a, b, c;
+  ASSERT_TRUE(ring.reserve(384, 128, a));
+  EXPECT_EQ(a.start, 0u);
+  EXPECT_FALSE(ring.reserve(384, 128, b)) << "not before the end, and the next lap holds a";
+  ring.give_back(a.key);
+  ASSERT_TRUE(ring.reserve(384, 128, b));
+  EXPECT_EQ(b.start, 640u) << "the next lap, at the pool's start";
+  EXPECT_EQ(ring.in_flight(), 640u);
+  ring.give_back(b.key);
+  ASSERT_TRUE(ring.reserve(256, 128, c));
+  EXPECT_EQ(c.start % ring.size(), 384u);
+  EXPECT_TRUE(ring.mark_queued(c.key));
+  ring.give_back(c.key);
+  EXPECT_EQ(ring.in_flight(), 0u);
+}
+
 TEST(SliceRing, GivingBackTwiceOrAnOldLapsSliceChangesNothing) {
   SliceRing ring(512);
   SliceRing::Slice a, b;
@@ -112,8 +132,10 @@ TEST(SliceRing, GiveUpAndALateLaunchNeverBothWin) {
 
 // Threads reserve and give back at once (each slice checked for overlap with every slice out
 // when it was handed out): the head never passes a slice in flight.
-TEST(SliceRing, ManyThreadsNeverShareASliceInFlight) {
-  SliceRing ring(8192);
+class ManyThreads : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(ManyThreads, NeverShareASliceInFlight) {
+  SliceRing ring(GetParam());
   constexpr int kThreads = 4, kRounds = 4000;
   std::vector<std::atomic<int>> owner(ring.size() / SliceRing::kGranule);
   std::atomic<int> overlaps{0}, reserved{0};
@@ -147,6 +169,9 @@ TEST(SliceRing, ManyThreadsNeverShareASliceInFlight) {
   EXPECT_GT(reserved.load(), kRounds);
   EXPECT_EQ(ring.in_flight(), 0u);
 }
+
+// A power-of-two ring (masks) and one of 73 granules (divisions).
+INSTANTIATE_TEST_SUITE_P(SliceRing, ManyThreads, ::testing::Values(8192u, 73u * 128u));
 
 TEST(LaunchQueue, RecordsComeOutInOrderAndAFullQueueRefuses) {
   LaunchQueue q;
