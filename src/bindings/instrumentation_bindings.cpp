@@ -126,12 +126,12 @@ void bind_instrumentation(nb::module_& m) {
     d["full_wait_ns"] = s.full_wait_ns;
     d["abandoned_slices"] = s.abandoned_slices;
     d["wakes"] = s.wakes;
-    d["decoder_threads"] = instr::InstrRuntime::get().decoder_threads;
     d["wake_ns"] = s.wake_ns;
     d["slow_allocs"] = s.slow_allocs;
     d["slow_alloc_ns"] = s.slow_alloc_ns;
     d["staging_allocs"] = s.staging_allocs;
     d["staging_alloc_ns"] = s.staging_alloc_ns;
+    d["decoder_threads"] = instr::InstrRuntime::get().decoder_threads;
     d["errors"] = instr::InstrRuntime::get().errors();
     return d;
   });

@@ -1,8 +1,8 @@
 #include "common/ticker.h"
 
-#include "common/thread_name.h"
-
 #include <utility>
+
+#include "common/thread_name.h"
 
 namespace proton {
 

@@ -19,9 +19,9 @@
 // slices) and gives the slices back to the ring. A decoder thread decodes the copied batch and
 // adds region totals under each kernel's node while the consumer copies the next one (up to
 // kCopies batches in flight); helpers take a share of a batch's launches while work waits
-// (decoder_threads in all). When
-// the ring is full a launch waits for the consumer up to `overflow_wait_ms`, then writes into a
-// discard slice instead: counted as an overflow, never a crash.
+// (decoder_threads in all). When the ring is full a launch waits for the consumer up to
+// `overflow_wait_ms`, then writes into a discard slice instead: counted as an overflow, never
+// a crash.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,6 @@
 #include "backends/instrumentation/region_totals.h"
 
 #include <algorithm>
-#include <array>
 #include <string>
 
 #include "attribution/launch_stage.h"
