@@ -10,6 +10,7 @@
 
 #include "callback_probe.h"
 #include "counters_floor.h"
+#include "cpu_sampler.h"
 #include "cupti_floor.h"
 #include "pc_floor.h"
 
@@ -131,4 +132,19 @@ NB_MODULE(_proton_bench, m) {
     return d;
   });
   proton::bench::register_counters_floor(m);  // bench/counters.py's floor
+  // The launching thread's program counter, sampled (cpu_sampler.h): bench/launch_cpu.py.
+  m.def("cpu_sampler_start", &cpu_sampler_start, nb::arg("period_us") = 100,
+        nb::arg("capacity") = size_t{1} << 18);
+  m.def("cpu_sampler_label", &cpu_sampler_label, nb::arg("label"));
+  m.def("cpu_sampler_stop", &cpu_sampler_stop);
+  m.def("cpu_sampler_report", [] {
+    uint64_t dropped = 0;
+    nb::list rows;
+    for (const SampleBucket& b : cpu_sampler_report(dropped))
+      rows.append(nb::make_tuple(b.label, b.library, b.symbol, b.caller, b.count));
+    nb::dict d;
+    d["rows"] = rows;
+    d["dropped"] = dropped;
+    return d;
+  });
 }
