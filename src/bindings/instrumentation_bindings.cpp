@@ -127,6 +127,7 @@ void bind_instrumentation(nb::module_& m) {
     d["abandoned_slices"] = s.abandoned_slices;
     d["wakes"] = s.wakes;
     d["wake_ns"] = s.wake_ns;
+    d["deferred_wakes"] = s.deferred_wakes;
     d["slow_allocs"] = s.slow_allocs;
     d["slow_alloc_ns"] = s.slow_alloc_ns;
     d["staging_allocs"] = s.staging_allocs;

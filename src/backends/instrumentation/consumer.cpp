@@ -16,15 +16,29 @@ void InstrRuntime::consume() {
     // launch either sees the flag down and wakes this wait, or its record is seen here.
     idle_.store(true, std::memory_order_seq_cst);
     signalled_.store(false, std::memory_order_seq_cst);
-    work_cv_.wait(lock, [&] { return stop_ || records_waiting() > 0; });
+    // Bounded while a session runs: a launch that found mu_ held left its wake to the next
+    // launch, and a burst's last launch has none. With no session, no launch queues a record.
+    const auto any = [&] { return stop_ || records_waiting() > 0; };
+    if (pools_.empty()) {
+      work_cv_.wait(lock, any);
+    } else if (!work_cv_.wait_for(lock, std::chrono::milliseconds(kIdleLookMs), any)) {
+      continue;
+    }
     idle_.store(false, std::memory_order_relaxed);
     if (stop_ && records_waiting() == 0) return;
-    // Gather: more launches come in the next moments; one batch copies them all. A launch
-    // that fills the batch or the pool's first half may wake this wait once more.
+    // Gather: more launches come in the next moments; one batch copies them all. This thread
+    // looks every kGatherLookUs whether the batch is full or the pool half full: a launch that
+    // woke it instead paid a futex wake (an interrupt to this thread's CPU, 10-30 us on a
+    // virtual machine) once per batch. A launch still wakes it when the pool is three quarters
+    // full, as do drain() and a full pool (urgent_).
     signalled_.store(false, std::memory_order_seq_cst);
-    work_cv_.wait_for(lock, std::chrono::milliseconds(gather_ms_), [&] {
-      return stop_ || urgent_ > 0 || records_waiting() >= wake_batch_ || pool_short();
-    });
+    const auto gathered = std::chrono::steady_clock::now() + std::chrono::milliseconds(gather_ms_);
+    for (;;) {
+      if (stop_ || urgent_ > 0 || records_waiting() >= wake_batch_ || pool_short()) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= gathered) break;
+      work_cv_.wait_until(lock, std::min(gathered, now + std::chrono::microseconds(kGatherLookUs)));
+    }
     // What the queues hold now is one batch: one wait per launch stream, one copy per
     // contiguous run of slices, one event to wait for. None of it runs on a launching thread.
     std::deque<std::unique_ptr<Job>> batch;

@@ -84,12 +84,14 @@ struct InstrStats {
   uint64_t decode_ns = 0;
   uint64_t deliver_ns = 0;
   uint64_t full_wait_ns = 0;
-  // Launches that took the mutex to wake the consumer (about one per batch at most: it
-  // sleeps, the batch is full, or the pool is half full).
+  // Launches that took the mutex to wake the consumer (it slept with nothing queued, or the
+  // pool was three quarters full; it looks at the queues by itself while it gathers).
   uint64_t wakes = 0;
-  uint64_t wake_ns = 0;  // what those launches spent on the mutex and the wake
-  // Allocations that left the lock-free path (a pool's first launch, a full ring, a paused or
-  // closing session) and their time in it, the mutex and any full-pool wait included.
+  uint64_t wake_ns = 0;         // what those launches spent on the mutex and the wake
+  uint64_t deferred_wakes = 0;  // wakes left to a later launch: the mutex was held
+  // Allocations that left the lock-free path (the first launch of a pool its session's start
+  // could not allocate, a full ring, a paused or closing session) and their time in it, the mutex
+  // and any full-pool wait included.
   uint64_t slow_allocs = 0;
   uint64_t slow_alloc_ns = 0;
   // Staging arenas pinned (at a session's first launch, then only a larger one for a batch that
@@ -121,9 +123,10 @@ class InstrRuntime {
   void set_device_api(std::unique_ptr<DeviceApi> api);
   void set_sink(RegionSink* sink);
 
-  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). The
-  /// driver is loaded and the device memory allocated on the first launch, on the launching
-  /// thread (its context); alloc() throws std::runtime_error when there is no driver.
+  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). Its
+  /// device memory is allocated here when the calling thread has a GPU context, else on the
+  /// first launch, on the launching thread (its context); alloc() throws std::runtime_error
+  /// when there is no driver.
   /// `deliver_mask`: the bit(s) of the session runtime's SessionMask that this session's regions
   /// go to (its slot, which is not its public id once ids grow past the slots); 0: bit `session`.
   void open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_mask = 0);
@@ -147,11 +150,12 @@ class InstrRuntime {
   /// Jobs one batch takes at most (bounds what a batch stages).
   static constexpr size_t kMaxBatch = 256;
   /// The consumer gathers launches for up to gather_ms (or wake_batch of them, or until the pool
-  /// is half full) before it copies: launches then wake it once per batch, not once each (a
-  /// condition-variable wake is a futex call on the launching thread), and the consumer's
-  /// driver calls (event record, waits, copies) come once per batch. Defaults kGatherMs and
-  /// kWakeBatch; PROTON_INSTR_GATHER_MS and PROTON_INSTR_WAKE_BATCH (at most kMaxBatch)
-  /// change them when the runtime is first used.
+  /// is half full, which it looks at every kGatherLookUs) before it copies: launches wake it
+  /// only when it sleeps with nothing queued or the pool is three quarters full (a wake is a
+  /// futex call on the launching thread), and the consumer's driver calls (event record,
+  /// waits, copies) come once per batch. Defaults kGatherMs and kWakeBatch;
+  /// PROTON_INSTR_GATHER_MS and PROTON_INSTR_WAKE_BATCH (at most kMaxBatch) change them when
+  /// the runtime is first used.
   static constexpr size_t kWakeBatch = 256;
   static constexpr int kGatherMs = 3;
 
@@ -162,9 +166,12 @@ class InstrRuntime {
 
   InstrStats stats();
   std::vector<std::string> errors();  // first few decode errors, for the user
+  /// Tests: holds the runtime's mutex as a decoder or the consumer does (launches must not
+  /// wait for it).
+  std::unique_lock<std::mutex> hold_mutex_for_test() { return std::unique_lock(mu_); }
   uint32_t overflow_wait_ms = 1000;
   /// The staging arena's size (PROTON_INSTR_STAGING_MB, default kStagingMb), pinned with the
-  /// pool at a session's first launch (tests set it right after set_device_api()).
+  /// first pool (tests set it right after set_device_api()).
   static constexpr size_t kStagingMb = 32;
   size_t staging_first_bytes;
   /// A slice handed out whose launch has not reached its exit for this long, found holding a
@@ -188,7 +195,9 @@ class InstrRuntime {
   InstrRuntime();
   ~InstrRuntime();
   bool ensure_device(std::string& why);  // requires mu_
-  bool ensure_pool(Pool& pool);          // requires mu_
+  // The pool's device memory (and the first staging); `at_launch` false at the session's start,
+  // where a thread without a GPU context is no error (its first launch tries again).
+  bool ensure_pool(Pool& pool, bool at_launch = true);  // requires mu_
   // The launch side's paths that take mu_: the first launch of a pool, a full ring (waits for
   // the consumer), a paused session or none (the discard slice).
   uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
@@ -288,6 +297,10 @@ class InstrRuntime {
   // never takes mu_ then (it did once per batch, right as the consumer took the batch under
   // mu_, and blocked on it).
   std::atomic<bool> idle_{false};
+  // Launches that found mu_ held when they would have woken the consumer (stats()).
+  std::atomic<uint64_t> deferred_wakes_{0};
+  static constexpr int kIdleLookMs = 20;     // the idle consumer's look without a wake
+  static constexpr int kGatherLookUs = 200;  // the gathering consumer's look at the queues
   std::thread consumer_;
   bool stop_ = false;
   InstrStats stats_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/ids.h"
+#include "common/prefetch.h"
 
 namespace proton::instr {
 
@@ -40,6 +41,12 @@ class LaunchQueue {
     // InstrRuntime::launch_exit), as the consumer's look here is after it says it sleeps.
     written_.store(w + 1, std::memory_order_seq_cst);
     return true;
+  }
+  /// Writer: asks for the next record's slot (the lines the reader took it from last lap).
+  void prepare_next() const {
+    const LaunchRecord* next = &slots_[written_.load(std::memory_order_relaxed) % kSlots];
+    prefetch_for_write(next);
+    prefetch_for_write(reinterpret_cast<const char*>(next + 1) - 1);
   }
   /// Writer: records not taken yet, this one included.
   uint64_t pending() const {

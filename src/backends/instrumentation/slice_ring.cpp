@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "common/prefetch.h"
+
 namespace proton::instr {
 
 SliceRing::SliceRing(uint64_t size)
@@ -19,6 +21,10 @@ SliceRing::~SliceRing() = default;
 std::atomic_ref<uint64_t> SliceRing::word(uint64_t key) const {
   // The key's granule within the ring (granules_ is a power of two when size_ is).
   return std::atomic_ref<uint64_t>(words_[in_lap(key) / kGranule]);
+}
+
+void SliceRing::prepare_next() const {
+  prefetch_for_write(&words_[in_lap(head_.load(std::memory_order_relaxed)) / kGranule]);
 }
 
 bool SliceRing::reserve(uint64_t bytes, uint64_t alignment, Slice& out) {

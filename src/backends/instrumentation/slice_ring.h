@@ -57,6 +57,10 @@ class SliceRing {
   }
   /// More than half of the ring is in flight: the consumer should copy now, not gather.
   bool over_half() const { return 2 * in_flight() > size_; }
+  bool over_three_quarters() const { return 4 * in_flight() > 3 * size_; }
+  /// Asks for the word of the reservation the head would make next (cleared by whoever gave
+  /// the slice there back, a lap ago).
+  void prepare_next() const;
 
  private:
   static constexpr uint64_t kLenBits = 38;  // length in granules

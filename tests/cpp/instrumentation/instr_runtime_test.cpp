@@ -28,6 +28,7 @@ class FakeDevice final : public DeviceApi {
  public:
   bool load(std::string&) override { return true; }
   bool capture_context() override {
+    if (no_context) return false;  // as a thread that made no GPU context yet
     bind_context();
     return true;
   }
@@ -83,6 +84,7 @@ class FakeDevice final : public DeviceApi {
   }
   std::string last_error() override { return fail_copies ? "FAKE_ERROR_COPY (7)" : ""; }
   int allocs = 0;
+  std::atomic<bool> no_context{false};
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
   std::atomic<int> sync_delay_ms{0};
@@ -283,6 +285,84 @@ class Ring : public ::testing::Test {
   CollectingSink sink_;
   uint32_t session_ = 0;
 };
+
+// The pool's device memory is allocated when the session starts on a thread with a GPU
+// context, so the session's first launch takes the lock-free path; started on a thread without
+// one, the first launch allocates it, and neither way reports an error.
+TEST(InstrRuntime, ThePoolIsAllocatedAtTheStartWhenAContextIsCurrent) {
+  InstrRuntime& rt = InstrRuntime::get();
+  CollectingSink sink;
+  FakeDevice* fake = fresh_runtime(&sink);
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  const size_t errors_before = rt.errors().size();
+  InstrStats before = rt.stats();
+  rt.open(20, 1 << 16);
+  EXPECT_EQ(fake->allocs, 1);  // at the start
+  rt.register_kernel(0xf18, kernel_info(b));
+  launch(b, 0xf18, 3, 0, 1, ~uint64_t{0});
+  rt.drain();
+  EXPECT_EQ(rt.stats().slow_allocs, before.slow_allocs) << "the first launch took the lock";
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 3u);
+  end_session(20);
+
+  fake = fresh_runtime(&sink);
+  fake->no_context = true;
+  before = rt.stats();
+  rt.open(21, 1 << 16);
+  EXPECT_EQ(fake->allocs, 0);  // no context on this thread yet: left to the first launch
+  fake->no_context = false;
+  rt.register_kernel(0xf18, kernel_info(b));
+  launch(b, 0xf18, 3, 0, 1, ~uint64_t{0});
+  rt.drain();
+  EXPECT_EQ(fake->allocs, 1);
+  EXPECT_EQ(rt.stats().slow_allocs - before.slow_allocs, 1u);
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 3u);
+  EXPECT_EQ(rt.stats().overflows, before.overflows);
+  EXPECT_EQ(rt.errors().size(), errors_before) << rt.errors().back();
+  end_session(21);
+}
+
+// A launch that would wake the idle consumer while another thread holds the runtime's mutex
+// does not wait for it: the wake is left to a later launch, and the idle consumer finds the
+// records by itself when none comes.
+TEST(InstrRuntime, ALaunchNeverWaitsForTheMutexToWakeTheConsumer) {
+  InstrRuntime& rt = InstrRuntime::get();
+  CollectingSink sink;
+  fresh_runtime(&sink);
+  ScratchBuilder b(2, 256, 2);
+  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  rt.open(22, 1 << 16);
+  rt.register_kernel(0xf19, kernel_info(b));
+  std::atomic<int> step{0};
+  std::thread launcher([&] {
+    launch(b, 0xf19, 1, 0, 1, ~uint64_t{0});  // a thread's first launch registers its queue
+    step = 1;
+    while (step != 2)
+      std::this_thread::yield();
+    launch(b, 0xf19, 2, 0, 1, ~uint64_t{0});
+    step = 3;
+  });
+  while (step != 1)
+    std::this_thread::yield();
+  rt.drain();  // the consumer is idle again
+  const InstrStats before = rt.stats();
+  {
+    auto held = rt.hold_mutex_for_test();
+    step = 2;
+    for (int i = 0; i < 2000 && step != 3; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(step.load(), 3) << "a launch waited for the mutex";
+  }
+  launcher.join();
+  // No drain (it would wake the consumer itself): the idle consumer's own look finds them.
+  for (int i = 0; i < 2000 && rt.stats().decoded - before.decoded < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const InstrStats after = rt.stats();
+  EXPECT_EQ(after.decoded - before.decoded, 2u);
+  EXPECT_GE(after.deferred_wakes - before.deferred_wakes, 1u);
+  end_session(22);
+}
 
 TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
   InstrRuntime& rt = InstrRuntime::get();
@@ -684,13 +764,14 @@ TEST(InstrRuntime, TheStagingArenaIsPinnedOnceAndFreedOnlyWhenNoSessionRuns) {
   // 1.3 MB, then 5 MB to stage, in a 4 MB arena (small, so that sanitizer builds stay quick)
   ScratchBuilder small = full_segments(20), large = full_segments(80);
   rt.staging_first_bytes = 4 << 20;
+  const InstrStats before = rt.stats();
   rt.open(16, 64 << 20);
+  // Pinned with the pool, at the session's start: before any kernel of it runs, not by the
+  // consumer while the program launches.
+  EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);
   rt.register_kernel(0xf12, kernel_info(small));
   rt.register_kernel(0xf13, kernel_info(large));
-  const InstrStats before = rt.stats();
   launch(small, 0xf12, 1, 0, 1, ~uint64_t{0});
-  // Pinned with the pool, at the session's first launch: before any kernel of it runs, not by
-  // the consumer while the program launches.
   EXPECT_EQ(rt.stats().staging_allocs - before.staging_allocs, 1u);
   rt.drain();
   for (int i = 0; i < 2; ++i) {
@@ -721,9 +802,9 @@ TEST(InstrRuntime, ABatchWaitsForStagingRoomInsteadOfPinningMore) {
   InstrRuntime& rt = InstrRuntime::get();
   rt.staging_first_bytes = 1 << 20;
   ScratchBuilder b = full_segments(9);  // ~600 KB to stage
+  const InstrStats before = rt.stats();
   rt.open(17, 16 << 20);
   rt.register_kernel(0xf14, kernel_info(b));
-  const InstrStats before = rt.stats();
   launch(b, 0xf14, 1, 0, 1, ~uint64_t{0});
   EXPECT_TRUE(sink.wait_for(1));  // batch 1 is being decoded: its staging is held
   launch(b, 0xf14, 1, 0, 1, ~uint64_t{0});
