@@ -161,6 +161,23 @@ def test_many_launches_without_a_synchronize_each(out_name, read_profile):
     assert loop["metrics"]["count"] == 1000 * CTAS * WARPS
 
 
+def test_pool_is_allocated_when_the_session_starts(out_name, read_profile):
+    # Started on a thread with a GPU context (torch made it), the session's device pool and
+    # staging come at start: its launches never leave the lock-free path (an allocation at the
+    # first launch cost milliseconds inside the program's loop).
+    torch.zeros(1, device="cuda")
+    before = instr.stats()
+    session = proton.start(out_name, backend="instrumentation")
+    assert instr.stats()["pool_bytes"] > before["pool_bytes"]
+    run_loop(K.loop_one_region, launches=20)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    after = instr.stats()
+    assert after["slow_allocs"] == before["slow_allocs"], after
+    assert after["decoded"] - before["decoded"] == 20, after
+    assert after["errors"] == before["errors"], after["errors"]
+
+
 def test_threads_launching_at_once_lose_nothing(out_name, read_profile, run_threads):
     # The launch path takes no lock: four threads, each on its own stream, reserve slices and
     # queue their records at once; every launch comes back decoded under its thread's scope.

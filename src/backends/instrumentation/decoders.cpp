@@ -3,10 +3,15 @@
 // sessions. The first decoder takes every batch; helpers join only while work waits, so a
 // batch of big launches is shared launch by launch and a sparse run keeps one thread busy.
 #include <algorithm>
+#include <chrono>
 
 #include "backends/instrumentation/instr_runtime_parts.h"
 
 namespace proton::instr {
+
+size_t InstrRuntime::held_bytes(const DecodeResult& r) {
+  return r.samples.capacity() * sizeof(RegionSample) + r.ctas.capacity() * sizeof(CtaHeader);
+}
 
 bool InstrRuntime::may_decode(size_t index) const {
   if (decode_queue_.empty()) return false;
@@ -21,7 +26,19 @@ void InstrRuntime::decode_batches(size_t index) {
   DecodeResult decoded;  // every launch decodes into it: its vectors keep their capacity
   std::unique_lock lock(mu_);
   for (;;) {
-    decode_cvs_[index].wait(lock, [&] { return may_decode(index); });
+    const auto work = [&] { return may_decode(index); };
+    if (!work()) {
+      // A timeline of dense launches leaves up to the largest launch's regions here (2 MB for
+      // 65,536 regions, per thread): kept while batches keep coming (a fresh result per batch
+      // would map and fault it in again), given back after kIdleTrimMs without work.
+      decoder_held_[index] = held_bytes(decoded);
+      if (decoder_held_[index] > kKeptDecodeBytes &&
+          !decode_cvs_[index].wait_for(lock, std::chrono::milliseconds(kIdleTrimMs), work)) {
+        decoded = DecodeResult{};
+        decoder_held_[index] = 0;
+      }
+      decode_cvs_[index].wait(lock, work);
+    }
     // Take the next jobs of the oldest batch, about kChunkBytes of records (at least one job).
     Copied* c = decode_queue_.front().get();
     const size_t begin = c->next;

@@ -61,7 +61,8 @@ InstrRuntime::InstrRuntime()
       decoder_threads(env_count("PROTON_INSTR_DECODERS", default_decoders(), kMaxDecoders)),
       decode_cvs_(std::make_unique<std::condition_variable[]>(decoder_threads)),
       gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
-      wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)) {}
+      wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)),
+      decoder_held_(decoder_threads, 0) {}
 
 InstrRuntime& InstrRuntime::get() {
   // Leaked on purpose: launches and the consumer may outlive static destruction order.
@@ -307,6 +308,8 @@ InstrStats InstrRuntime::stats() {
   std::lock_guard lock(mu_);
   InstrStats s = stats_;
   s.deferred_wakes = deferred_wakes_.load(std::memory_order_relaxed);
+  for (size_t held : decoder_held_)
+    s.decoder_held_bytes += held;
   return s;
 }
 

@@ -87,8 +87,9 @@ struct InstrStats {
   // Launches that took the mutex to wake the consumer (it slept with nothing queued, or the
   // pool was three quarters full; it looks at the queues by itself while it gathers).
   uint64_t wakes = 0;
-  uint64_t wake_ns = 0;         // what those launches spent on the mutex and the wake
-  uint64_t deferred_wakes = 0;  // wakes left to a later launch: the mutex was held
+  uint64_t wake_ns = 0;             // what those launches spent on the mutex and the wake
+  uint64_t deferred_wakes = 0;      // wakes left to a later launch: the mutex was held
+  uint64_t decoder_held_bytes = 0;  // what the idle decoders keep of their results' capacity
   // Allocations that left the lock-free path (the first launch of a pool its session's start
   // could not allocate, a full ring, a paused or closing session) and their time in it, the mutex
   // and any full-pool wait included.
@@ -183,6 +184,11 @@ class InstrRuntime {
   static constexpr size_t kMinDecoders = 3;
   static constexpr size_t kMaxDecoders = 8;
   const size_t decoder_threads;
+  /// A decoder's reused result (its regions' capacity) is given back when the decoder has had
+  /// no work for kIdleTrimMs holding more than kKeptDecodeBytes
+  /// (stats()["decoder_held_bytes"]).
+  static constexpr size_t kKeptDecodeBytes = 256 << 10;
+  static constexpr int kIdleTrimMs = 100;
   /// Helper i joins while more than i untouched batches wait, or more than i x helper_bytes of
   /// copied records wait undecoded (a launch of a region per GEMM step copies ~1 MB: one batch
   /// of such launches is split among the helpers, job by job).
@@ -208,8 +214,10 @@ class InstrRuntime {
   friend struct ThreadSide;
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
   void consume();
-  void decode_batches(size_t index);        // decoder thread `index` (0: the first)
-  bool may_decode(size_t index) const;      // requires mu_: decoder `index` has a job to take
+  void decode_batches(size_t index);    // decoder thread `index` (0: the first)
+  bool may_decode(size_t index) const;  // requires mu_: decoder `index` has a job to take
+  // What a decoder's reused result holds (its vectors' capacity).
+  static size_t held_bytes(const DecodeResult& r);
   void batch_decoded(Copied& c);            // requires mu_: its last job is done
   bool pool_short() const;                  // requires mu_: some pool is over half in flight
   uint64_t records_waiting() const;         // requires mu_: records no batch has taken yet
@@ -281,8 +289,9 @@ class InstrRuntime {
   std::vector<void*> stream_events_;
   std::vector<uint64_t> batch_streams_;
   std::atomic<bool> exit_via_callback_{false};
-  const int gather_ms_;      // read once from PROTON_INSTR_GATHER_MS
-  const size_t wake_batch_;  // read once from PROTON_INSTR_WAKE_BATCH
+  const int gather_ms_;               // read once from PROTON_INSTR_GATHER_MS
+  const size_t wake_batch_;           // read once from PROTON_INSTR_WAKE_BATCH
+  std::vector<size_t> decoder_held_;  // mu_: held_bytes of each decoder's result when it idled
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them

@@ -615,6 +615,33 @@ ScratchBuilder full_segments(uint32_t ctas) {
   return b;
 }
 
+// A timeline of a dense launch grows the decoder's reused result to all its regions; the
+// decoder gives that capacity back when it goes idle instead of holding it for the session.
+TEST(InstrRuntime, AnIdleDecoderGivesBackADenseLaunchsRegions) {
+  CollectingSink sink;  // wants every region (a timeline)
+  fresh_runtime(&sink);
+  InstrRuntime& rt = InstrRuntime::get();
+  ScratchBuilder b = full_segments(20);  // 81,920 regions: 2.6 MB of decoded regions
+  rt.open(23, 16 << 20);
+  rt.register_kernel(0xf1a, kernel_info(b));
+  launch(b, 0xf1a, 1, 0, 1, ~uint64_t{0});
+  rt.drain();
+  {
+    std::lock_guard lock(sink.mu);
+    ASSERT_EQ(sink.got.size(), 1u);
+    EXPECT_EQ(sink.got[0].spans.size(), 20u * 4096);
+  }
+  // drain() returns once delivered; the decoder idles right after.
+  uint64_t held = UINT64_MAX;
+  for (int i = 0; i < 2000; ++i) {
+    held = rt.stats().decoder_held_bytes;
+    if (held <= rt.decoder_threads * InstrRuntime::kKeptDecodeBytes) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_LE(held, rt.decoder_threads * InstrRuntime::kKeptDecodeBytes);
+  end_session(23);
+}
+
 // While the first decoder is busy and batches wait, a helper decodes beside it (a launch of a
 // region per GEMM step is ~17,000 regions: one thread fell behind the GPU); every launch is
 // still delivered once.
