@@ -293,8 +293,7 @@ TEST(InstrRuntime, ThePoolIsAllocatedAtTheStartWhenAContextIsCurrent) {
   InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
   FakeDevice* fake = fresh_runtime(&sink);
-  ScratchBuilder b(2, 256, 2);
-  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  ScratchBuilder b = one_region();
   const size_t errors_before = rt.errors().size();
   InstrStats before = rt.stats();
   rt.open(20, 1 << 16);
@@ -330,8 +329,7 @@ TEST(InstrRuntime, ALaunchNeverWaitsForTheMutexToWakeTheConsumer) {
   InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
   fresh_runtime(&sink);
-  ScratchBuilder b(2, 256, 2);
-  b.add_cta(0, 1, {{{false, 0, 10}, {true, 0, 20}}, {}});
+  ScratchBuilder b = one_region();
   rt.open(22, 1 << 16);
   rt.register_kernel(0xf19, kernel_info(b));
   std::atomic<int> step{0};
