@@ -10,7 +10,10 @@ Rows (issue 16's target table):
   region_per_iter     the same with a constexpr trip count (the plain loop unrolls whole)
   wall_1000           wall time of 1,000 instrumented launches / uninstrumented, beside kernel
                       timing alone (the CUPTI session every instrumentation session runs):
-                      the best run of each over 9 rounds, and the median of each round's ratio
+                      the best run of each over 9 rounds, and the median of each round's ratio;
+                      with _proton_bench on the path also the floor under Proton: a session
+                      whose allocator is an empty C++ function (kernel timing, the
+                      instrumented binary, an allocator call)
   rss_growth_mb       host memory growth over a 1,000-launch Proton run
   cycles_vs_cupti     region cycles per warp / (CUPTI kernel time x SM clock), one region
                       end to end (1.0 = agree)
@@ -284,6 +287,26 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
             _allocation.set_profile_allocator(ours)
             proton.finalize(session)
 
+    try:
+        import _proton_bench  # bench/native, when built: an allocator with nothing in it
+    except ImportError:
+        _proton_bench = None
+    c_buffer = torch.zeros(16 << 20, dtype=torch.uint8, device="cuda")
+
+    def session_c_buffer(r):
+        """The fixed-buffer session with the buffer handed out by a C++ function called through
+        nanobind, as our allocator is: kernel timing, the instrumented binary and an allocator
+        call with nothing in it. Proton minus this is what our runtime adds to a launch."""
+        session = proton.start(str(out_dir / f"bench_cfixed{r}"), backend="instrumentation")
+        ours = _allocation._profile_allocator.get()
+        _proton_bench.set_fixed_scratch(c_buffer.data_ptr())
+        _allocation.set_profile_allocator(_proton_bench.fixed_scratch)
+        try:
+            return loop(rounds=1, label="session_c_buffer")
+        finally:
+            _allocation.set_profile_allocator(ours)
+            proton.finalize(session)
+
     def plain_beside_busy_cpus(busy=2):
         """The plain loop while `busy` other processes spin on a CPU each: whether work on other
         (virtual) CPUs slows the launching thread, as our decoder thread's would."""
@@ -297,7 +320,7 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
                 p.kill()
                 p.wait()
 
-    plain = timing = inst = bare = fixed = busy = float("inf")
+    plain = timing = inst = bare = fixed = cfixed = busy = float("inf")
     paired = {"proton": [], "timing_only": []}  # each round's time over its own plain run
     for r in range(rounds):
         p = loop(rounds=1, label="plain")
@@ -313,6 +336,8 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         inst = min(inst, i)
         proton.finalize(session)
         fixed = min(fixed, session_fixed_buffer(r))
+        if _proton_bench is not None:
+            cfixed = min(cfixed, session_c_buffer(r))
         paired["proton"].append(i / p)
         paired["timing_only"].append(t / p)
     inst = min(inst, first)
@@ -325,6 +350,7 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
             "timing_only_ratio_median": median["timing_only"],
             "bare_instrumented_s": bare, "bare_instrumented_ratio": bare / plain,
             "proton_first_run_s": first, "session_fixed_buffer_s": fixed,
+            "session_c_buffer_s": cfixed if cfixed != float("inf") else None,
             "plain_beside_busy_cpus_s": busy,
             "launch_thread_cpu_us": {k: v[1] / launches * 1e6 for k, v in cpu.items()},
             "rss_growth_mb": rss1 - rss0, "stats": instr.stats()}
@@ -474,7 +500,8 @@ def main():
         w["knobs"] = {k: v for k, v in os.environ.items() if k.startswith("PROTON_INSTR_")}
         w["per_launch_us"] = {k[:-2]: w[k] * 1e3 for k in
                               ("plain_s", "plain_beside_busy_cpus_s", "timing_only_s",
-                               "bare_instrumented_s", "session_fixed_buffer_s", "proton_s")}
+                               "bare_instrumented_s", "session_fixed_buffer_s",
+                               "session_c_buffer_s", "proton_s") if w[k] is not None}
         print(json.dumps(w))
         return
     report = {"gpu": torch.cuda.get_device_name(0)}
@@ -521,6 +548,10 @@ def main():
     print(f"| (per launch, us: plain / timing / bare instrumented / Proton) | - | "
           f"{w['plain_s'] * 1e3:.1f} / {w['timing_only_s'] * 1e3:.1f} / "
           f"{w['bare_instrumented_s'] * 1e3:.1f} / {w['proton_s'] * 1e3:.1f} | - |")
+    if w["session_c_buffer_s"] is not None:
+        print(f"| (kernel timing + instrumented binary + an empty C++ allocator: the floor; "
+              f"Proton over it, us per launch) | - | {w['session_c_buffer_s'] * 1e3:.1f} us; "
+              f"{(w['proton_s'] - w['session_c_buffer_s']) * 1e3:+.2f} us | - |")
     print(f"| host memory growth, 1,000 launches | - | {w['rss_growth_mb']:.1f} MB | <= 64 MB |")
     c = report["cycles_vs_cupti"]
     ratio = f"{c['ratio']:.3f}" if "ratio" in c else f"missing: {c.get('error')}"

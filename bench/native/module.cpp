@@ -23,6 +23,8 @@ using proton::LaunchSet;
 
 namespace {
 
+uint64_t g_fixed_scratch = 0;  // what fixed_scratch hands out
+
 LaunchSet launch_set(std::string_view what, std::string_view arg) {
   if (what == "none") return LaunchSet::kNone;
   if (what == "all") return LaunchSet::kAll;
@@ -132,6 +134,13 @@ NB_MODULE(_proton_bench, m) {
     return d;
   });
   proton::bench::register_counters_floor(m);  // bench/counters.py's floor
+  // A profile allocator with no work in it, called as Triton calls ours (size, alignment,
+  // stream) through nanobind: instrumentation_bench.py's floor for the allocator's share.
+  m.def(
+      "set_fixed_scratch", [](uint64_t ptr) { g_fixed_scratch = ptr; }, nb::arg("ptr"));
+  m.def(
+      "fixed_scratch", [](uint64_t, uint64_t, uint64_t) { return g_fixed_scratch; },
+      nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
   // The launching thread's program counter, sampled (cpu_sampler.h): bench/launch_cpu.py.
   m.def("cpu_sampler_start", &cpu_sampler_start, nb::arg("period_us") = 100,
         nb::arg("capacity") = size_t{1} << 18);
