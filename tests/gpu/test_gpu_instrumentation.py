@@ -162,18 +162,20 @@ def test_many_launches_without_a_synchronize_each(out_name, read_profile):
 
 
 def test_pool_is_allocated_when_the_session_starts(out_name, read_profile):
-    # Started on a thread with a GPU context (torch made it), the session's device pool and
-    # staging come at start: its launches never leave the lock-free path (an allocation at the
-    # first launch cost milliseconds inside the program's loop).
+    # Started on a thread with a GPU context (torch made it) in a process that sees one GPU,
+    # the session's device pool and staging come at start: its launches never leave the
+    # lock-free path (an allocation at the first launch cost milliseconds inside the program's
+    # loop). With several GPUs in sight the first launch allocates it, on its own device.
     torch.zeros(1, device="cuda")
+    one_gpu = torch.cuda.device_count() == 1
     before = instr.stats()
     session = proton.start(out_name, backend="instrumentation")
-    assert instr.stats()["pool_bytes"] > before["pool_bytes"]
+    assert (instr.stats()["pool_bytes"] > before["pool_bytes"]) == one_gpu
     run_loop(K.loop_one_region, launches=20)
     torch.cuda.synchronize()
     proton.finalize(session)
     after = instr.stats()
-    assert after["slow_allocs"] == before["slow_allocs"], after
+    assert after["slow_allocs"] - before["slow_allocs"] == (0 if one_gpu else 1), after
     assert after["decoded"] - before["decoded"] == 20, after
     assert after["errors"] == before["errors"], after["errors"]
 

@@ -31,7 +31,8 @@ struct CudaTable {
   decltype(&::cuEventSynchronize) event_sync = nullptr;
   decltype(&::cuStreamWaitEvent) stream_wait = nullptr;
   decltype(&::cuMemcpy2DAsync_v2) copy_2d_async = nullptr;
-  decltype(&::cuGetErrorName) error_name = nullptr;  // optional
+  decltype(&::cuGetErrorName) error_name = nullptr;      // optional
+  decltype(&::cuDeviceGetCount) device_count = nullptr;  // optional
 };
 
 template <typename F>
@@ -67,6 +68,8 @@ class CudaDeviceApi final : public DeviceApi {
               bind(lib_, t.stream_wait, "cuStreamWaitEvent", why) &&
               bind(lib_, t.copy_2d_async, "cuMemcpy2DAsync_v2", why);
     t.error_name = reinterpret_cast<decltype(&::cuGetErrorName)>(dlsym(lib_, "cuGetErrorName"));
+    t.device_count =
+        reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(lib_, "cuDeviceGetCount"));
     if (ok && t.init(0) != CUDA_SUCCESS) {
       why = "cuInit failed";
       ok = false;
@@ -90,6 +93,10 @@ class CudaDeviceApi final : public DeviceApi {
     if (ctx_ != nullptr) t_.ctx_set(ctx_);
   }
   uint32_t device_id() override { return device_; }
+  int device_count() override {
+    int n = 0;
+    return t_.device_count != nullptr && t_.device_count(&n) == CUDA_SUCCESS ? n : 0;
+  }
   std::string last_error() override {
     CUresult r = last_.load(std::memory_order_relaxed);
     if (r == CUDA_SUCCESS) return {};

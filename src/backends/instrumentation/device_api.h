@@ -22,6 +22,9 @@ class DeviceApi {
   virtual bool capture_context() = 0;
   virtual void bind_context() = 0;
   virtual uint32_t device_id() = 0;
+  /// GPUs this process can see (0 when unknown): with one, every launch runs where the session
+  /// started, so its pool can be allocated at the start.
+  virtual int device_count() { return 1; }
   /// The SM clock of the captured context's device in kHz (cycles -> ns on the timeline).
   virtual uint32_t sm_clock_khz() = 0;
 

@@ -136,13 +136,15 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   pool->deliver_mask = deliver_mask != 0 ? deliver_mask : uint64_t{1} << (session & 63u);
   Pool& p = *pool;
   pools_[session] = std::move(pool);
-  // The pool's device memory now, when the starting thread has a GPU context: allocating it
-  // (and the first staging) takes milliseconds, which the session's first launch paid inside
-  // the program's loop (a 1,000-launch loop ran ~0.6 us a launch slower for it). Without a
-  // driver or a context, the first launch does it; a session without a GPU still starts and
-  // keeps its CPU-side data.
+  // The pool's device memory now, when the starting thread has a GPU context and the process
+  // sees one GPU: allocating it (and the first staging) takes milliseconds, which the
+  // session's first launch paid inside the program's loop (a 1,000-launch loop ran ~0.6 us a
+  // launch slower for it). With several GPUs the launches may run on another device than the
+  // one current here (a kernel writing another device's memory faults), so the first launch
+  // allocates it on its own, as without a driver or a context; a session without a GPU still
+  // starts and keeps its CPU-side data.
   std::string why;
-  if (ensure_device(why)) ensure_pool(p, /*at_launch=*/false);
+  if (ensure_device(why) && api_->device_count() == 1) ensure_pool(p, /*at_launch=*/false);
   choose_active_pool();
   work_cv_.notify_all();  // an idle consumer waits without a bound only while no session runs
   if (!consumer_.joinable()) {

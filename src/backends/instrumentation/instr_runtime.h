@@ -125,9 +125,9 @@ class InstrRuntime {
   void set_sink(RegionSink* sink);
 
   /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). Its
-  /// device memory is allocated here when the calling thread has a GPU context, else on the
-  /// first launch, on the launching thread (its context); alloc() throws std::runtime_error
-  /// when there is no driver.
+  /// device memory is allocated here when the calling thread has a GPU context and the process
+  /// sees one GPU, else on the first launch, on the launching thread (its context); alloc()
+  /// throws std::runtime_error when there is no driver.
   /// `deliver_mask`: the bit(s) of the session runtime's SessionMask that this session's regions
   /// go to (its slot, which is not its public id once ids grow past the slots); 0: bit `session`.
   void open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_mask = 0);

@@ -37,6 +37,7 @@ class FakeDevice final : public DeviceApi {
     bound.insert(std::this_thread::get_id());
   }
   uint32_t device_id() override { return 3; }
+  int device_count() override { return devices; }
   uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
     ++allocs;
@@ -84,6 +85,7 @@ class FakeDevice final : public DeviceApi {
   }
   std::string last_error() override { return fail_copies ? "FAKE_ERROR_COPY (7)" : ""; }
   int allocs = 0;
+  int devices = 1;  // GPUs the process sees
   std::atomic<bool> no_context{false};
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
@@ -287,8 +289,9 @@ class Ring : public ::testing::Test {
 };
 
 // The pool's device memory is allocated when the session starts on a thread with a GPU
-// context, so the session's first launch takes the lock-free path; started on a thread without
-// one, the first launch allocates it, and neither way reports an error.
+// context (one GPU in sight), so the session's first launch takes the lock-free path; started
+// on a thread without one, or with several GPUs in sight (the launches may use another), the
+// first launch allocates it, and no way reports an error.
 TEST(InstrRuntime, ThePoolIsAllocatedAtTheStartWhenAContextIsCurrent) {
   InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
@@ -320,6 +323,18 @@ TEST(InstrRuntime, ThePoolIsAllocatedAtTheStartWhenAContextIsCurrent) {
   EXPECT_EQ(rt.stats().overflows, before.overflows);
   EXPECT_EQ(rt.errors().size(), errors_before) << rt.errors().back();
   end_session(21);
+
+  fake = fresh_runtime(&sink);
+  fake->devices = 2;
+  before = rt.stats();
+  rt.open(24, 1 << 16);
+  EXPECT_EQ(fake->allocs, 0);  // several GPUs: on the first launch's device
+  rt.register_kernel(0xf18, kernel_info(b));
+  launch(b, 0xf18, 3, 0, 1, ~uint64_t{0});
+  rt.drain();
+  EXPECT_EQ(fake->allocs, 1);
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 3u);
+  end_session(24);
 }
 
 // A launch that would wake the idle consumer while another thread holds the runtime's mutex
