@@ -128,6 +128,7 @@ void bind_instrumentation(nb::module_& m) {
     d["wakes"] = s.wakes;
     d["wake_ns"] = s.wake_ns;
     d["deferred_wakes"] = s.deferred_wakes;
+    d["other_context_launches"] = s.other_context_launches;
     d["decoder_held_bytes"] = s.decoder_held_bytes;
     d["slow_allocs"] = s.slow_allocs;
     d["slow_alloc_ns"] = s.slow_alloc_ns;

@@ -151,6 +151,8 @@ def test_loss_report_names_each_loss_and_its_remedy():
     assert "8 warp buffers wrapped" in text and "96 events" in text and "4096 bytes" in text
     assert "2 region events had no partner" in text
     assert instrumentation.loss_report(after, after) == []
+    other = instrumentation.loss_report({}, {"other_context_launches": 5})
+    assert len(other) == 1 and "5 launches ran on another GPU" in other[0]
 
 
 def test_finalize_says_what_the_session_lost(monkeypatch, capsys):

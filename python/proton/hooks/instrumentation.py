@@ -292,7 +292,8 @@ def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
 
 
 _COUNTERS = ("overflows", "wrapped_units", "overwritten_events", "unmatched_events",
-             "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels")
+             "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels",
+             "other_context_launches")
 # (counter, what it means and what to change), in the order they are said.
 _LOSSES = (
     ("overflows", "{overflows} launches found the device pool full and kept no regions (the "
@@ -310,6 +311,9 @@ _LOSSES = (
                          "launching and were given up"),
     ("unknown_kernels", "{unknown_kernels} launches were of kernels whose record layout was never "
                         "registered (not loaded through Triton while a session ran): not decoded"),
+    ("other_context_launches", "{other_context_launches} launches ran on another GPU than the one "
+                               "the session's pool is on and kept no regions (one device per "
+                               "process: profile each device from its own process)"),
 )
 
 

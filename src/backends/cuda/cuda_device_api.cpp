@@ -93,6 +93,10 @@ class CudaDeviceApi final : public DeviceApi {
     if (ctx_ != nullptr) t_.ctx_set(ctx_);
   }
   uint32_t device_id() override { return device_; }
+  uint64_t current_context() override {
+    CUcontext ctx = nullptr;
+    return t_.ctx_get(&ctx) == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(ctx) : 0;
+  }
   int device_count() override {
     int n = 0;
     return t_.device_count != nullptr && t_.device_count(&n) == CUDA_SUCCESS ? n : 0;

@@ -87,10 +87,13 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
       api_->free_pinned(p);
     for (uint64_t d : old_discards_)
       api_->free_device(d);
+    for (const ContextDiscard& d : other_discards_)
+      api_->free_device(d.device);
     if (discard_ != 0) api_->free_device(discard_);
     if (copy_stream_ != nullptr) api_->destroy_stream(copy_stream_);
   }
   old_discards_.clear();
+  other_discards_.clear();
   retired_pinned_.clear();
   arena_.reset(nullptr, 0);
   batch_event_ = nullptr;
@@ -257,6 +260,7 @@ bool InstrRuntime::ensure_pool(Pool& p, bool at_launch) {
     return false;
   }
   if (copy_stream_ == nullptr) copy_stream_ = api_->create_stream();
+  p.ctx = api_->current_context();
   p.device = api_->alloc_device(p.size());
   if (p.device == 0 || copy_stream_ == nullptr) {
     if (p.device != 0) api_->free_device(p.device);

@@ -87,8 +87,11 @@ struct InstrStats {
   // Launches that took the mutex to wake the consumer (it slept with nothing queued, or the
   // pool was three quarters full; it looks at the queues by itself while it gathers).
   uint64_t wakes = 0;
-  uint64_t wake_ns = 0;             // what those launches spent on the mutex and the wake
-  uint64_t deferred_wakes = 0;      // wakes left to a later launch: the mutex was held
+  uint64_t wake_ns = 0;         // what those launches spent on the mutex and the wake
+  uint64_t deferred_wakes = 0;  // wakes left to a later launch: the mutex was held
+  // Launches on another GPU context than their session's pool (another device): given a
+  // buffer of their own device, their regions not kept (one device per process).
+  uint64_t other_context_launches = 0;
   uint64_t decoder_held_bytes = 0;  // what the idle decoders keep of their results' capacity
   // Allocations that left the lock-free path (the first launch of a pool its session's start
   // could not allocate, a full ring, a paused or closing session) and their time in it, the mutex
@@ -208,6 +211,9 @@ class InstrRuntime {
   // the consumer), a paused session or none (the discard slice).
   uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
   uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
+  // A launch whose thread has another GPU context current than the pool's: a scratch buffer
+  // of that context (its device), kept per context; its records are not kept (counted).
+  uint64_t other_context_slice(uint64_t need, uint64_t ctx);  // requires mu_
   uint64_t hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes, bool via_callback);
   void choose_active_pool();    // requires mu_
   LaunchQueue& thread_queue();  // the calling thread's queue, registered at its first launch
@@ -295,6 +301,10 @@ class InstrRuntime {
   uint64_t discard_ = 0;
   uint64_t discard_bytes_ = 0;
   std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
+  struct ContextDiscard {
+    uint64_t ctx = 0, device = 0, bytes = 0;
+  };
+  std::vector<ContextDiscard> other_discards_;  // other contexts' discard buffers
   // Threads waiting for the consumer now (drain, a full pool or queue): it takes what is
   // queued at once instead of gathering a batch.
   uint32_t urgent_ = 0;

@@ -47,6 +47,15 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       via_callback && !hot::globals.launch_callbacks_on.load(std::memory_order_relaxed);
   if (!paused) {
     if (Pool* p = active_.load(std::memory_order_acquire)) {
+      // One device per pool: a launch from another GPU context (another device) must not be
+      // handed this device's memory, which its kernel could not write.
+      if (p->ctx != 0) {
+        const uint64_t ctx = api_->current_context();
+        if (ctx != 0 && ctx != p->ctx) {
+          std::lock_guard lock(mu_);
+          return other_context_slice((bytes + alignment - 1) / alignment * alignment, ctx);
+        }
+      }
       // Announce the slice before looking again: close() switches active_ first and then waits
       // for users to fall to zero, so one of the two sees the other.
       p->users.fetch_add(1, std::memory_order_seq_cst);
@@ -94,7 +103,12 @@ uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool pause
       break;
     }
   }
-  if (pool != nullptr && ensure_pool(*pool) && need <= pool->size()) {
+  const bool ready = pool != nullptr && ensure_pool(*pool);
+  if (ready && pool->ctx != 0) {  // one device per pool, as on the lock-free path
+    const uint64_t ctx = api_->current_context();
+    if (ctx != 0 && ctx != pool->ctx) return other_context_slice(need, ctx);
+  }
+  if (ready && need <= pool->size()) {
     // Held while this thread waits without the lock, so close() keeps the pool.
     pool->users.fetch_add(1, std::memory_order_seq_cst);
     // Read the clock only when the ring is full: no clock read on the usual launch.
@@ -154,6 +168,32 @@ uint64_t InstrRuntime::discard_slice(uint64_t need, bool paused) {
   t.valid = true;
   t.pool = nullptr;
   return discard_;
+}
+
+uint64_t InstrRuntime::other_context_slice(uint64_t need, uint64_t ctx) {
+  ++stats_.other_context_launches;
+  if (stats_.other_context_launches == 1 && errors_.size() < 8)
+    errors_.push_back(
+        "instrumented launches on another GPU than the session's pool (one device per "
+        "process): their regions are not recorded");
+  auto it = std::find_if(other_discards_.begin(), other_discards_.end(),
+                         [&](const ContextDiscard& d) { return d.ctx == ctx; });
+  if (it == other_discards_.end() || it->bytes < need) {
+    // cuMemAlloc works in the calling thread's context: the launching one, its device.
+    const uint64_t device = api_->alloc_device(need);
+    if (device == 0) throw std::runtime_error("backend='instrumentation': out of device memory");
+    if (it == other_discards_.end()) {
+      it = other_discards_.insert(other_discards_.end(), ContextDiscard{ctx, 0, 0});
+    } else {
+      old_discards_.push_back(it->device);
+    }
+    it->device = device;
+    it->bytes = need;
+  }
+  ThreadSide& t = t_side;
+  t.valid = true;
+  t.pool = nullptr;  // as the discard slice: the exit queues nothing
+  return it->device;
 }
 
 LaunchQueue& InstrRuntime::thread_queue() {

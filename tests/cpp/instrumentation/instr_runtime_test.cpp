@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +25,9 @@ namespace {
 using testing::Event;
 using testing::ScratchBuilder;
 
+// The GPU context current on this thread in the fake device's eyes (0: its one context, 1).
+thread_local uint64_t t_fake_context = 0;
+
 class FakeDevice final : public DeviceApi {
  public:
   bool load(std::string&) override { return true; }
@@ -38,9 +42,11 @@ class FakeDevice final : public DeviceApi {
   }
   uint32_t device_id() override { return 3; }
   int device_count() override { return devices; }
+  uint64_t current_context() override { return t_fake_context != 0 ? t_fake_context : 1; }
   uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
     ++allocs;
+    alloc_contexts.push_back(current_context());
     // cuMemAlloc's alignment (256), which the pool's slice alignment relies on.
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
     std::memset(p, 0, bytes);
@@ -85,7 +91,8 @@ class FakeDevice final : public DeviceApi {
   }
   std::string last_error() override { return fail_copies ? "FAKE_ERROR_COPY (7)" : ""; }
   int allocs = 0;
-  int devices = 1;  // GPUs the process sees
+  std::vector<uint64_t> alloc_contexts;  // the context current at each alloc_device
+  int devices = 1;                       // GPUs the process sees
   std::atomic<bool> no_context{false};
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
@@ -375,6 +382,48 @@ TEST(InstrRuntime, ALaunchNeverWaitsForTheMutexToWakeTheConsumer) {
   EXPECT_EQ(after.decoded - before.decoded, 2u);
   EXPECT_GE(after.deferred_wakes - before.deferred_wakes, 1u);
   end_session(22);
+}
+
+// One device per pool: a thread with another GPU context current (another device) is handed a
+// buffer allocated in its own context, never a slice of the pool (its kernel could not write
+// that device's memory); its launches are counted and said, and the pool's launches go on.
+TEST(InstrRuntime, ALaunchOnAnotherDeviceGetsABufferOfItsOwn) {
+  InstrRuntime& rt = InstrRuntime::get();
+  CollectingSink sink;
+  FakeDevice* fake = fresh_runtime(&sink);
+  ScratchBuilder b = one_region();
+  rt.open(25, 1 << 16);
+  rt.register_kernel(0xf1b, kernel_info(b));
+  const InstrStats before = rt.stats();
+  const size_t errors_before = rt.errors().size();
+  launch(b, 0xf1b, 2, 0, 1, ~uint64_t{0});
+  std::set<uint64_t> handed;
+  std::thread other([&] {
+    t_fake_context = 2;
+    for (int i = 0; i < 3; ++i) {
+      const uint64_t p = rt.alloc(b.bytes().size(), 128, 0);
+      handed.insert(p);
+      std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+      rt.launch_exit(0xf1b, 0, 1, ~uint64_t{0});
+    }
+  });
+  other.join();
+  launch(b, 0xf1b, 2, 0, 1, ~uint64_t{0});
+  rt.drain();
+  const InstrStats after = rt.stats();
+  EXPECT_EQ(after.decoded - before.decoded, 4u);
+  EXPECT_EQ(after.other_context_launches - before.other_context_launches, 3u);
+  EXPECT_EQ(after.overflows, before.overflows);
+  EXPECT_EQ(handed.size(), 1u);  // one buffer for that context, reused
+  ASSERT_EQ(fake->alloc_contexts.size(), 2u);
+  EXPECT_EQ(fake->alloc_contexts[0], 1u);  // the pool, at the start
+  EXPECT_EQ(fake->alloc_contexts[1], 2u);  // the other device's buffer, on its thread
+  const std::vector<std::string> errors = rt.errors();
+  const bool said = std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
+    return e.find("another GPU") != std::string::npos;
+  });
+  EXPECT_TRUE(said || errors_before >= 8);  // the first few errors are kept
+  end_session(25);
 }
 
 TEST(InstrRuntime, LaunchesAreCopiedBackDecodedAndSummed) {
