@@ -12,6 +12,8 @@ runs in rounds that take turns between variants:
   fixed    an instrumentation session whose kernels write into one Python-allocated buffer:
            kernel timing and the instrumented launch path, without our allocator, launch
            queue, copy-back or decoding
+  cfixed   the same with the buffer handed out by an empty C++ function through nanobind, as
+           our allocator is called: the floor Proton is compared with
   proton   an instrumentation session as users run it
 
 while _proton_bench's sampler (bench/native/cpu_sampler.h) takes the thread's program counter
@@ -31,7 +33,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-VARIANTS = ("plain", "timing", "fixed", "proton")
+VARIANTS = ("plain", "timing", "fixed", "cfixed", "proton")
 
 
 def group_of(library):
@@ -87,6 +89,7 @@ def main():
     torch.cuda.synchronize()
     proton.finalize(s)
 
+    c_buffer = torch.zeros(16 << 20, dtype=torch.uint8, device="cuda")
     wall = collections.defaultdict(list)
     sync = collections.defaultdict(list)  # us in the synchronize after each loop
 
@@ -113,6 +116,9 @@ def main():
         ours = _allocation._profile_allocator.get()
         if variant == "fixed":
             _allocation.set_profile_allocator(FixedBuffer())
+        elif variant == "cfixed":
+            pb.set_fixed_scratch(c_buffer.data_ptr())
+            _allocation.set_profile_allocator(pb.fixed_scratch)
         try:
             loop(label)
         finally:
@@ -171,7 +177,8 @@ def main():
         print(f"{v:8s} {w['median']:6.2f}/{w['min']:6.2f}  {y['median']:7.0f}/{y['max']:7.0f}  "
               f"{result['sampled_us'][v]:7.2f}  " +
               "  ".join(f"{by_group[v][g]:.2f}" for g in top))
-    for a, b in (("timing", "plain"), ("fixed", "timing"), ("proton", "fixed")):
+    for a, b in (("timing", "plain"), ("fixed", "timing"), ("cfixed", "fixed"),
+                 ("proton", "cfixed")):
         diff = collections.Counter()
         for k in set(by_symbol[a]) | set(by_symbol[b]):
             diff[k] = by_symbol[a][k] - by_symbol[b][k]
