@@ -87,13 +87,12 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
       api_->free_pinned(p);
     for (uint64_t d : old_discards_)
       api_->free_device(d);
-    for (const ContextDiscard& d : other_discards_)
+    for (const ContextDiscard& d : discards_)
       api_->free_device(d.device);
-    if (discard_ != 0) api_->free_device(discard_);
     if (copy_stream_ != nullptr) api_->destroy_stream(copy_stream_);
   }
   old_discards_.clear();
-  other_discards_.clear();
+  discards_.clear();
   retired_pinned_.clear();
   arena_.reset(nullptr, 0);
   batch_event_ = nullptr;
@@ -105,8 +104,6 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
   api_loaded_ = false;
   copy_stream_ = nullptr;
   free_events_.clear();
-  discard_ = 0;
-  discard_bytes_ = 0;
 }
 
 void InstrRuntime::set_sink(RegionSink* sink) {

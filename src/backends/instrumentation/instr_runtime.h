@@ -211,9 +211,14 @@ class InstrRuntime {
   // the consumer), a paused session or none (the discard slice).
   uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
   uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
+  // The calling thread's GPU context when it is known and not `pool`'s, else 0.
+  uint64_t other_context(const Pool& pool) const;
   // A launch whose thread has another GPU context current than the pool's: a scratch buffer
   // of that context (its device), kept per context; its records are not kept (counted).
   uint64_t other_context_slice(uint64_t need, uint64_t ctx);  // requires mu_
+  // Requires mu_: the discard buffer of GPU context `ctx` (0: unknown), grown to `need`, handed
+  // to this thread's launch (`capture`: the device API takes the calling thread's context).
+  uint64_t discard_buffer(uint64_t need, uint64_t ctx, bool capture);
   uint64_t hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes, bool via_callback);
   void choose_active_pool();    // requires mu_
   LaunchQueue& thread_queue();  // the calling thread's queue, registered at its first launch
@@ -298,13 +303,13 @@ class InstrRuntime {
   const int gather_ms_;               // read once from PROTON_INSTR_GATHER_MS
   const size_t wake_batch_;           // read once from PROTON_INSTR_WAKE_BATCH
   std::vector<size_t> decoder_held_;  // mu_: held_bytes of each decoder's result when it idled
-  uint64_t discard_ = 0;
-  uint64_t discard_bytes_ = 0;
-  std::vector<uint64_t> old_discards_;  // freed at exit: a kernel may still write them
+  // Buffers for launches whose records are not kept (a full pool, a paused session, another
+  // device): one per GPU context, so that a kernel always writes its own device's memory.
   struct ContextDiscard {
     uint64_t ctx = 0, device = 0, bytes = 0;
   };
-  std::vector<ContextDiscard> other_discards_;  // other contexts' discard buffers
+  std::vector<ContextDiscard> discards_;
+  std::vector<uint64_t> old_discards_;  // outgrown, freed at exit: a kernel may still write them
   // Threads waiting for the consumer now (drain, a full pool or queue): it takes what is
   // queued at once instead of gathering a batch.
   uint32_t urgent_ = 0;

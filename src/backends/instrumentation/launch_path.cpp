@@ -49,12 +49,9 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
     if (Pool* p = active_.load(std::memory_order_acquire)) {
       // One device per pool: a launch from another GPU context (another device) must not be
       // handed this device's memory, which its kernel could not write.
-      if (p->ctx != 0) {
-        const uint64_t ctx = api_->current_context();
-        if (ctx != 0 && ctx != p->ctx) {
-          std::lock_guard lock(mu_);
-          return other_context_slice((bytes + alignment - 1) / alignment * alignment, ctx);
-        }
+      if (const uint64_t ctx = other_context(*p)) {
+        std::lock_guard lock(mu_);
+        return other_context_slice((bytes + alignment - 1) / alignment * alignment, ctx);
       }
       // Announce the slice before looking again: close() switches active_ first and then waits
       // for users to fall to zero, so one of the two sees the other.
@@ -104,9 +101,8 @@ uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool pause
     }
   }
   const bool ready = pool != nullptr && ensure_pool(*pool);
-  if (ready && pool->ctx != 0) {  // one device per pool, as on the lock-free path
-    const uint64_t ctx = api_->current_context();
-    if (ctx != 0 && ctx != pool->ctx) return other_context_slice(need, ctx);
+  if (ready) {  // one device per pool, as on the lock-free path
+    if (const uint64_t ctx = other_context(*pool)) return other_context_slice(need, ctx);
   }
   if (ready && need <= pool->size()) {
     // Held while this thread waits without the lock, so close() keeps the pool.
@@ -157,17 +153,13 @@ uint64_t InstrRuntime::discard_slice(uint64_t need, bool paused) {
   // dropped (and counted).
   ++(paused ? stats_.paused : stats_.overflows);
   if (!paused) stats_.largest_overflow = std::max(stats_.largest_overflow, need);
-  if (need > discard_bytes_) {
-    if (discard_ != 0) old_discards_.push_back(discard_);
-    api_->capture_context();
-    discard_ = api_->alloc_device(need);
-    discard_bytes_ = discard_ != 0 ? need : 0;
-    if (discard_ == 0) throw std::runtime_error("backend='instrumentation': out of device memory");
-  }
-  ThreadSide& t = t_side;
-  t.valid = true;
-  t.pool = nullptr;
-  return discard_;
+  return discard_buffer(need, api_->current_context(), /*capture=*/true);
+}
+
+uint64_t InstrRuntime::other_context(const Pool& pool) const {
+  if (pool.ctx == 0) return 0;
+  const uint64_t ctx = api_->current_context();
+  return ctx != 0 && ctx != pool.ctx ? ctx : 0;
 }
 
 uint64_t InstrRuntime::other_context_slice(uint64_t need, uint64_t ctx) {
@@ -176,23 +168,29 @@ uint64_t InstrRuntime::other_context_slice(uint64_t need, uint64_t ctx) {
     errors_.push_back(
         "instrumented launches on another GPU than the session's pool (one device per "
         "process): their regions are not recorded");
-  auto it = std::find_if(other_discards_.begin(), other_discards_.end(),
+  // Not captured: the pool's context stays the one the consumer and the deliveries use.
+  return discard_buffer(need, ctx, /*capture=*/false);
+}
+
+uint64_t InstrRuntime::discard_buffer(uint64_t need, uint64_t ctx, bool capture) {
+  auto it = std::find_if(discards_.begin(), discards_.end(),
                          [&](const ContextDiscard& d) { return d.ctx == ctx; });
-  if (it == other_discards_.end() || it->bytes < need) {
+  if (it == discards_.end() || it->bytes < need) {
+    if (capture) api_->capture_context();
     // cuMemAlloc works in the calling thread's context: the launching one, its device.
     const uint64_t device = api_->alloc_device(need);
     if (device == 0) throw std::runtime_error("backend='instrumentation': out of device memory");
-    if (it == other_discards_.end()) {
-      it = other_discards_.insert(other_discards_.end(), ContextDiscard{ctx, 0, 0});
+    if (it == discards_.end()) {
+      it = discards_.insert(discards_.end(), ContextDiscard{ctx, 0, 0});
     } else {
-      old_discards_.push_back(it->device);
+      old_discards_.push_back(it->device);  // a kernel may still write it
     }
     it->device = device;
     it->bytes = need;
   }
   ThreadSide& t = t_side;
   t.valid = true;
-  t.pool = nullptr;  // as the discard slice: the exit queues nothing
+  t.pool = nullptr;  // the exit queues nothing
   return it->device;
 }
 
