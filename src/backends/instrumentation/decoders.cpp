@@ -9,9 +9,14 @@
 
 namespace proton::instr {
 
-size_t InstrRuntime::held_bytes(const DecodeResult& r) {
+namespace {
+
+// What a decoder's reused result holds (its vectors' capacity).
+size_t held_bytes(const DecodeResult& r) {
   return r.samples.capacity() * sizeof(RegionSample) + r.ctas.capacity() * sizeof(CtaHeader);
 }
+
+}  // namespace
 
 bool InstrRuntime::may_decode(size_t index) const {
   if (decode_queue_.empty()) return false;

@@ -225,10 +225,8 @@ class InstrRuntime {
   friend struct ThreadSide;
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
   void consume();
-  void decode_batches(size_t index);    // decoder thread `index` (0: the first)
-  bool may_decode(size_t index) const;  // requires mu_: decoder `index` has a job to take
-  // What a decoder's reused result holds (its vectors' capacity).
-  static size_t held_bytes(const DecodeResult& r);
+  void decode_batches(size_t index);        // decoder thread `index` (0: the first)
+  bool may_decode(size_t index) const;      // requires mu_: decoder `index` has a job to take
   void batch_decoded(Copied& c);            // requires mu_: its last job is done
   bool pool_short() const;                  // requires mu_: some pool is over half in flight
   uint64_t records_waiting() const;         // requires mu_: records no batch has taken yet
