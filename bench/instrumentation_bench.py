@@ -274,18 +274,22 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         finally:
             hook.deactivate()
 
-    def session_fixed_buffer(r):
-        """An instrumentation session whose kernels write into one Python-allocated buffer: the
-        session, kernel timing and the instrumented binary, without our allocator, launch
-        queue, copy-back or decoding (what those cost is Proton minus this)."""
-        session = proton.start(str(out_dir / f"bench_fixed{r}"), backend="instrumentation")
+    def session_with_allocator(label, allocator, r):
+        """An instrumentation session whose kernels take their profile scratch from
+        `allocator` instead of our pool: the session, kernel timing and the instrumented
+        binary, without our allocator, launch queue, copy-back or decoding."""
+        session = proton.start(str(out_dir / f"bench_{label}{r}"), backend="instrumentation")
         ours = _allocation._profile_allocator.get()
-        _allocation.set_profile_allocator(FixedBuffer())
+        _allocation.set_profile_allocator(allocator)
         try:
-            return loop(rounds=1, label="session_fixed_buffer")
+            return loop(rounds=1, label=label)
         finally:
             _allocation.set_profile_allocator(ours)
             proton.finalize(session)
+
+    def session_fixed_buffer(r):
+        """One Python-allocated buffer (what our runtime costs is Proton minus this)."""
+        return session_with_allocator("session_fixed_buffer", FixedBuffer(), r)
 
     try:
         import _proton_bench  # bench/native, when built: an allocator with nothing in it
@@ -294,18 +298,11 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
     c_buffer = torch.zeros(16 << 20, dtype=torch.uint8, device="cuda")
 
     def session_c_buffer(r):
-        """The fixed-buffer session with the buffer handed out by a C++ function called through
-        nanobind, as our allocator is: kernel timing, the instrumented binary and an allocator
-        call with nothing in it. Proton minus this is what our runtime adds to a launch."""
-        session = proton.start(str(out_dir / f"bench_cfixed{r}"), backend="instrumentation")
-        ours = _allocation._profile_allocator.get()
+        """The buffer handed out by a C++ function called through nanobind, as our allocator
+        is: an allocator call with nothing in it. Proton minus this is what our runtime adds to
+        a launch."""
         _proton_bench.set_fixed_scratch(c_buffer.data_ptr())
-        _allocation.set_profile_allocator(_proton_bench.fixed_scratch)
-        try:
-            return loop(rounds=1, label="session_c_buffer")
-        finally:
-            _allocation.set_profile_allocator(ours)
-            proton.finalize(session)
+        return session_with_allocator("session_c_buffer", _proton_bench.fixed_scratch, r)
 
     def plain_beside_busy_cpus(busy=2):
         """The plain loop while `busy` other processes spin on a CPU each: whether work on other
