@@ -9,11 +9,15 @@ Rows (issue 16's target table):
   region_per_iter_rt  kernel-time ratio, a region per iteration, trip count at run time
   region_per_iter     the same with a constexpr trip count (the plain loop unrolls whole)
   wall_1000           wall time of 1,000 instrumented launches / uninstrumented, beside kernel
-                      timing alone (the CUPTI session every instrumentation session runs):
-                      the best run of each over 9 rounds, and the median of each round's ratio;
+                      timing alone (the CUPTI session every instrumentation session runs
+                      unless PROTON_INSTR_KERNEL_TIME=0) and Proton with that knob (region
+                      cycles only): the best run of each over 9 rounds, and the median of each
+                      round's ratio;
                       with _proton_bench on the path also the floor under Proton: a session
                       whose allocator is an empty C++ function (kernel timing, the
-                      instrumented binary, an allocator call)
+                      instrumented binary, an allocator call), and its parts: CUPTI's launch
+                      callbacks without kernel records, the instrumented binary with that
+                      allocator and no profiler
   rss_growth_mb       host memory growth over a 1,000-launch Proton run
   cycles_vs_cupti     region cycles per warp / (CUPTI kernel time x SM clock), one region
                       end to end (1.0 = agree)
@@ -259,18 +263,18 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
     from proton.hooks.instrumentation import InstrumentationHook
     from triton.runtime import _allocation
 
-    def bare_instrumented():
+    def bare_instrumented(allocator=None, label="bare_instrumented"):
         from proton.hooks import instrumentation as instr_mod
 
         hook = InstrumentationHook(None)
         hook.activate()
-        _allocation.set_profile_allocator(FixedBuffer())
+        _allocation.set_profile_allocator(FixedBuffer() if allocator is None else allocator)
         for attr, chain, fn in instr_mod._Registry.installed.chains:  # no exit hook: no profiler
             if attr == "launch_exit_hook" and chain is not None:
                 chain.remove(fn)
         try:
             K.loop_one_region[grid](x, out, num_warps=4, **kw)
-            return loop(rounds=1, label="bare_instrumented")
+            return loop(rounds=1, label=label)
         finally:
             hook.deactivate()
 
@@ -304,6 +308,35 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         _proton_bench.set_fixed_scratch(c_buffer.data_ptr())
         return session_with_allocator("session_c_buffer", _proton_bench.fixed_scratch, r)
 
+    def bare_c_allocator():
+        """The instrumented binary with an empty C++ allocator and no profiler: Triton's launch
+        path for an instrumented kernel by itself (the Python allocator's call apart)."""
+        _proton_bench.set_fixed_scratch(c_buffer.data_ptr())
+        return bare_instrumented(_proton_bench.fixed_scratch, "bare_c_allocator")
+
+    def callbacks_only():
+        """The plain kernel under CUPTI's launch callbacks with no kernel records (the bench
+        floor, bench/native/cupti_floor.h): what tagging launches costs apart from timing them."""
+        _proton_bench._floor_start(callbacks="profiler", kernels=False)
+        try:
+            return loop(rounds=1, label="callbacks_only")
+        finally:
+            _proton_bench._floor_stop()
+
+    def proton_cycles_only(r):
+        """Proton with PROTON_INSTR_KERNEL_TIME=0: region cycles only, as triton.profiler
+        records them, the launches without CUPTI's kernel records."""
+        os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
+        try:
+            session = proton.start(str(out_dir / f"bench_cycles_only{r}"),
+                                   backend="instrumentation")
+        finally:
+            del os.environ["PROTON_INSTR_KERNEL_TIME"]
+        try:
+            return loop(rounds=1, label="proton_cycles_only")
+        finally:
+            proton.finalize(session)
+
     def plain_beside_busy_cpus(busy=2):
         """The plain loop while `busy` other processes spin on a CPU each: whether work on other
         (virtual) CPUs slows the launching thread, as our decoder thread's would."""
@@ -317,8 +350,10 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
                 p.kill()
                 p.wait()
 
-    plain = timing = inst = bare = fixed = cfixed = busy = float("inf")
-    paired = {"proton": [], "timing_only": []}  # each round's time over its own plain run
+    plain = timing = inst = bare = fixed = cfixed = busy = barec = cbonly = float("inf")
+    cycles_only = float("inf")
+    # Each round's time over its own plain run.
+    paired = {"proton": [], "timing_only": [], "proton_cycles_only": []}
     for r in range(rounds):
         p = loop(rounds=1, label="plain")
         plain = min(plain, p)
@@ -332,11 +367,16 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         i = loop(rounds=1, label="proton")
         inst = min(inst, i)
         proton.finalize(session)
+        c = proton_cycles_only(r)
+        cycles_only = min(cycles_only, c)
         fixed = min(fixed, session_fixed_buffer(r))
         if _proton_bench is not None:
             cfixed = min(cfixed, session_c_buffer(r))
+            barec = min(barec, bare_c_allocator())
+            cbonly = min(cbonly, callbacks_only())
         paired["proton"].append(i / p)
         paired["timing_only"].append(t / p)
+        paired["proton_cycles_only"].append(c / p)
     inst = min(inst, first)
     median = {k: sorted(v)[len(v) // 2] for k, v in paired.items()}
     return {"plain_s": plain, "timing_only_s": timing, "timing_only_ratio": timing / plain,
@@ -345,9 +385,13 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
             # plain run just before it (the best-of ratios above compare runs far apart).
             "rounds": rounds, "proton_ratio_median": median["proton"],
             "timing_only_ratio_median": median["timing_only"],
+            "proton_cycles_only_s": cycles_only, "proton_cycles_only_ratio": cycles_only / plain,
+            "proton_cycles_only_ratio_median": median["proton_cycles_only"],
             "bare_instrumented_s": bare, "bare_instrumented_ratio": bare / plain,
             "proton_first_run_s": first, "session_fixed_buffer_s": fixed,
             "session_c_buffer_s": cfixed if cfixed != float("inf") else None,
+            "bare_c_allocator_s": barec if barec != float("inf") else None,
+            "callbacks_only_s": cbonly if cbonly != float("inf") else None,
             "plain_beside_busy_cpus_s": busy,
             "launch_thread_cpu_us": {k: v[1] / launches * 1e6 for k, v in cpu.items()},
             "rss_growth_mb": rss1 - rss0, "stats": instr.stats()}
@@ -498,7 +542,8 @@ def main():
         w["per_launch_us"] = {k[:-2]: w[k] * 1e3 for k in
                               ("plain_s", "plain_beside_busy_cpus_s", "timing_only_s",
                                "bare_instrumented_s", "session_fixed_buffer_s",
-                               "session_c_buffer_s", "proton_s") if w[k] is not None}
+                               "session_c_buffer_s", "bare_c_allocator_s", "callbacks_only_s",
+                               "proton_cycles_only_s", "proton_s") if w[k] is not None}
         print(json.dumps(w))
         return
     report = {"gpu": torch.cuda.get_device_name(0)}
@@ -538,6 +583,9 @@ def main():
           f"{tw.get('ratio', float('nan')):.1f}x | {w['proton_ratio']:.3f}x best of "
           f"{w['rounds']} rounds; {w['proton_ratio_median']:.3f}x median of each round's "
           f"ratio | <= 1.10x |")
+    print(f"| wall time, region cycles only (PROTON_INSTR_KERNEL_TIME=0: no CUPTI kernel "
+          f"records, triton.profiler's output) | - | {w['proton_cycles_only_ratio']:.3f}x best; "
+          f"{w['proton_cycles_only_ratio_median']:.3f}x median | <= 1.10x |")
     print(f"| (kernel timing alone, same loop; ours / it) | - | {w['timing_only_ratio']:.3f}x, "
           f"median {w['timing_only_ratio_median']:.3f}x ({w['proton_vs_timing']:.3f}) | - |")
     print(f"| (instrumented kernel, no profiler: Triton's passes, a Python allocator) | - | "
@@ -549,6 +597,9 @@ def main():
         print(f"| (kernel timing + instrumented binary + an empty C++ allocator: the floor; "
               f"Proton over it, us per launch) | - | {w['session_c_buffer_s'] * 1e3:.1f} us; "
               f"{(w['proton_s'] - w['session_c_buffer_s']) * 1e3:+.2f} us | - |")
+        print(f"| (per launch, us: CUPTI's launch callbacks alone / instrumented binary with an "
+              f"empty C++ allocator, no profiler) | - | {w['callbacks_only_s'] * 1e3:.1f} / "
+              f"{w['bare_c_allocator_s'] * 1e3:.1f} | - |")
     print(f"| host memory growth, 1,000 launches | - | {w['rss_growth_mb']:.1f} MB | <= 64 MB |")
     c = report["cycles_vs_cupti"]
     ratio = f"{c['ratio']:.3f}" if "ratio" in c else f"missing: {c.get('error')}"

@@ -237,7 +237,9 @@ bool cupti_floor_start(std::string& why, const BackendOptions& options, FloorCon
   cupti::set_buffer_consumer(g_consumer);
   CUptiResult r =
       api->cuptiActivityRegisterCallbacks(cupti::on_buffer_requested, cupti::on_buffer_completed);
-  if (r == CUPTI_SUCCESS) r = api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r == CUPTI_SUCCESS && config.kernels) {
+    r = api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  }
   if (r == CUPTI_SUCCESS && options.graph_level) {
     r = api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   }

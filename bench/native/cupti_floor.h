@@ -12,6 +12,9 @@
 //   external     external-correlation records, under one id pushed on the starting thread.
 //   flush_ms     the backend's periodic plain flush, from a thread of its own: what handing
 //                partly filled buffers over costs the launching thread, with no attribution.
+//   kernels      off: no kernel records at all, so a variant with callbacks measures what
+//                CUPTI's launch callbacks cost without kernel tracing (the split of a session's
+//                cost between tagging launches and timing kernels).
 // FloorConfig::count makes the callbacks count dispatches per domain and check which domain's
 // correlation id the kernel records carry (a diagnostic: counting is not free).
 // The backend's graph-resource and NVTX callbacks are left out: they fire on graph creation and
@@ -43,6 +46,7 @@ struct FloorConfig {
   bool external = false;  // external-correlation records under one id pushed at start
   bool count = false;     // count callbacks and correlation matches (see FloorCounts)
   uint32_t flush_ms = 0;  // a plain cuptiActivityFlushAll this often, as the backend does (0: no)
+  bool kernels = true;    // CONCURRENT_KERNEL records; false: the callbacks' cost alone
   bool operator==(const FloorConfig&) const = default;
 };
 

@@ -66,16 +66,21 @@ NB_MODULE(_proton_bench, m) {
   m.def(
       "_floor_start",
       [](std::string_view callbacks, std::string_view api_records, bool external, bool count,
-         bool graph_level, uint32_t flush_ms) {
+         bool graph_level, uint32_t flush_ms, bool kernels) {
         FloorConfig config{launch_set(callbacks, "callbacks"),
-                           launch_set(api_records, "api_records"), external, count, flush_ms};
+                           launch_set(api_records, "api_records"),
+                           external,
+                           count,
+                           flush_ms,
+                           kernels};
         BackendOptions options;
         options.graph_level = graph_level;
         std::string why;
         if (!proton::cupti_floor_start(why, options, config)) throw std::runtime_error(why);
       },
       nb::arg("callbacks") = "none", nb::arg("api_records") = "none", nb::arg("external") = false,
-      nb::arg("count") = false, nb::arg("graph_level") = false, nb::arg("flush_ms") = 0);
+      nb::arg("count") = false, nb::arg("graph_level") = false, nb::arg("flush_ms") = 0,
+      nb::arg("kernels") = true);
   m.def("_floor_stop", &proton::cupti_floor_stop);
   m.def("_floor_counts", [] {
     FloorCounts c = proton::cupti_floor_counts();

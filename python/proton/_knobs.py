@@ -85,6 +85,12 @@ def profile_metric_buffer_size() -> int:
                     _DEFAULT_BUFFER, _int_env))
 
 
+def instr_kernel_time() -> bool:
+    """Whether instrumentation sessions time kernels too (``PROTON_INSTR_KERNEL_TIME``, on by
+    default; ours alone, triton.profiler has no such knob)."""
+    return _bool_env("PROTON_INSTR_KERNEL_TIME", True)
+
+
 def cupti_lib_dir() -> Optional[str]:
     """The knob's folder when the user chose one, else None (we search as usual)."""
     k = _knobs()

@@ -54,6 +54,10 @@ struct BackendOptions {
   // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
   // without counters, or a GPU that refuses them, says so once and times kernels as usual.
   CounterConfig counters;
+  // CUPTI's kernel records (kernel time, kernel boxes on the trace). Off: the launch callbacks
+  // run without them, for instrumentation sessions that keep region cycles only (their launch
+  // path then costs what Triton's own does; docs/instrumentation.md, "Wall time").
+  bool kernel_records = true;
   // This rank's local rank (io/run_info.h, published by proton/_ranks.py for torchrun, Open MPI,
   // MPICH and Slurm), -1 when unknown: PM sampling's device when no context is current yet.
   int local_rank = -1;

@@ -148,13 +148,14 @@ NB_MODULE(_proton, m) {
   m.def(
       "start",
       [](std::string name, std::string context, std::string data, std::string backend,
-         std::string mode) {
-        return Runtime::get().start(SessionConfig{std::move(name), std::move(context),
-                                                  std::move(data), std::move(backend),
-                                                  std::move(mode)});
+         std::string mode, bool kernel_records) {
+        SessionConfig c{std::move(name), std::move(context), std::move(data), std::move(backend),
+                        std::move(mode)};
+        c.kernel_records = kernel_records;
+        return Runtime::get().start(c);
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
-      nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("kernel_records") = true, nb::call_guard<nb::gil_scoped_release>());
   m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
   m.def("activate_all", [] { Runtime::get().activate_all(); });
   m.def(

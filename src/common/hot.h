@@ -81,6 +81,9 @@ struct alignas(64) Globals {
   // CUPTI launch callbacks: on (started and not paused). The instrumentation runtime then
   // queues a launch's copy-back from the callback at the launch's exit (no Python hook).
   std::atomic<bool> launch_callbacks_on{false};
+  // CUPTI kernel records off (BackendOptions::kernel_records): the launch callbacks keep their
+  // nesting and the instrumentation's exit, but tag no launch (no record would claim it).
+  std::atomic<bool> kernel_records_off{false};
   // CUPTI launch callbacks: bumped to forget every thread's nesting at once.
   std::atomic<uint32_t> callback_epoch{1};
   // ThreadContext: the main thread's context, inherited by threads without scopes of their own.

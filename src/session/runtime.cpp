@@ -148,6 +148,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   // Throws for a bad PROTON_* value, before any state changes.
   BackendOptions backend_options = options_from_env();
   backend_options.graph_level = config.mode == "graph";
+  backend_options.kernel_records = config.kernel_records;
   // Hardware counters (issue 20): throws for a malformed counters mode before anything changes.
   backend_options.counters = parse_counter_config(config.mode);
   backend_options.local_rank = static_cast<int>(run_info().local_rank);
@@ -166,6 +167,18 @@ SessionId Runtime::start(const SessionConfig& config) {
           "mode='graph' records one node per CUDA graph launch for the whole process; session '" +
           s->config().name + "' runs with mode='" + s->config().mode +
           "': finalize it first, or start both with the same mode");
+    }
+  }
+  // Kernel records are process-wide too: a session without them (an instrumentation session
+  // keeping region cycles only) runs only beside sessions without them.
+  for (auto& s : sessions_) {
+    if (s && s->config().kernel_records != config.kernel_records) {
+      throw std::invalid_argument(
+          "session '" + s->config().name + "' runs " +
+          (config.kernel_records ? "without" : "with") +
+          " CUPTI's kernel records, which are on or off for the whole process "
+          "(PROTON_INSTR_KERNEL_TIME=0 turns them off for instrumentation sessions): finalize "
+          "it first, or start both the same way");
     }
   }
   // The backend's counter setup is process-wide: a counters session must start it.
@@ -253,7 +266,7 @@ void Runtime::start_trace(Session& s) {
   clock.gpu_offset_ns = offset;
   {
     std::lock_guard lock(s.mu);
-    s.start_trace(clock, offset);
+    s.start_trace(clock, offset, backend_running_ && s.config().kernel_records);
   }
   LaunchStage::trace_sessions.fetch_or(SessionMask{1} << s.id());
   // Installed once and left: LaunchStage::scope_event does nothing without an active trace.

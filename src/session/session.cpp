@@ -156,8 +156,9 @@ CallTree* Session::tree_for(const LaunchTag& tag) {
   return t;
 }
 
-void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns) {
+void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool kernel_boxes) {
   gpu_offset_ns_ = gpu_offset_ns;
+  kernel_boxes_ = kernel_boxes;
   trace_base_steady_ns_ = clock.base_steady_ns;
   trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
   trace_ = std::make_unique<TraceStore>(
@@ -167,10 +168,8 @@ void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns) {
 void Session::finish_trace(uint64_t now_ns) {
   if (!trace_ || trace_finished_) return;
   // Regions whose kernel record never came: placed by the GPU clock offset alone.
-  for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched()) {
-    int64_t start = static_cast<int64_t>(RegionAlignment::first_start(b)) - gpu_offset_ns_;
-    emit_regions(b, static_cast<uint64_t>(start));
-  }
+  for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched())
+    emit_regions(b, gpu_clock_start(b));
   trace_->close_open_scopes(now_ns);
   trace_->for_each_chunk([this](auto events) { trace_writer_->append(events); });
   TraceSummary summary;
@@ -194,9 +193,18 @@ void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
   std::lock_guard lock(mu);
   if (!trace_ || trace_finished_) return;
   RegionAlignment::Batch b{ctx, kernel, device, {spans.begin(), spans.end()}};
+  if (!kernel_boxes_) {  // no kernel record will come: the GPU clock offset alone places them
+    emit_regions(b, gpu_clock_start(b));
+    return;
+  }
   if (auto start = region_alignment_.on_regions(std::move(b))) {
     emit_regions(RegionAlignment::Batch{ctx, kernel, device, {spans.begin(), spans.end()}}, *start);
   }
+}
+
+uint64_t Session::gpu_clock_start(const RegionAlignment::Batch& b) const {
+  return static_cast<uint64_t>(static_cast<int64_t>(RegionAlignment::first_start(b)) -
+                               gpu_offset_ns_);
 }
 
 void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns) {

@@ -38,6 +38,10 @@ struct SessionConfig {
   /// data includes "trace": keep only the newest this-many bytes of events in memory (a flight
   /// recorder); 0 streams the whole trace to disk. Runtime::start reads PROTON_TRACE_BUDGET_MB.
   uint64_t trace_budget_bytes = 0;
+  /// CUPTI's kernel records (kernel time, kernel boxes). false: instrumentation sessions that
+  /// keep region cycles only; the backend runs without them, so sessions running together must
+  /// agree, and the trace places regions by the GPU's global timer.
+  bool kernel_records = true;
 };
 
 /// What `data` asks for: "tree", "trace", or both ("tree,trace" / "trace,tree").
@@ -107,7 +111,9 @@ class Session {
   TraceStore* trace() { return trace_.get(); }
   /// Starts recording the trace: ts 0 is `clock`; kernel times minus `gpu_offset_ns` are on
   /// the steady clock.
-  void start_trace(const TraceClock& clock, int64_t gpu_offset_ns);
+  /// `kernel_boxes`: kernel records will come (a GPU backend running with them), so regions
+  /// wait for their kernel's box; false: regions are placed by the GPU's global timer at once.
+  void start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool kernel_boxes = true);
   /// Closes open scopes at `now_ns`, writes the trace file (requires mu). Throws
   /// std::runtime_error when it cannot be written.
   void finish_trace(uint64_t now_ns);
@@ -174,8 +180,11 @@ class Session {
   std::unique_ptr<ChromeTraceWriter> trace_writer_;
   std::unique_ptr<TraceStore> trace_;
   RegionAlignment region_alignment_;  // intra-kernel regions waiting for their kernel (mu)
+  bool kernel_boxes_ = true;          // start_trace's: regions wait for kernel records
   // Adds a region batch to the trace with its first region at `kernel_start_ns` (requires mu).
   void emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns);
+  // Where a batch's first region starts on the trace clock, by the GPU clock offset alone.
+  uint64_t gpu_clock_start(const RegionAlignment::Batch& b) const;
   int64_t gpu_offset_ns_ = 0;
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;

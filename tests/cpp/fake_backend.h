@@ -12,7 +12,8 @@ class FakeBackend : public Backend {
  public:
   struct Log {
     int starts = 0, stops = 0, pauses = 0, resumes = 0, flushes = 0;
-    int local_rank = -2;  // the last start's BackendOptions::local_rank
+    int local_rank = -2;          // the last start's BackendOptions::local_rank
+    bool kernel_records = false;  // the last start's BackendOptions::kernel_records
   };
   explicit FakeBackend(Log* log) : log_(log) {}
 
@@ -21,6 +22,7 @@ class FakeBackend : public Backend {
     sink_ = sink;
     ++log_->starts;
     log_->local_rank = options.local_rank;
+    log_->kernel_records = options.kernel_records;
     return true;
   }
   void pause() override { ++log_->pauses; }

@@ -241,6 +241,36 @@ def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
     assert len(names) == CTAS * WARPS
 
 
+def test_region_cycles_only_without_kernel_records(out_name, monkeypatch):
+    # PROTON_INSTR_KERNEL_TIME=0: CUPTI's launch callbacks still queue every launch (no Python
+    # hook, no synchronize), but no kernel record comes: regions under their kernel and call
+    # path with no kernel time, and on the trace every region, placed by the GPU's clock.
+    import json
+
+    monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "0")
+    before = instr.stats()
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace")
+    with proton.scope("outer"):
+        run_loop(K.loop_one_region, launches=50)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    after = instr.stats()
+    assert after["decoded"] - before["decoded"] == 50, after
+    tree = json.load(open(out_name + ".hatchet"))
+    outer = next(c for c in tree[0]["children"] if c["frame"]["name"] == "outer")
+    kernel = next(c for c in outer["children"] if c["frame"]["name"].startswith("loop_one_region"))
+    assert "time (ns)" not in kernel["metrics"], kernel["metrics"]
+    loop = next(c for c in kernel["children"] if c["frame"]["name"] == "loop")
+    assert loop["metrics"]["count"] == 50 * CTAS * WARPS
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    assert not [e for e in trace if e.get("cat") == "kernel"]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    assert len(regions) == 50 * CTAS * WARPS
+    # Launches in order on the GPU clock: each launch's regions start after the previous one's.
+    starts = sorted({e["ts"] for e in regions})
+    assert starts[-1] - starts[0] > 0
+
+
 def _ws_trace(out_name, mode=None):
     """Runs the warp-specialized kernel once under a tree+trace session; returns the profile's
     kernel node, the region events and the region lane names."""

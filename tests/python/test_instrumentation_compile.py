@@ -182,6 +182,25 @@ def test_sessions_with_different_modes_are_refused(tmp_path):
             proton.finalize()
 
 
+def test_sessions_without_kernel_time_run_only_beside_their_kind(tmp_path, monkeypatch):
+    # PROTON_INSTR_KERNEL_TIME=0 reaches the session: CUPTI's kernel records are process-wide,
+    # so a kernel-timing session next to it is refused, another like it is not.
+    with stub_driver():
+        monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "0")
+        s1 = proton.start(str(tmp_path / "a"), backend="instrumentation")
+        try:
+            s2 = proton.start(str(tmp_path / "b"), backend="instrumentation")
+            proton.finalize(s2)
+            with pytest.raises(ValueError, match="PROTON_INSTR_KERNEL_TIME=0"):
+                proton.start(str(tmp_path / "c"))
+            monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME")
+            with pytest.raises(ValueError, match="PROTON_INSTR_KERNEL_TIME=0"):
+                proton.start(str(tmp_path / "d"), backend="instrumentation")
+        finally:
+            proton.finalize()
+        assert not instr._Registry.sessions
+
+
 def test_bad_mode_fails_before_a_session_exists(tmp_path):
     with pytest.raises(ValueError, match="unknown granularity"):
         proton.start(str(tmp_path / "a"), backend="instrumentation", mode="default:granularity=x")

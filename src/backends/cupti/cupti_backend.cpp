@@ -101,6 +101,8 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   std::string graph_error;
   set_graph_callbacks(*api_, subscriber_, true, graph_error);
   reset_launch_nesting();
+  // Set before the callbacks: a launch tagged with no record coming would be held forever.
+  hot::globals.kernel_records_off.store(!options.kernel_records, std::memory_order_relaxed);
   driver_only_ = driver_launch_callbacks_only(*api_, options.launch_callbacks);
   std::string error;
   if (set_launch_callbacks(*api_, subscriber_, true, error, driver_only_) == 0) {
@@ -110,7 +112,8 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   }
   // Concurrent-kernel records: the serialising CUPTI_ACTIVITY_KIND_KERNEL would distort the
   // very timings we report.
-  cr = api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cr = options.kernel_records ? api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                              : CUPTI_SUCCESS;
   if (cr != CUPTI_SUCCESS) {
     why = cupti_error(*api_, "cuptiActivityEnable(CONCURRENT_KERNEL)", cr);
     undo_start();
@@ -192,6 +195,7 @@ void CuptiBackend::undo_start() {
     api_->cuptiUnsubscribe(subscriber_);
     subscriber_ = nullptr;
   }
+  hot::globals.kernel_records_off.store(false, std::memory_order_relaxed);
   set_graph_level(false);
   set_buffer_consumer(nullptr);
   release_activity(kOwner);
@@ -251,6 +255,7 @@ void CuptiBackend::stop() {
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);
+  hot::globals.kernel_records_off.store(false, std::memory_order_relaxed);
   stop_counters();
   sync_current_context();
   api_->cuptiActivityFlushAll(0);

@@ -193,6 +193,10 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     t.nest_correlation = 0;
   }
   if (t.nest_depth++ != 0) return;  // nested inside a launch already tagged on this thread
+  // No kernel records (instrumentation sessions that asked for none): nothing to tag. The flag
+  // is on the globals' line the epoch check just read.
+  if (hot::globals.kernel_records_off.load(std::memory_order_relaxed)) [[unlikely]]
+    return;
   uint32_t fanout = fanout_of(domain, cbid);
   if (fanout == 0) [[unlikely]] {
     fanout = graph_launch_fanout(domain, cbid, cb->functionParams);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attribution/launch_stage.h"
+#include "common/hot.h"
 #include "test_util.h"
 
 namespace proton::cupti {
@@ -94,6 +95,23 @@ TEST_F(LaunchCallbacks, AMissedExitIsForgottenOnResume) {
   ASSERT_EQ(tags.size(), 3u);
   EXPECT_EQ(tags[1].correlation, 41u);
   EXPECT_EQ(tags[2].correlation, 42u);
+}
+
+TEST_F(LaunchCallbacks, WithoutKernelRecordsNoLaunchIsTaggedAndNestingStaysBalanced) {
+  // PROTON_INSTR_KERNEL_TIME=0: no record would ever claim a tag, so none may be held.
+  hot::globals.kernel_records_off = true;
+  call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, 60);
+  call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 61);
+  call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 61);
+  call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 60);
+  EXPECT_TRUE(drain_tags().empty());
+  // Every exit was counted: with records back on, the next launch is outermost and tagged.
+  hot::globals.kernel_records_off = false;
+  call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 62);
+  call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 62);
+  auto tags = drain_tags();
+  ASSERT_EQ(tags.size(), 1u);
+  EXPECT_EQ(tags[0].correlation, 62u);
 }
 
 TEST_F(LaunchCallbacks, NestingIsPerThread) {

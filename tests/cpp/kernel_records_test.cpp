@@ -1,0 +1,100 @@
+// Sessions without CUPTI's kernel records (PROTON_INSTR_KERNEL_TIME=0: instrumentation sessions
+// that keep region cycles only), through the whole Runtime over a fake backend: how the backend
+// is started, which sessions may run together, and where their regions land on the trace.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data/region_metrics.h"
+#include "runtime_fixture.h"
+#include "test_util.h"
+
+namespace proton {
+namespace {
+
+using json = nlohmann::json;
+using testing::id;
+
+class KernelRecords : public testing::RuntimeFixture {
+ protected:
+  KernelRecords() : RuntimeFixture("proton_kernel_records_test_", 0) {}
+  SessionConfig config(const std::string& name, bool kernel_records,
+                       const std::string& data = "tree") {
+    SessionConfig c = RuntimeFixture::config(name);
+    c.data = data;
+    c.kernel_records = kernel_records;
+    return c;
+  }
+  /// One launch's regions as the instrumentation runtime delivers them: region "load" of
+  /// 100 cycles on two warps, its spans at global-timer ns from `first_ns` on.
+  void deliver(SessionId slot, uint64_t first_ns) {
+    std::vector<RegionTotals> totals{{{id("load")}, 200, 2}};
+    std::vector<RegionSpan> spans{{id("load"), 3, 0, 0, first_ns, first_ns + 50},
+                                  {id("load"), 3, 0, 1, first_ns + 10, first_ns + 70}};
+    rt_.add_regions(SessionMask{1} << slot, kRootContext, id("gemm"), totals, 8, 0, spans);
+  }
+};
+
+TEST_F(KernelRecords, ASessionWithoutThemStartsTheBackendWithout) {
+  SessionId s = rt_.start(config("cycles_only", false));
+  EXPECT_FALSE(log_.kernel_records);
+  rt_.finalize(s, "");
+  rt_.start(config("timed", true));
+  EXPECT_TRUE(log_.kernel_records);
+}
+
+TEST_F(KernelRecords, SessionsRunningTogetherMustAgree) {
+  rt_.start(config("a", false));
+  try {
+    rt_.start(config("b", true));
+    FAIL() << "a session timing kernels started next to one without kernel records";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("PROTON_INSTR_KERNEL_TIME=0"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'" + (dir_ / "a").string() + "'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(rt_.start(config("c", false)));
+}
+
+TEST_F(KernelRecords, RegionsArePlacedByTheGpuClockAtOnceAndNoneIsDropped) {
+  // With kernel records, regions wait for their kernel's record (at most 1,024 launches of one
+  // kernel wait); without, no record will come: every batch goes on the trace as it arrives.
+  SessionId s = rt_.start(config("trace", false, "tree,trace"));
+  SessionId slot = rt_.slot_for_testing(s);
+  constexpr int kLaunches = 1500;
+  for (int i = 0; i < kLaunches; ++i)
+    deliver(slot, 1'000'000 + 1000 * static_cast<uint64_t>(i));
+  rt_.finalize(s, "");
+
+  json trace = read_json("trace.chrome_trace");
+  std::vector<json> regions;
+  int kernels = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "region") regions.push_back(e);
+    if (e["cat"] == "kernel") ++kernels;
+  }
+  EXPECT_EQ(kernels, 0);
+  ASSERT_EQ(regions.size(), 2u * kLaunches);
+  EXPECT_EQ(regions[0]["args"]["kernel"], "gemm");
+  // Launches keep their distance on the GPU clock (1 us apart), warps their offsets within one.
+  double first = regions[0]["ts"].get<double>();
+  EXPECT_NEAR(regions[1]["ts"].get<double>() - first, 0.010, 1e-6);
+  EXPECT_NEAR(regions[2]["ts"].get<double>() - first, 1.0, 1e-6);
+  EXPECT_NEAR(regions.back()["ts"].get<double>() - first, (kLaunches - 1) * 1.0 + 0.010, 1e-3);
+
+  json tree = read("trace");
+  const json* gemm = child(tree[0], "gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_FALSE((*gemm)["metrics"].contains("time (ns)"));  // no kernel record, no kernel time
+  const json* load = child(*gemm, "load");
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ((*load)["metrics"]["cycles"], 200 * kLaunches);
+}
+
+}  // namespace
+}  // namespace proton
