@@ -257,7 +257,10 @@ bool InstrRuntime::ensure_pool(Pool& p, bool at_launch) {
     return false;
   }
   if (copy_stream_ == nullptr) copy_stream_ = api_->create_stream();
-  p.ctx = api_->current_context();
+  // The pool's context, which each launch compares with its thread's, only with several GPUs
+  // in sight: with CUPTI subscribed, cuCtxGetCurrent goes through CUPTI's API dispatch and
+  // its mutex (~0.5 us a launch on an H100), and one GPU means one device for every launch.
+  p.ctx = api_->device_count() == 1 ? 0 : api_->current_context();
   p.device = api_->alloc_device(p.size());
   if (p.device == 0 || copy_stream_ == nullptr) {
     if (p.device != 0) api_->free_device(p.device);

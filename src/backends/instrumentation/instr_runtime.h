@@ -211,7 +211,8 @@ class InstrRuntime {
   // the consumer), a paused session or none (the discard slice).
   uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
   uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
-  // The calling thread's GPU context when it is known and not `pool`'s, else 0.
+  // The calling thread's GPU context when it is known and not `pool`'s, else 0 (at once, with
+  // no driver call, for a pool of a process that sees one GPU: ensure_pool).
   uint64_t other_context(const Pool& pool) const;
   // A launch whose thread has another GPU context current than the pool's: a scratch buffer
   // of that context (its device), kept per context; its records are not kept (counted).

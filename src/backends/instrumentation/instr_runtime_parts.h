@@ -27,7 +27,7 @@ struct InstrRuntime::Pool {
   explicit Pool(uint64_t bytes) : ring(bytes) {}
   SliceRing ring;
   uint64_t device = 0;              // written before `ready`
-  uint64_t ctx = 0;                 // the GPU context `device` belongs to (0: unknown)
+  uint64_t ctx = 0;                 // the GPU context `device` belongs to (0: not checked)
   std::atomic<bool> ready{false};   // the device memory exists: launches reserve lock-free
   std::atomic<uint64_t> users{0};   // slices reserved whose launch has not reached its exit
   bool closing = false;             // mu_

@@ -42,7 +42,10 @@ class FakeDevice final : public DeviceApi {
   }
   uint32_t device_id() override { return 3; }
   int device_count() override { return devices; }
-  uint64_t current_context() override { return t_fake_context != 0 ? t_fake_context : 1; }
+  uint64_t current_context() override {
+    context_queries.fetch_add(1, std::memory_order_relaxed);
+    return t_fake_context != 0 ? t_fake_context : 1;
+  }
   uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
     ++allocs;
@@ -93,6 +96,7 @@ class FakeDevice final : public DeviceApi {
   int allocs = 0;
   std::vector<uint64_t> alloc_contexts;  // the context current at each alloc_device
   int devices = 1;                       // GPUs the process sees
+  std::atomic<int> context_queries{0};   // current_context() calls (cuCtxGetCurrent)
   std::atomic<bool> no_context{false};
   bool fail_copies = false;
   std::atomic<bool> fail_records{false};
@@ -344,6 +348,24 @@ TEST(InstrRuntime, ThePoolIsAllocatedAtTheStartWhenAContextIsCurrent) {
   end_session(24);
 }
 
+// With one GPU in sight no launch asks the driver for its thread's context: with CUPTI
+// subscribed, cuCtxGetCurrent went through CUPTI's API dispatch and mutex, ~0.5 us a launch.
+TEST(InstrRuntime, WithOneGpuALaunchMakesNoDriverCallForItsContext) {
+  InstrRuntime& rt = InstrRuntime::get();
+  CollectingSink sink;
+  FakeDevice* fake = fresh_runtime(&sink);
+  ScratchBuilder b = one_region();
+  rt.open(26, 1 << 16);
+  rt.register_kernel(0xf1c, kernel_info(b));
+  const int queries = fake->context_queries.load();
+  const InstrStats before = rt.stats();
+  launch(b, 0xf1c, 50, 0, 1, ~uint64_t{0});
+  rt.drain();
+  EXPECT_EQ(fake->context_queries.load(), queries);
+  EXPECT_EQ(rt.stats().decoded - before.decoded, 50u);
+  end_session(26);
+}
+
 // A launch that would wake the idle consumer while another thread holds the runtime's mutex
 // does not wait for it: the wake is left to a later launch, and the idle consumer finds the
 // records by itself when none comes.
@@ -391,6 +413,7 @@ TEST(InstrRuntime, ALaunchOnAnotherDeviceGetsABufferOfItsOwn) {
   InstrRuntime& rt = InstrRuntime::get();
   CollectingSink sink;
   FakeDevice* fake = fresh_runtime(&sink);
+  fake->devices = 2;  // (with one GPU in sight every launch is on its device: not checked)
   ScratchBuilder b = one_region();
   rt.open(25, 1 << 16);
   rt.register_kernel(0xf1b, kernel_info(b));
@@ -416,7 +439,7 @@ TEST(InstrRuntime, ALaunchOnAnotherDeviceGetsABufferOfItsOwn) {
   EXPECT_EQ(after.overflows, before.overflows);
   EXPECT_EQ(handed.size(), 1u);  // one buffer for that context, reused
   ASSERT_EQ(fake->alloc_contexts.size(), 2u);
-  EXPECT_EQ(fake->alloc_contexts[0], 1u);  // the pool, at the start
+  EXPECT_EQ(fake->alloc_contexts[0], 1u);  // the pool, at the first launch's (context 1)
   EXPECT_EQ(fake->alloc_contexts[1], 2u);  // the other device's buffer, on its thread
   const std::vector<std::string> errors = rt.errors();
   const bool said = std::any_of(errors.begin(), errors.end(), [](const std::string& e) {
