@@ -15,6 +15,9 @@ runs in rounds that take turns between variants:
   cfixed   the same with the buffer handed out by an empty C++ function through nanobind, as
            our allocator is called: the floor Proton is compared with
   proton   an instrumentation session as users run it
+  barec    the instrumented binary with the empty C++ allocator and no profiler at all:
+           Triton's launch path for an instrumented kernel by itself
+  cycles   Proton with PROTON_INSTR_KERNEL_TIME=0 (no CUPTI kernel records)
 
 while _proton_bench's sampler (bench/native/cpu_sampler.h) takes the thread's program counter
 every `--period-us`. Printed: us per launch by library for each variant and the symbols that
@@ -33,7 +36,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-VARIANTS = ("plain", "timing", "fixed", "cfixed", "proton")
+VARIANTS = ("plain", "timing", "fixed", "cfixed", "proton", "barec", "cycles")
 
 
 def group_of(library):
@@ -107,10 +110,35 @@ def main():
         wall[VARIANTS[label]].append((t2 - t0) / args.launches * 1e6)
         sync[VARIANTS[label]].append((t2 - t1) * 1e6)
 
+    def bare(label):
+        from proton.hooks import instrumentation as instr_mod
+        from proton.hooks.instrumentation import InstrumentationHook
+
+        hook = InstrumentationHook(None)
+        hook.activate()
+        pb.set_fixed_scratch(c_buffer.data_ptr())
+        _allocation.set_profile_allocator(pb.fixed_scratch)
+        for attr, chain, fn in instr_mod._Registry.installed.chains:  # no exit hook
+            if attr == "launch_exit_hook" and chain is not None:
+                chain.remove(fn)
+        try:
+            loop(label)
+        finally:
+            hook.deactivate()
+
     def run(variant, r):
         label = VARIANTS.index(variant)
         if variant == "plain":
             return loop(label)
+        if variant == "barec":
+            return bare(label)
+        if variant == "cycles":
+            os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
+        try:
+            backend = "cupti" if variant == "timing" else "instrumentation"
+            session = proton.start(str(args.work / f"{variant}{r}"), backend=backend)
+        finally:
+            os.environ.pop("PROTON_INSTR_KERNEL_TIME", None)
         backend = "cupti" if variant == "timing" else "instrumentation"
         session = proton.start(str(args.work / f"{variant}{r}"), backend=backend)
         ours = _allocation._profile_allocator.get()
@@ -178,7 +206,7 @@ def main():
               f"{result['sampled_us'][v]:7.2f}  " +
               "  ".join(f"{by_group[v][g]:.2f}" for g in top))
     for a, b in (("timing", "plain"), ("fixed", "timing"), ("cfixed", "fixed"),
-                 ("proton", "cfixed")):
+                 ("proton", "cfixed"), ("barec", "plain"), ("cycles", "barec")):
         diff = collections.Counter()
         for k in set(by_symbol[a]) | set(by_symbol[b]):
             diff[k] = by_symbol[a][k] - by_symbol[b][k]
