@@ -182,6 +182,23 @@ def test_sessions_with_different_modes_are_refused(tmp_path):
             proton.finalize()
 
 
+def test_the_mode_knob_is_short_and_names_the_mode(tmp_path):
+    # Triton formats its launch options, this knob included, into a string at every launch:
+    # the mode's full text (~250 characters) cost each launch ~0.2-0.3 us there.
+    from triton import knobs
+
+    keys = []
+    with stub_driver():
+        for mode in (None, "default:buffer_size=1024"):
+            s = proton.start(str(tmp_path / "a"), backend="instrumentation", mode=mode)
+            try:
+                keys.append(knobs.compilation.instrumentation_mode)
+            finally:
+                proton.finalize(s)
+    assert all(k.startswith("proton-") and len(k) <= 24 for k in keys), keys
+    assert keys[0] != keys[1]  # another mode compiles another kernel
+
+
 def test_sessions_without_kernel_time_run_only_beside_their_kind(tmp_path, monkeypatch):
     # PROTON_INSTR_KERNEL_TIME=0 reaches the session: CUPTI's kernel records are process-wide,
     # so a kernel-timing session next to it is refused, another like it is not.

@@ -18,6 +18,7 @@ Everything installed here is undone when the last instrumentation session ends, 
 can start and finish many times in one process.
 """
 
+import hashlib
 import json
 import sys
 from typing import Dict, List, Optional
@@ -57,6 +58,15 @@ class _Installed:
         self.previous_mode = ""
         self.chains = []  # (chain, fn) added to knobs.runtime
         self.previous_stages_hook = None
+
+
+def mode_key(mode_obj) -> str:
+    """What ``knobs.compilation.instrumentation_mode`` holds while a mode is installed: short,
+    and distinct per mode (it is only part of Triton's compile-cache key; our passes take the
+    mode object). Triton formats its launch options into a string at every launch: the mode's
+    full text (~250 characters) cost each launch ~0.2-0.3 us there."""
+    digest = hashlib.blake2s(str(mode_obj).encode(), digest_size=6).hexdigest()
+    return f"proton-{digest}"
 
 
 def _chain_add(rt, attr: str, fn, installed: _Installed):
@@ -208,7 +218,7 @@ class InstrumentationHook(Hook):
         inst.previous_allocator = _allocation._profile_allocator.get()
         _allocation.set_profile_allocator(_proton().instr_alloc)
         inst.previous_mode = knobs.compilation.instrumentation_mode
-        knobs.compilation.instrumentation_mode = str(self.mode)
+        knobs.compilation.instrumentation_mode = mode_key(self.mode)
         _chain_add(knobs.runtime, "kernel_load_end_hook", _kernel_loaded, inst)
         # With kernel timing running, the CUPTI launch callback queues each launch: no Python
         # runs per launch but the allocator (docs/instrumentation.md, "Cost").
