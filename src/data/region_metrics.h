@@ -40,6 +40,14 @@ struct RegionSpan {
   uint32_t group_warps = 1;  // warps it stands for: 1, a warpgroup (4), ...; kWholeCta
 };
 
+/// A launch's extent on the GPU's global timer (ns), from its CTAs' headers and regions: the
+/// first CTA's start to the last one's end. The kernel's box on the timeline where no kernel
+/// record comes (PROTON_INSTR_KERNEL_TIME=0); {0, 0}: unknown.
+struct LaunchSpan {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 /// Adds one launch's regions below `kernel`. `units` = warps x CTAs of the launch (> 0).
 void add_region_totals(CallTree& tree, CallTree::NodeId kernel,
                        std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,

@@ -54,6 +54,11 @@ static_assert(sizeof(TraceEvent) == 64);
 inline constexpr uint16_t kTraceFirstOfLaunch = 1;
 /// TraceEvent::flags: the kernel had no launch tag (context unknown).
 inline constexpr uint16_t kTraceUnattributed = 2;
+/// TraceEvent::flags: a kernel box drawn from its CTAs' global-timer values (instrumentation
+/// without kernel records), not a CUPTI record: no correlation, no launch, no kernel time.
+inline constexpr uint16_t kTraceFromRegions = 4;
+/// TraceEvent::stream of those boxes: their own lane per GPU, just above the region lanes.
+inline constexpr uint32_t kRegionKernelLane = 0xffffffffu;
 
 class TraceStore {
  public:

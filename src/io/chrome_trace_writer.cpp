@@ -212,6 +212,11 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   append_duration(dur);
   buf_ += ",\"args\":{\"call_stack\":";
   append_kernel_call_stack(e.context, name);
+  if (e.flags & kTraceFromRegions) {
+    // Not CUPTI's kernel time: the extent its CTAs' headers recorded.
+    buf_ += ",\"extent\":\"first CTA start to last CTA end (GPU global timer)\"}}";
+    return;
+  }
   buf_ += ",\"correlation\":";
   append_uint(buf_, e.correlation);
   buf_ += ",\"time (ns)\":";
@@ -296,7 +301,9 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
     meta(d, "0", "process_sort_index", "\"sort_index\":" + std::to_string(device + 1));
     for (uint32_t s : streams) {
       std::string tid = std::to_string(s);
-      meta(d, tid, "thread_name", "\"name\":" + quoted("stream " + tid));
+      meta(d, tid, "thread_name",
+           "\"name\":" + quoted(s == kRegionKernelLane ? std::string("kernels (CTA extent)")
+                                                       : "stream " + tid));
       meta(d, tid, "thread_sort_index", "\"sort_index\":" + tid);
     }
   }

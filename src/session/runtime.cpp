@@ -618,7 +618,7 @@ void Runtime::dropped(uint64_t count) {
 
 void Runtime::add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
                           std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
-                          std::span<const RegionSpan> spans) {
+                          std::span<const RegionSpan> spans, LaunchSpan launch) {
   std::shared_lock lock(sessions_mu_);
   for (; sessions != 0; sessions &= sessions - 1) {
     Session* s = sessions_[std::countr_zero(sessions)].get();
@@ -633,7 +633,7 @@ void Runtime::add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
         // A user metric named "cycles" of another type: never let it stop delivery.
       }
     }
-    if (!spans.empty()) s->add_region_spans(ctx, kernel, device_id, spans);
+    if (!spans.empty()) s->add_region_spans(ctx, kernel, device_id, spans, launch);
   }
 }
 

@@ -79,7 +79,7 @@ class Runtime final : public RecordSink {
   /// Session::mu). `units` = warps x CTAs of the launch.
   void add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
                    std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
-                   std::span<const RegionSpan> spans = {});
+                   std::span<const RegionSpan> spans = {}, LaunchSpan launch = {});
 
   bool is_active(SessionId id) const;
   bool has_sessions() const;

@@ -189,11 +189,25 @@ void Session::finish_trace(uint64_t now_ns) {
 }
 
 void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
-                               std::span<const RegionSpan> spans) {
+                               std::span<const RegionSpan> spans, LaunchSpan launch) {
   std::lock_guard lock(mu);
   if (!trace_ || trace_finished_) return;
   RegionAlignment::Batch b{ctx, kernel, device, {spans.begin(), spans.end()}};
-  if (!kernel_boxes_) {  // no kernel record will come: the GPU clock offset alone places them
+  if (!kernel_boxes_) {
+    // No kernel record will come: the GPU clock offset alone places the regions, and the
+    // launch's extent stands in for the kernel's box.
+    if (launch.end_ns > launch.start_ns) {
+      TraceEvent e;
+      e.kind = TraceEvent::kKernel;
+      e.start_ns = static_cast<uint64_t>(static_cast<int64_t>(launch.start_ns) - gpu_offset_ns_);
+      e.end_ns = static_cast<uint64_t>(static_cast<int64_t>(launch.end_ns) - gpu_offset_ns_);
+      e.context = ctx;
+      e.name = kernel;
+      e.device = device;
+      e.stream = kRegionKernelLane;
+      e.flags = kTraceFromRegions;
+      trace_->add(e);
+    }
     emit_regions(b, gpu_clock_start(b));
     return;
   }

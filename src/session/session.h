@@ -82,8 +82,9 @@ class Session {
   void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
 
   /// Intra-kernel region spans of one launch on the timeline (takes mu); no-op without a trace.
+  /// `launch`: the launch's extent, its kernel box when no kernel record will come.
   void add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
-                        std::span<const RegionSpan> spans);
+                        std::span<const RegionSpan> spans, LaunchSpan launch = {});
 
   /// A CPU scope opening/closing on a traced thread (takes mu).
   void add_scope_event(const LaunchTag& tag);

@@ -34,7 +34,8 @@ class KernelRecords : public testing::RuntimeFixture {
     std::vector<RegionTotals> totals{{{id("load")}, 200, 2}};
     std::vector<RegionSpan> spans{{id("load"), 3, 0, 0, first_ns, first_ns + 50},
                                   {id("load"), 3, 0, 1, first_ns + 10, first_ns + 70}};
-    rt_.add_regions(SessionMask{1} << slot, kRootContext, id("gemm"), totals, 8, 0, spans);
+    rt_.add_regions(SessionMask{1} << slot, kRootContext, id("gemm"), totals, 8, 0, spans,
+                    LaunchSpan{first_ns - 5, first_ns + 90});
   }
 };
 
@@ -60,9 +61,10 @@ TEST_F(KernelRecords, SessionsRunningTogetherMustAgree) {
   EXPECT_NO_THROW(rt_.start(config("c", false)));
 }
 
-TEST_F(KernelRecords, RegionsArePlacedByTheGpuClockAtOnceAndNoneIsDropped) {
+TEST_F(KernelRecords, RegionsArePlacedByTheGpuClockAtOnceInBoxesOfTheirOwn) {
   // With kernel records, regions wait for their kernel's record (at most 1,024 launches of one
-  // kernel wait); without, no record will come: every batch goes on the trace as it arrives.
+  // kernel wait); without, no record will come: every batch goes on the trace as it arrives,
+  // with a box for its kernel drawn from the launch's extent.
   SessionId s = rt_.start(config("trace", false, "tree,trace"));
   SessionId slot = rt_.slot_for_testing(s);
   constexpr int kLaunches = 1500;
@@ -71,15 +73,28 @@ TEST_F(KernelRecords, RegionsArePlacedByTheGpuClockAtOnceAndNoneIsDropped) {
   rt_.finalize(s, "");
 
   json trace = read_json("trace.chrome_trace");
-  std::vector<json> regions;
-  int kernels = 0;
+  std::vector<json> regions, kernels;
+  bool lane_named = false;
   for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "kernels (CTA extent)")
+      lane_named = true;
     if (e["ph"] != "X") continue;
     if (e["cat"] == "region") regions.push_back(e);
-    if (e["cat"] == "kernel") ++kernels;
+    if (e["cat"] == "kernel") kernels.push_back(e);
   }
-  EXPECT_EQ(kernels, 0);
+  // Each launch's box, from its CTAs' extent, on a lane of its own: no CUPTI time, no launch.
+  ASSERT_EQ(kernels.size(), size_t{kLaunches});
+  EXPECT_TRUE(lane_named);
+  EXPECT_EQ(kernels[0]["name"], "gemm");
+  EXPECT_FALSE(kernels[0]["args"].contains("time (ns)"));
+  EXPECT_NEAR(kernels[0]["dur"].get<double>(), 0.095, 1e-6);
   ASSERT_EQ(regions.size(), 2u * kLaunches);
+  // The first launch's regions sit inside its box.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(regions[i]["ts"].get<double>(), kernels[0]["ts"].get<double>());
+    EXPECT_LE(regions[i]["ts"].get<double>() + regions[i]["dur"].get<double>(),
+              kernels[0]["ts"].get<double>() + kernels[0]["dur"].get<double>() + 1e-6);
+  }
   EXPECT_EQ(regions[0]["args"]["kernel"], "gemm");
   // Launches keep their distance on the GPU clock (1 us apart), warps their offsets within one.
   double first = regions[0]["ts"].get<double>();

@@ -244,7 +244,8 @@ def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
 def test_region_cycles_only_without_kernel_records(out_name, monkeypatch):
     # PROTON_INSTR_KERNEL_TIME=0: CUPTI's launch callbacks still queue every launch (no Python
     # hook, no synchronize), but no kernel record comes: regions under their kernel and call
-    # path with no kernel time, and on the trace every region, placed by the GPU's clock.
+    # path with no kernel time, and on the trace every region, placed by the GPU's clock, in
+    # a box per launch drawn from its CTAs' global-timer values.
     import json
 
     monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "0")
@@ -263,12 +264,18 @@ def test_region_cycles_only_without_kernel_records(out_name, monkeypatch):
     loop = next(c for c in kernel["children"] if c["frame"]["name"] == "loop")
     assert loop["metrics"]["count"] == 50 * CTAS * WARPS
     trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
-    assert not [e for e in trace if e.get("cat") == "kernel"]
     regions = [e for e in trace if e.get("cat") == "region"]
     assert len(regions) == 50 * CTAS * WARPS
-    # Launches in order on the GPU clock: each launch's regions start after the previous one's.
-    starts = sorted({e["ts"] for e in regions})
-    assert starts[-1] - starts[0] > 0
+    # Each launch's box from its CTAs' extent (no CUPTI time), on a lane of its own; every
+    # region inside one box, the boxes one after the other (one stream).
+    boxes = sorted((e for e in trace if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    assert len(boxes) == 50 and all("time (ns)" not in b["args"] for b in boxes)
+    assert len({(b["pid"], b["tid"]) for b in boxes}) == 1
+    for a, b in zip(boxes, boxes[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 0.5, (a, b)
+    for e in regions:
+        assert any(b["ts"] - 0.5 <= e["ts"] and e["ts"] + e["dur"] <= b["ts"] + b["dur"] + 0.5
+                   for b in boxes), e
 
 
 def _ws_trace(out_name, mode=None):

@@ -67,6 +67,20 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
   return spans;
 }
 
+LaunchSpan launch_span(const DecodeResult& d, std::span<const RegionSpan> spans) {
+  uint64_t start = UINT64_MAX, end = 0;
+  for (const CtaHeader& h : d.ctas) {
+    if (h.init_ns == 0 || h.post_final_ns < h.init_ns) continue;  // a header not written whole
+    start = std::min(start, h.init_ns);
+    end = std::max(end, h.post_final_ns);
+  }
+  for (const RegionSpan& r : spans) {  // a region's end comes from its clock: keep it inside
+    start = std::min(start, r.start_ns);
+    end = std::max(end, r.end_ns);
+  }
+  return start < end ? LaunchSpan{start, end} : LaunchSpan{};
+}
+
 bool SessionRegionSink::wants_samples(uint64_t sessions) const {
   return (sessions & LaunchStage::trace_sessions.load(std::memory_order_relaxed)) != 0;
 }
@@ -78,8 +92,12 @@ void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelIn
   uint64_t units = uint64_t{k.layout.num_warps} * (d.ctas.size() + d.skipped_ctas);
   // Spans only for sessions that keep a trace: a tree-only run skips one record per region.
   std::vector<RegionSpan> spans;
-  if (wants_samples(sessions)) spans = region_spans(k, d, clock_khz);
-  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans);
+  LaunchSpan launch;
+  if (wants_samples(sessions)) {
+    spans = region_spans(k, d, clock_khz);
+    launch = launch_span(d, spans);
+  }
+  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans, launch);
 }
 
 }  // namespace proton::instr

@@ -2,6 +2,7 @@
 // sessions. Vendor-neutral.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "backends/instrumentation/instr_runtime.h"
@@ -17,6 +18,10 @@ std::vector<RegionTotals> region_totals(const KernelInfo& kernel, const DecodeRe
 /// CTA's first recorded clock, at `clock_khz`. Empty when the clock is unknown (0).
 std::vector<RegionSpan> region_spans(const KernelInfo& kernel, const DecodeResult& decoded,
                                      uint32_t clock_khz);
+
+/// The launch's extent in global-timer ns: the earliest CTA start (or region start) to the latest
+/// CTA end (or region end). {0, 0} when nothing was recorded.
+LaunchSpan launch_span(const DecodeResult& decoded, std::span<const RegionSpan> spans);
 
 /// Delivers to the session runtime (Runtime::add_regions).
 class SessionRegionSink final : public RegionSink {
