@@ -18,15 +18,19 @@ namespace {
 using json = nlohmann::json;
 using testing::id;
 
+/// `c` with kernel records on or off, keeping `data`.
+SessionConfig records(SessionConfig c, bool kernel_records, const std::string& data = "tree") {
+  c.data = data;
+  c.kernel_records = kernel_records;
+  return c;
+}
+
 class KernelRecords : public testing::RuntimeFixture {
  protected:
   KernelRecords() : RuntimeFixture("proton_kernel_records_test_", 0) {}
   SessionConfig config(const std::string& name, bool kernel_records,
                        const std::string& data = "tree") {
-    SessionConfig c = RuntimeFixture::config(name);
-    c.data = data;
-    c.kernel_records = kernel_records;
-    return c;
+    return records(RuntimeFixture::config(name), kernel_records, data);
   }
   /// One launch's regions as the instrumentation runtime delivers them: region "load" of
   /// 100 cycles on two warps, its spans at global-timer ns from `first_ns` on.

@@ -2,6 +2,7 @@
 // when no kernel record comes (PROTON_INSTR_KERNEL_TIME=0).
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "backends/instrumentation/region_totals.h"
@@ -17,35 +18,29 @@ CtaHeader cta(uint64_t init, uint64_t post_final) {
   return h;
 }
 
-TEST(LaunchSpan, FirstCtaStartToLastCtaEnd) {
+using Extent = std::pair<uint64_t, uint64_t>;  // {start, end}
+
+/// The extent of a launch of these CTAs and regions.
+Extent extent(std::vector<CtaHeader> ctas, std::vector<RegionSpan> spans = {}) {
   DecodeResult d;
-  d.ctas = {cta(5000, 9000), cta(4000, 7000), cta(6000, 12000)};
-  LaunchSpan s = launch_span(d, {});
-  EXPECT_EQ(s.start_ns, 4000u);
-  EXPECT_EQ(s.end_ns, 12000u);
+  d.ctas = std::move(ctas);
+  LaunchSpan s = launch_span(d, spans);
+  return {s.start_ns, s.end_ns};
+}
+
+TEST(LaunchSpan, FirstCtaStartToLastCtaEnd) {
+  EXPECT_EQ(extent({cta(5000, 9000), cta(4000, 7000), cta(6000, 12000)}), Extent(4000, 12000));
 }
 
 TEST(LaunchSpan, RegionsPlacedByTheirClockStayInside) {
   // A region's end is its start plus cycles at the SM clock: it may pass the CTA's last timer
   // read by a little, and the box must still hold it.
-  DecodeResult d;
-  d.ctas = {cta(4000, 7000)};
-  std::vector<RegionSpan> spans{{0, 1, 0, 0, 4000, 7200}};
-  LaunchSpan s = launch_span(d, spans);
-  EXPECT_EQ(s.start_ns, 4000u);
-  EXPECT_EQ(s.end_ns, 7200u);
+  EXPECT_EQ(extent({cta(4000, 7000)}, {{0, 1, 0, 0, 4000, 7200}}), Extent(4000, 7200));
 }
 
 TEST(LaunchSpan, HeadersNotWrittenWholeAreLeftOutAndNothingGivesNoBox) {
-  DecodeResult d;
-  d.ctas = {cta(0, 9000), cta(8000, 100), cta(5000, 6000)};
-  LaunchSpan s = launch_span(d, {});
-  EXPECT_EQ(s.start_ns, 5000u);
-  EXPECT_EQ(s.end_ns, 6000u);
-  d.ctas = {cta(0, 9000)};
-  s = launch_span(d, {});
-  EXPECT_EQ(s.start_ns, 0u);
-  EXPECT_EQ(s.end_ns, 0u);
+  EXPECT_EQ(extent({cta(0, 9000), cta(8000, 100), cta(5000, 6000)}), Extent(5000, 6000));
+  EXPECT_EQ(extent({cta(0, 9000)}), Extent(0, 0));
 }
 
 }  // namespace
