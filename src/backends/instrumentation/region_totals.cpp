@@ -41,10 +41,13 @@ std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult&
   return out;
 }
 
-std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
-                                     uint32_t clock_khz) {
+std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d, uint32_t clock_khz,
+                                     LaunchSpan* extent) {
   std::vector<RegionSpan> spans;
   if (clock_khz == 0 || d.ctas.empty()) return spans;
+  // A region's end is its start plus cycles at the SM clock: it may pass its CTA's last timer
+  // read by a little, and the launch's box must still hold it.
+  uint64_t first = UINT64_MAX, last = 0;  // of the spans placed (any, once spans has one)
   spans.reserve(d.samples.size());
   const double ns_per_cycle = 1e6 / clock_khz;
   size_t c = 0;  // samples come CTA by CTA, in the order of d.ctas
@@ -62,21 +65,24 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
                                  static_cast<double>(s.start_cycle - h.first_clock) * ns_per_cycle);
     r.end_ns = r.start_ns + static_cast<uint64_t>(static_cast<double>(s.end_cycle - s.start_cycle) *
                                                   ns_per_cycle);
+    first = std::min(first, r.start_ns);
+    last = std::max(last, r.end_ns);
     spans.push_back(r);
+  }
+  if (extent != nullptr && !spans.empty()) {
+    if (extent->end_ns <= extent->start_ns) *extent = LaunchSpan{first, last};
+    extent->start_ns = std::min(extent->start_ns, first);
+    extent->end_ns = std::max(extent->end_ns, last);
   }
   return spans;
 }
 
-LaunchSpan launch_span(const DecodeResult& d, std::span<const RegionSpan> spans) {
+LaunchSpan launch_span(const DecodeResult& d) {
   uint64_t start = UINT64_MAX, end = 0;
   for (const CtaHeader& h : d.ctas) {
     if (h.init_ns == 0 || h.post_final_ns < h.init_ns) continue;  // a header not written whole
     start = std::min(start, h.init_ns);
     end = std::max(end, h.post_final_ns);
-  }
-  for (const RegionSpan& r : spans) {  // a region's end comes from its clock: keep it inside
-    start = std::min(start, r.start_ns);
-    end = std::max(end, r.end_ns);
   }
   return start < end ? LaunchSpan{start, end} : LaunchSpan{};
 }
@@ -94,8 +100,8 @@ void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelIn
   std::vector<RegionSpan> spans;
   LaunchSpan launch;
   if (wants_samples(sessions)) {
-    spans = region_spans(k, d, clock_khz);
-    launch = launch_span(d, spans);
+    launch = launch_span(d);
+    spans = region_spans(k, d, clock_khz, &launch);
   }
   Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans, launch);
 }

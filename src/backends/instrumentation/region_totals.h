@@ -2,7 +2,6 @@
 // sessions. Vendor-neutral.
 #pragma once
 
-#include <span>
 #include <vector>
 
 #include "backends/instrumentation/instr_runtime.h"
@@ -15,13 +14,14 @@ namespace proton::instr {
 std::vector<RegionTotals> region_totals(const KernelInfo& kernel, const DecodeResult& decoded);
 
 /// Each sample placed in global-timer ns: its CTA's init time plus its clock offset from the
-/// CTA's first recorded clock, at `clock_khz`. Empty when the clock is unknown (0).
+/// CTA's first recorded clock, at `clock_khz`. Empty when the clock is unknown (0). With
+/// `extent`, widens it to hold every span (in the same pass: a dense launch has 65,536).
 std::vector<RegionSpan> region_spans(const KernelInfo& kernel, const DecodeResult& decoded,
-                                     uint32_t clock_khz);
+                                     uint32_t clock_khz, LaunchSpan* extent = nullptr);
 
-/// The launch's extent in global-timer ns: the earliest CTA start (or region start) to the latest
-/// CTA end (or region end). {0, 0} when nothing was recorded.
-LaunchSpan launch_span(const DecodeResult& decoded, std::span<const RegionSpan> spans);
+/// The launch's extent in global-timer ns from its CTA headers: the earliest CTA start to the
+/// latest CTA end. {0, 0} when no header was written whole.
+LaunchSpan launch_span(const DecodeResult& decoded);
 
 /// Delivers to the session runtime (Runtime::add_regions).
 class SessionRegionSink final : public RegionSink {

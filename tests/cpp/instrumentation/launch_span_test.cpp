@@ -15,16 +15,20 @@ CtaHeader cta(uint64_t init, uint64_t post_final) {
   h.init_ns = init;
   h.pre_final_ns = post_final;
   h.post_final_ns = post_final;
+  h.first_clock = 100;  // the samples' first clock: they start at init_ns
   return h;
 }
 
 using Extent = std::pair<uint64_t, uint64_t>;  // {start, end}
 
-/// The extent of a launch of these CTAs and regions.
-Extent extent(std::vector<CtaHeader> ctas, std::vector<RegionSpan> spans = {}) {
+/// The extent of a launch of these CTAs and, placed at 1 GHz, their regions' samples.
+Extent extent(std::vector<CtaHeader> ctas, std::vector<RegionSample> samples = {}) {
   DecodeResult d;
   d.ctas = std::move(ctas);
-  LaunchSpan s = launch_span(d, spans);
+  d.samples = std::move(samples);
+  LaunchSpan s = launch_span(d);
+  KernelInfo k;
+  (void)region_spans(k, d, 1000000, &s);
   return {s.start_ns, s.end_ns};
 }
 
@@ -34,8 +38,9 @@ TEST(LaunchSpan, FirstCtaStartToLastCtaEnd) {
 
 TEST(LaunchSpan, RegionsPlacedByTheirClockStayInside) {
   // A region's end is its start plus cycles at the SM clock: it may pass the CTA's last timer
-  // read by a little, and the box must still hold it.
-  EXPECT_EQ(extent({cta(4000, 7000)}, {{0, 1, 0, 0, 4000, 7200}}), Extent(4000, 7200));
+  // read by a little (here 3,200 cycles from its first clock: 7,200 ns), and the box must
+  // still hold it.
+  EXPECT_EQ(extent({cta(4000, 7000)}, {{0, 1, 0, 0, 100, 3300}}), Extent(4000, 7200));
 }
 
 TEST(LaunchSpan, HeadersNotWrittenWholeAreLeftOutAndNothingGivesNoBox) {

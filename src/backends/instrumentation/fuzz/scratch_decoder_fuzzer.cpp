@@ -29,7 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   k.scope_parents[1] = 0;
   k.scope_parents[0] = 1;  // a cycle in bad metadata must not loop
   (void)region_totals(k, r);
-  (void)region_spans(k, r, 1980000);
+  // The launch's box holds every region placed on the timeline, whatever the headers say.
+  proton::LaunchSpan box = launch_span(r);
+  for (const proton::RegionSpan& s : region_spans(k, r, 1980000, &box))
+    if (s.start_ns < box.start_ns || s.end_ns > box.end_ns) abort();
   // The tree-only decode (no samples kept) must sum exactly what the full one does.
   static DecodeResult sums_only;
   decode_scratch_into(std::span<const uint8_t>(data + 4, size - 4), layout, sums_only, false);
