@@ -18,6 +18,8 @@ Rows (issue 16's target table):
                       instrumented binary, an allocator call), and its parts: CUPTI's launch
                       callbacks without kernel records, the instrumented binary with that
                       allocator and no profiler
+  gpu_bound_wall      wall time of 1,000 launches of the Hopper GEMM with one region (the GPU
+                      bounds the loop): Proton and region cycles only over no profiler
   rss_growth_mb       host memory growth over a 1,000-launch Proton run
   cycles_vs_cupti     region cycles per warp / (CUPTI kernel time x SM clock), one region
                       end to end (1.0 = agree)
@@ -474,6 +476,50 @@ def dense_loop(out_dir, launches=200):
             "decoder_threads": after.get("decoder_threads"), "stats": d}
 
 
+def gpu_bound_wall(out_dir, launches=1000, rounds=3):
+    """The issue's 'speed of the uninstrumented loop plus kernel-time overhead': 1,000 launches
+    of the Hopper GEMM (4096 x 4096 x 1024, one region around its tile loop), a loop the GPU
+    bounds (each kernel outlasts its launch), with no profiler, Proton and Proton with
+    PROTON_INSTR_KERNEL_TIME=0 taking turns. Best wall time of `rounds` each."""
+    import torch
+
+    import proton
+    import instrumentation_kernels as K
+
+    args, grid, kw = K.matmul_tma_args(torch, k=1024)
+
+    def loop():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            K.matmul_tma[grid](*args, REGION=True, PER_STEP=False, **kw)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    def session(label, cycles_only):
+        if cycles_only:
+            os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
+        try:
+            s = proton.start(str(out_dir / f"bench_gpu_bound_{label}"), backend="instrumentation")
+        finally:
+            os.environ.pop("PROTON_INSTR_KERNEL_TIME", None)
+        try:
+            return loop()
+        finally:
+            proton.finalize(s)
+
+    loop()  # compile plain (no session: the region compiles to nothing)
+    session("warm", False)  # compile instrumented
+    best = {"plain": float("inf"), "proton": float("inf"), "cycles_only": float("inf")}
+    for r in range(rounds):
+        best["plain"] = min(best["plain"], loop())
+        best["proton"] = min(best["proton"], session(f"p{r}", False))
+        best["cycles_only"] = min(best["cycles_only"], session(f"c{r}", True))
+    us = {k: v / launches * 1e6 for k, v in best.items()}
+    return {"us_per_launch": us, "proton_ratio": best["proton"] / best["plain"],
+            "cycles_only_ratio": best["cycles_only"] / best["plain"]}
+
+
 def cycles_vs_cupti(out_dir):
     import torch
 
@@ -520,6 +566,8 @@ def main():
     ap.add_argument("--wall-only", action="store_true",
                     help="only the 1,000-launch wall time (one JSON line, with the runtime's "
                          "PROTON_INSTR_* knobs): to sweep the pool and batch bounds")
+    ap.add_argument("--gpu-bound-only", action="store_true",
+                    help="only the GPU-bound wall time (1,000 launches of the Hopper GEMM)")
     ap.add_argument("--kernel-only", default=None,
                     help="only the kernel-time ratios of these comma-separated cases (one JSON)")
     args = ap.parse_args()
@@ -531,6 +579,9 @@ def main():
     if args.kernel_only:
         kt = compiled_kernel_ratios(True, set(args.kernel_only.split(",")))
         print(json.dumps({"gpu": torch.cuda.get_device_name(0), "kernel_time": kt}))
+        return
+    if args.gpu_bound_only:
+        print(json.dumps(gpu_bound_wall(out_dir)))
         return
     if args.wall_only:
         if args.pin:
@@ -554,6 +605,7 @@ def main():
         tw["scaled_to_1000_s"] = tw["seconds"] / tw["launches"] * launches
         tw["ratio"] = tw["scaled_to_1000_s"] / report["wall"]["plain_s"]
     report["wall"]["triton_profiler"] = tw
+    report["gpu_bound_wall"] = gpu_bound_wall(out_dir)
     report["cycles_vs_cupti"] = cycles_vs_cupti(out_dir)
     report["dense_loop"] = dense_loop(out_dir, 50 if args.quick else 200)
     (out_dir / "instrumentation_bench.json").write_text(json.dumps(report, indent=1))
@@ -600,6 +652,10 @@ def main():
         print(f"| (per launch, us: CUPTI's launch callbacks alone / instrumented binary with an "
               f"empty C++ allocator, no profiler) | - | {w['callbacks_only_s'] * 1e3:.1f} / "
               f"{w['bare_c_allocator_s'] * 1e3:.1f} | - |")
+    g = report["gpu_bound_wall"]
+    print(f"| (wall time, 1,000 launches of the Hopper GEMM with one region: a GPU-bound loop; "
+          f"us per launch {g['us_per_launch']['plain']:.1f} plain) | - | {g['proton_ratio']:.3f}x; "
+          f"cycles only {g['cycles_only_ratio']:.3f}x | - |")
     print(f"| host memory growth, 1,000 launches | - | {w['rss_growth_mb']:.1f} MB | <= 64 MB |")
     c = report["cycles_vs_cupti"]
     ratio = f"{c['ratio']:.3f}" if "ratio" in c else f"missing: {c.get('error')}"
