@@ -476,7 +476,7 @@ def dense_loop(out_dir, launches=200):
             "decoder_threads": after.get("decoder_threads"), "stats": d}
 
 
-def gpu_bound_wall(out_dir, launches=1000, rounds=3):
+def gpu_bound_wall(out_dir, launches=1000, rounds=7):
     """The issue's 'speed of the uninstrumented loop plus kernel-time overhead': 1,000 launches
     of the Hopper GEMM (4096 x 4096 x 1024, one region around its tile loop), a loop the GPU
     bounds (each kernel outlasts its launch), with no profiler, kernel timing alone (a CUPTI
