@@ -23,7 +23,6 @@ std::unique_ptr<DeviceApi> make_device_api() {
 
 namespace {
 
-
 // A positive integer from the environment, clamped to [1, most]; `fallback` when unset or bad.
 uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
   const char* v = std::getenv(name);
