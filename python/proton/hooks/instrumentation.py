@@ -304,8 +304,7 @@ def loss_report(before: dict, after: dict, mode_obj=None) -> List[str]:
     if waited_ms >= _WAIT_HINT_MS:
         lines.append(f"launches waited {waited_ms:.0f} ms in all for the device pool to drain "
                      "(the GPU was a whole pool behind the program); nothing was lost, but a "
-                     "larger PROTON_INSTR_POOL_MB (default 1/64 of the GPU's memory, 256 to 1024) "
-                     "lets them queue as they would "
+                     "larger PROTON_INSTR_POOL_MB (default 256) lets them queue as they would "
                      "without the profiler")
     return lines
 
@@ -319,8 +318,7 @@ _COUNTERS = ("overflows", "wrapped_units", "overwritten_events", "unmatched_even
 # (counter, what it means and what to change), in the order they are said.
 _LOSSES = (
     ("overflows", "{overflows} launches found the device pool full and kept no regions (the "
-                  "largest asked for {largest} MB; raise PROTON_INSTR_POOL_MB, default 1/64 of "
-                  "the GPU's memory, 256 to 1024)"),
+                  "largest asked for {largest} MB; raise PROTON_INSTR_POOL_MB, default 256)"),
     ("wrapped_units", "{wrapped_units} warp buffers wrapped: their oldest {overwritten_events} "
                       "events were overwritten, so those warps' first regions are missing (raise "
                       "the mode's buffer_size, now {size} bytes per CTA)"),

@@ -33,8 +33,6 @@ struct CudaTable {
   decltype(&::cuMemcpy2DAsync_v2) copy_2d_async = nullptr;
   decltype(&::cuGetErrorName) error_name = nullptr;      // optional
   decltype(&::cuDeviceGetCount) device_count = nullptr;  // optional
-  decltype(&::cuDeviceGet) device_get = nullptr;         // optional
-  decltype(&::cuDeviceTotalMem_v2) total_mem = nullptr;  // optional
 };
 
 template <typename F>
@@ -72,9 +70,6 @@ class CudaDeviceApi final : public DeviceApi {
     t.error_name = reinterpret_cast<decltype(&::cuGetErrorName)>(dlsym(lib_, "cuGetErrorName"));
     t.device_count =
         reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(lib_, "cuDeviceGetCount"));
-    t.device_get = reinterpret_cast<decltype(&::cuDeviceGet)>(dlsym(lib_, "cuDeviceGet"));
-    t.total_mem =
-        reinterpret_cast<decltype(&::cuDeviceTotalMem_v2)>(dlsym(lib_, "cuDeviceTotalMem_v2"));
     if (ok && t.init(0) != CUDA_SUCCESS) {
       why = "cuInit failed";
       ok = false;
@@ -105,14 +100,6 @@ class CudaDeviceApi final : public DeviceApi {
   int device_count() override {
     int n = 0;
     return t_.device_count != nullptr && t_.device_count(&n) == CUDA_SUCCESS ? n : 0;
-  }
-  uint64_t device_memory() override {
-    CUdevice dev = 0;
-    size_t bytes = 0;
-    if (t_.device_get == nullptr || t_.total_mem == nullptr ||
-        t_.device_get(&dev, 0) != CUDA_SUCCESS || t_.total_mem(&bytes, dev) != CUDA_SUCCESS)
-      return 0;
-    return bytes;
   }
   std::string last_error() override {
     CUresult r = last_.load(std::memory_order_relaxed);

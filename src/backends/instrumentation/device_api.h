@@ -25,8 +25,6 @@ class DeviceApi {
   /// GPUs this process can see (0 when unknown): with one, every launch runs where the session
   /// started, so its pool can be allocated at the start.
   virtual int device_count() { return 1; }
-  /// The first GPU's memory in bytes (0 when unknown): sizes the default pool.
-  virtual uint64_t device_memory() { return 0; }
   /// The calling thread's current GPU context as a number (0: none, or unknown). Cheap (a
   /// thread-local read in the driver): asked at every launch, to keep a launch on another
   /// device than its pool's from writing that device's memory.

@@ -23,6 +23,19 @@ std::unique_ptr<DeviceApi> make_device_api() {
 
 namespace {
 
+uint64_t default_pool_bytes() {
+  if (const char* mb = std::getenv("PROTON_INSTR_POOL_MB")) {
+    uint64_t v = std::strtoull(mb, nullptr, 10);
+    if (v > 0) return v << 20;
+  }
+  // 256 MB of device memory (no host twin): batches of ~100 launches of a 132-CTA kernel with
+  // room to spare while one is copied back. Fewer, larger batches mean fewer of the consumer's
+  // driver calls beside the launching thread, which block it about once per batch (an H100:
+  // the median per-launch gap over a Python allocator 1.38 us with 64 MB batches of ~30
+  // launches, 0.82 us with these).
+  return uint64_t{256} << 20;
+}
+
 // A positive integer from the environment, clamped to [1, most]; `fallback` when unset or bad.
 uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
   const char* v = std::getenv(name);
@@ -98,21 +111,6 @@ void InstrRuntime::set_sink(RegionSink* sink) {
   sink_ = sink;
 }
 
-uint64_t InstrRuntime::default_pool_bytes(uint64_t device_memory) {
-  if (const char* mb = std::getenv("PROTON_INSTR_POOL_MB")) {
-    uint64_t v = std::strtoull(mb, nullptr, 10);
-    if (v > 0) return v << 20;
-  }
-  // 1/64 of the GPU's memory, 256 MB to 1 GB (1 GB on an 80 GB H100). 256 MB holds batches of
-  // ~100 launches of a 132-CTA kernel with room to spare while one is copied back (fewer,
-  // larger batches mean fewer of the consumer's driver calls beside the launching thread: on
-  // an H100 the per-launch gap over a Python allocator was 1.38 us with 64 MB, 0.82 us with
-  // 256 MB), but only ~30 of a 512-CTA, 8-warp GEMM (8.4 MB each): a GPU-bound loop of those
-  // ran 1.02-1.06x its plain speed, 0.99-1.03x with 1 GB. The ring's host table is 1/128 of it.
-  constexpr uint64_t kLeast = uint64_t{256} << 20, kMost = uint64_t{1} << 30;
-  return std::clamp(device_memory / 64, kLeast, kMost);
-}
-
 bool InstrRuntime::ensure_device(std::string& why) {
   if (!api_) api_ = make_device_api();
   if (!api_) {
@@ -134,10 +132,7 @@ bool InstrRuntime::ensure_device(std::string& why) {
 void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_mask) {
   std::unique_lock lock(mu_);
   if (pools_.count(session) != 0) return;  // opened already
-  std::string why;
-  const bool have_device = ensure_device(why);
-  auto pool = std::make_unique<Pool>(
-      pool_bytes != 0 ? pool_bytes : default_pool_bytes(have_device ? api_->device_memory() : 0));
+  auto pool = std::make_unique<Pool>(pool_bytes != 0 ? pool_bytes : default_pool_bytes());
   pool->deliver_mask = deliver_mask != 0 ? deliver_mask : uint64_t{1} << (session & 63u);
   Pool& p = *pool;
   pools_[session] = std::move(pool);
@@ -148,7 +143,8 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   // one current here (a kernel writing another device's memory faults), so the first launch
   // allocates it on its own, as without a driver or a context; a session without a GPU still
   // starts and keeps its CPU-side data.
-  if (have_device && api_->device_count() == 1) ensure_pool(p, /*at_launch=*/false);
+  std::string why;
+  if (ensure_device(why) && api_->device_count() == 1) ensure_pool(p, /*at_launch=*/false);
   choose_active_pool();
   work_cv_.notify_all();  // an idle consumer waits without a bound only while no session runs
   if (!consumer_.joinable()) {

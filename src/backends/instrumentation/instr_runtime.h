@@ -127,11 +127,7 @@ class InstrRuntime {
   void set_device_api(std::unique_ptr<DeviceApi> api);
   void set_sink(RegionSink* sink);
 
-  /// A session's pool when it names none: PROTON_INSTR_POOL_MB, else 1/64 of `device_memory`
-  /// (the GPU's, 0: unknown) within 256 MB to 1 GB.
-  static uint64_t default_pool_bytes(uint64_t device_memory);
-
-  /// Opens session `session`'s pool of `pool_bytes` (0: default_pool_bytes()). Its
+  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). Its
   /// device memory is allocated here when the calling thread has a GPU context and the process
   /// sees one GPU, else on the first launch, on the launching thread (its context); alloc()
   /// throws std::runtime_error when there is no driver.

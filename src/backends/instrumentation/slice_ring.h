@@ -20,10 +20,8 @@ namespace proton::instr {
 
 class SliceRing {
  public:
-  /// Reservations are whole granules: 1 KB, a multiple of Triton's profile-scratch alignment
-  /// (128). A launch wastes under 1 KB at its end, and the table is 1/128 of the pool's size
-  /// (128-byte granules made it 1/16: 16 MB of host memory for a 256 MB pool).
-  static constexpr uint64_t kGranule = 1024;
+  /// Reservations are whole granules (Triton's profile-scratch alignment).
+  static constexpr uint64_t kGranule = 128;
 
   /// `size` is rounded up to a multiple of kGranule.
   explicit SliceRing(uint64_t size);
@@ -90,7 +88,7 @@ class SliceRing {
   const uint64_t granules_;
   const bool pow2_;       // size_ is a power of two
   const uint32_t shift_;  // log2(size_) when it is
-  // One word per granule (1/128 of the pool's size), zeroed when the ring is made.
+  // One word per granule (1/16 of the pool's size), zeroed when the ring is made.
   const std::unique_ptr<uint64_t[]> words_;
   alignas(64) std::atomic<uint64_t> head_{0};  // written by launching threads
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by whoever gives back

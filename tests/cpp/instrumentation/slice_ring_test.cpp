@@ -42,89 +42,86 @@ TEST(SliceRing, ReservingTouchesNoNewPages) {
   EXPECT_LT(thread_faults() - before, 8);
 }
 
-// Sizes below are in granules (G): what the ring hands out is whole granules.
-constexpr uint64_t G = SliceRing::kGranule;
-
 TEST(SliceRing, SlicesAreAlignedInThePoolAndNeverStraddleItsEnd) {
-  SliceRing ring(8 * G - 24);  // rounded up to 8 granules
-  EXPECT_EQ(ring.size(), 8 * G);
+  SliceRing ring(1000);  // rounded up to 1024
+  EXPECT_EQ(ring.size(), 1024u);
   SliceRing::Slice a, b, c;
-  ASSERT_TRUE(ring.reserve(G - 28, G / 2, a));
-  ASSERT_TRUE(ring.reserve(3 * G - 84, 2 * G, b));  // an alignment above the granule
+  ASSERT_TRUE(ring.reserve(100, 64, a));
+  ASSERT_TRUE(ring.reserve(300, 256, b));
   EXPECT_EQ(a.start, 0u);
-  EXPECT_EQ(b.start % (2 * G), 0u);
-  EXPECT_GE(b.start, G);
-  EXPECT_FALSE(ring.reserve(5 * G + G / 2, G, c)) << "6 granules are out";
+  EXPECT_EQ(b.start % 256, 0u);
+  EXPECT_GE(b.start, 128u);
+  EXPECT_FALSE(ring.reserve(700, 128, c)) << "768 bytes are out";
   ring.give_back(a.key);
   ring.give_back(b.key);
   EXPECT_EQ(ring.in_flight(), 0u);
-  // 5 granules in, a 4-granule slice does not fit before the end: it starts the next lap.
-  ASSERT_TRUE(ring.reserve(4 * G - 12, G, c));
+  // 768 bytes in, a 512-byte slice does not fit before the end: it starts the next lap.
+  ASSERT_TRUE(ring.reserve(500, 128, c));
   EXPECT_EQ(c.start % ring.size(), 0u);
-  EXPECT_EQ(c.start, 8 * G);
+  EXPECT_EQ(c.start, 1024u);
 }
 
 TEST(SliceRing, TheTailMovesOnlyOverTheSlicesBackInRingOrder) {
-  SliceRing ring(8 * G);
+  SliceRing ring(1024);
   SliceRing::Slice s[4];
   for (auto& slice : s)
-    ASSERT_TRUE(ring.reserve(2 * G, G, slice));
+    ASSERT_TRUE(ring.reserve(256, 128, slice));
   SliceRing::Slice more;
-  EXPECT_FALSE(ring.reserve(G, G, more));
+  EXPECT_FALSE(ring.reserve(128, 128, more));
   ring.give_back(s[2].key);
   ring.give_back(s[1].key);
-  EXPECT_EQ(ring.in_flight(), 8 * G) << "s[0] still out holds every later slice";
-  EXPECT_FALSE(ring.reserve(G, G, more));
+  EXPECT_EQ(ring.in_flight(), 1024u) << "s[0] still out holds every later slice";
+  EXPECT_FALSE(ring.reserve(128, 128, more));
   ring.give_back(s[0].key);
-  EXPECT_EQ(ring.in_flight(), 2 * G);
+  EXPECT_EQ(ring.in_flight(), 256u);
   uint64_t key = 0;
   bool queued = true;
   ASSERT_TRUE(ring.oldest(key, queued));
   EXPECT_EQ(key, s[3].key);
   EXPECT_FALSE(queued);
-  ASSERT_TRUE(ring.reserve(5 * G + G / 2, G, more));
-  EXPECT_EQ(more.start, 8 * G) << "laps go on where the first ended";
+  ASSERT_TRUE(ring.reserve(700, 128, more));
+  EXPECT_EQ(more.start, 1024u) << "laps go on where the first ended";
 }
 
 // A ring whose size is not a power of two (PROTON_INSTR_POOL_MB=100) places slices by division
 // where a power-of-two ring masks: the same laps and offsets.
 TEST(SliceRing, ARingOfAnySizeWrapsTheSame) {
-  SliceRing ring(5 * G);
+  SliceRing ring(640);  // five granules
   SliceRing::Slice a, b, c;
-  ASSERT_TRUE(ring.reserve(3 * G, G, a));
+  ASSERT_TRUE(ring.reserve(384, 128, a));
   EXPECT_EQ(a.start, 0u);
-  EXPECT_FALSE(ring.reserve(3 * G, G, b)) << "not before the end, and the next lap holds a";
+  EXPECT_FALSE(ring.reserve(384, 128, b)) << "not before the end, and the next lap holds a";
   ring.give_back(a.key);
-  ASSERT_TRUE(ring.reserve(3 * G, G, b));
-  EXPECT_EQ(b.start, 5 * G) << "the next lap, at the pool's start";
-  EXPECT_EQ(ring.in_flight(), 5 * G);
+  ASSERT_TRUE(ring.reserve(384, 128, b));
+  EXPECT_EQ(b.start, 640u) << "the next lap, at the pool's start";
+  EXPECT_EQ(ring.in_flight(), 640u);
   ring.give_back(b.key);
-  ASSERT_TRUE(ring.reserve(2 * G, G, c));
-  EXPECT_EQ(c.start % ring.size(), 3 * G);
+  ASSERT_TRUE(ring.reserve(256, 128, c));
+  EXPECT_EQ(c.start % ring.size(), 384u);
   EXPECT_TRUE(ring.mark_queued(c.key));
   ring.give_back(c.key);
   EXPECT_EQ(ring.in_flight(), 0u);
 }
 
 TEST(SliceRing, GivingBackTwiceOrAnOldLapsSliceChangesNothing) {
-  SliceRing ring(4 * G);
+  SliceRing ring(512);
   SliceRing::Slice a, b;
-  ASSERT_TRUE(ring.reserve(4 * G, G, a));
+  ASSERT_TRUE(ring.reserve(512, 128, a));
   ring.give_back(a.key);
-  ASSERT_TRUE(ring.reserve(4 * G, G, b));  // the same place, one lap on
-  EXPECT_EQ(a.key % (4 * G), b.key % (4 * G));
+  ASSERT_TRUE(ring.reserve(512, 128, b));  // the same place, one lap on
+  EXPECT_EQ(a.key % 512, b.key % 512);
   ring.give_back(a.key);  // a's word is b's now: b stays out
-  EXPECT_EQ(ring.in_flight(), 4 * G);
+  EXPECT_EQ(ring.in_flight(), 512u);
   ring.give_back(b.key);
   ring.give_back(b.key);
   EXPECT_EQ(ring.in_flight(), 0u);
 }
 
 TEST(SliceRing, GiveUpAndALateLaunchNeverBothWin) {
-  SliceRing ring(8 * G);
+  SliceRing ring(1024);
   SliceRing::Slice a, b;
-  ASSERT_TRUE(ring.reserve(2 * G, G, a));
-  ASSERT_TRUE(ring.reserve(2 * G, G, b));
+  ASSERT_TRUE(ring.reserve(256, 128, a));
+  ASSERT_TRUE(ring.reserve(256, 128, b));
   EXPECT_TRUE(ring.mark_queued(a.key));
   EXPECT_FALSE(ring.give_up(a.key)) << "a's launch is queued: its kernel writes the slice";
   EXPECT_TRUE(ring.give_up(b.key));
