@@ -159,20 +159,19 @@ SessionId Runtime::start(const SessionConfig& config) {
       return public_ids_[s->id()];
     }
   }
-  // mode="graph" swaps per-node kernel records for one record per graph launch, and CUPTI's
-  // activity kinds are process-wide: sessions that run together must agree on it.
+  // CUPTI's activity kinds are process-wide, so sessions that run together must agree on them:
+  // mode="graph" swaps per-node kernel records for one record per graph launch, and a session
+  // without kernel records (an instrumentation session keeping region cycles only) runs only
+  // beside sessions without them.
   for (auto& s : sessions_) {
-    if (s && (s->config().mode == "graph") != (config.mode == "graph")) {
+    if (!s) continue;
+    if ((s->config().mode == "graph") != (config.mode == "graph")) {
       throw std::invalid_argument(
           "mode='graph' records one node per CUDA graph launch for the whole process; session '" +
           s->config().name + "' runs with mode='" + s->config().mode +
           "': finalize it first, or start both with the same mode");
     }
-  }
-  // Kernel records are process-wide too: a session without them (an instrumentation session
-  // keeping region cycles only) runs only beside sessions without them.
-  for (auto& s : sessions_) {
-    if (s && s->config().kernel_records != config.kernel_records) {
+    if (s->config().kernel_records != config.kernel_records) {
       throw std::invalid_argument(
           "session '" + s->config().name + "' runs " +
           (config.kernel_records ? "without" : "with") +

@@ -169,7 +169,7 @@ void Session::finish_trace(uint64_t now_ns) {
   if (!trace_ || trace_finished_) return;
   // Regions whose kernel record never came: placed by the GPU clock offset alone.
   for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched())
-    emit_regions(b, gpu_clock_start(b));
+    emit_regions(b, trace_ns(RegionAlignment::first_start(b)));
   trace_->close_open_scopes(now_ns);
   trace_->for_each_chunk([this](auto events) { trace_writer_->append(events); });
   TraceSummary summary;
@@ -199,8 +199,8 @@ void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
     if (launch.end_ns > launch.start_ns) {
       TraceEvent e;
       e.kind = TraceEvent::kKernel;
-      e.start_ns = static_cast<uint64_t>(static_cast<int64_t>(launch.start_ns) - gpu_offset_ns_);
-      e.end_ns = static_cast<uint64_t>(static_cast<int64_t>(launch.end_ns) - gpu_offset_ns_);
+      e.start_ns = trace_ns(launch.start_ns);
+      e.end_ns = trace_ns(launch.end_ns);
       e.context = ctx;
       e.name = kernel;
       e.device = device;
@@ -208,7 +208,7 @@ void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
       e.flags = kTraceFromRegions;
       trace_->add(e);
     }
-    emit_regions(b, gpu_clock_start(b));
+    emit_regions(b, trace_ns(RegionAlignment::first_start(b)));
     return;
   }
   if (auto start = region_alignment_.on_regions(std::move(b))) {
@@ -216,9 +216,8 @@ void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
   }
 }
 
-uint64_t Session::gpu_clock_start(const RegionAlignment::Batch& b) const {
-  return static_cast<uint64_t>(static_cast<int64_t>(RegionAlignment::first_start(b)) -
-                               gpu_offset_ns_);
+uint64_t Session::trace_ns(uint64_t gpu_ns) const {
+  return static_cast<uint64_t>(static_cast<int64_t>(gpu_ns) - gpu_offset_ns_);
 }
 
 void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns) {
@@ -285,8 +284,8 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
   if (trace_ && !trace_finished_) {
     TraceEvent e;
     e.kind = TraceEvent::kKernel;
-    e.start_ns = static_cast<uint64_t>(static_cast<int64_t>(r.start_ns) - gpu_offset_ns_);
-    e.end_ns = static_cast<uint64_t>(static_cast<int64_t>(r.end_ns) - gpu_offset_ns_);
+    e.start_ns = trace_ns(r.start_ns);
+    e.end_ns = trace_ns(r.end_ns);
     e.launch_ns = tag.cpu_ns;
     e.correlation = r.correlation;
     e.context = ctx;

@@ -184,8 +184,8 @@ class Session {
   bool kernel_boxes_ = true;          // start_trace's: regions wait for kernel records
   // Adds a region batch to the trace with its first region at `kernel_start_ns` (requires mu).
   void emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_start_ns);
-  // Where a batch's first region starts on the trace clock, by the GPU clock offset alone.
-  uint64_t gpu_clock_start(const RegionAlignment::Batch& b) const;
+  // A GPU timestamp (CUPTI's kernel records, the global timer) on the trace clock.
+  uint64_t trace_ns(uint64_t gpu_ns) const;
   int64_t gpu_offset_ns_ = 0;
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;
