@@ -33,6 +33,7 @@ synchronizes per launch) and scaled to 1,000.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -102,6 +103,43 @@ class FixedBuffer:
         if self.buf is None or self.buf.numel() < size:
             self.buf = torch.zeros(size, dtype=torch.uint8, device="cuda")
         return self.buf
+
+
+def start_session(name, backend="instrumentation", cycles_only=False):
+    """proton.start; with `cycles_only`, PROTON_INSTR_KERNEL_TIME=0 for this start alone (the
+    knob is read when a session starts), the caller's own setting put back after."""
+    import proton
+
+    before = os.environ.get("PROTON_INSTR_KERNEL_TIME")
+    if cycles_only:
+        os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
+    try:
+        return proton.start(str(name), backend=backend)
+    finally:
+        if cycles_only and before is None:
+            del os.environ["PROTON_INSTR_KERNEL_TIME"]
+        elif cycles_only:
+            os.environ["PROTON_INSTR_KERNEL_TIME"] = before
+
+
+@contextlib.contextmanager
+def bare_instrumentation(allocator):
+    """Triton compiles instrumented kernels and `allocator` hands out their profile scratch,
+    with no profiler at all (no session, no CUPTI, no exit hook): what the instrumented binary
+    and Triton's launch path for it cost by themselves."""
+    from proton.hooks import instrumentation as instr_mod
+    from triton.runtime import _allocation
+
+    hook = instr_mod.InstrumentationHook(None)
+    hook.activate()
+    _allocation.set_profile_allocator(allocator)
+    for attr, chain, fn in instr_mod._Registry.installed.chains:  # no exit hook: no profiler
+        if attr == "launch_exit_hook" and chain is not None:
+            chain.remove(fn)
+    try:
+        yield
+    finally:
+        hook.deactivate()
 
 
 def compiled_kernel_ratios(quick, only_cases=None):
@@ -262,23 +300,12 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
     # The instrumented kernel with no profiler at all: Triton's passes and a Python allocator
     # handing out one preallocated buffer, no CUPTI, no copy-back. What the instrumented binary
     # and Triton's launch path for it cost by themselves.
-    from proton.hooks.instrumentation import InstrumentationHook
     from triton.runtime import _allocation
 
     def bare_instrumented(allocator=None, label="bare_instrumented"):
-        from proton.hooks import instrumentation as instr_mod
-
-        hook = InstrumentationHook(None)
-        hook.activate()
-        _allocation.set_profile_allocator(FixedBuffer() if allocator is None else allocator)
-        for attr, chain, fn in instr_mod._Registry.installed.chains:  # no exit hook: no profiler
-            if attr == "launch_exit_hook" and chain is not None:
-                chain.remove(fn)
-        try:
+        with bare_instrumentation(FixedBuffer() if allocator is None else allocator):
             K.loop_one_region[grid](x, out, num_warps=4, **kw)
             return loop(rounds=1, label=label)
-        finally:
-            hook.deactivate()
 
     def session_with_allocator(label, allocator, r):
         """An instrumentation session whose kernels take their profile scratch from
@@ -328,12 +355,7 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
     def proton_cycles_only(r):
         """Proton with PROTON_INSTR_KERNEL_TIME=0: region cycles only, as triton.profiler
         records them, the launches without CUPTI's kernel records."""
-        os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
-        try:
-            session = proton.start(str(out_dir / f"bench_cycles_only{r}"),
-                                   backend="instrumentation")
-        finally:
-            del os.environ["PROTON_INSTR_KERNEL_TIME"]
+        session = start_session(out_dir / f"bench_cycles_only{r}", cycles_only=True)
         try:
             return loop(rounds=1, label="proton_cycles_only")
         finally:
@@ -498,12 +520,7 @@ def gpu_bound_wall(out_dir, launches=1000, rounds=7):
         return time.perf_counter() - t0
 
     def session(label, backend="instrumentation", cycles_only=False):
-        if cycles_only:
-            os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
-        try:
-            s = proton.start(str(out_dir / f"bench_gpu_bound_{label}"), backend=backend)
-        finally:
-            os.environ.pop("PROTON_INSTR_KERNEL_TIME", None)
+        s = start_session(out_dir / f"bench_gpu_bound_{label}", backend, cycles_only)
         try:
             return loop()
         finally:

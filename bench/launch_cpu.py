@@ -81,7 +81,7 @@ def main():
     import _proton_bench as pb
     import instrumentation_kernels as K
     import proton
-    from instrumentation_bench import FixedBuffer
+    from instrumentation_bench import FixedBuffer, bare_instrumentation, start_session
     from triton.runtime import _allocation
 
     args.work.mkdir(parents=True, exist_ok=True)
@@ -111,20 +111,9 @@ def main():
         sync[VARIANTS[label]].append((t2 - t1) * 1e6)
 
     def bare(label):
-        from proton.hooks import instrumentation as instr_mod
-        from proton.hooks.instrumentation import InstrumentationHook
-
-        hook = InstrumentationHook(None)
-        hook.activate()
         pb.set_fixed_scratch(c_buffer.data_ptr())
-        _allocation.set_profile_allocator(pb.fixed_scratch)
-        for attr, chain, fn in instr_mod._Registry.installed.chains:  # no exit hook
-            if attr == "launch_exit_hook" and chain is not None:
-                chain.remove(fn)
-        try:
+        with bare_instrumentation(pb.fixed_scratch):
             loop(label)
-        finally:
-            hook.deactivate()
 
     def run(variant, r):
         label = VARIANTS.index(variant)
@@ -132,15 +121,8 @@ def main():
             return loop(label)
         if variant == "barec":
             return bare(label)
-        if variant == "cycles":
-            os.environ["PROTON_INSTR_KERNEL_TIME"] = "0"
-        try:
-            backend = "cupti" if variant == "timing" else "instrumentation"
-            session = proton.start(str(args.work / f"{variant}{r}"), backend=backend)
-        finally:
-            os.environ.pop("PROTON_INSTR_KERNEL_TIME", None)
         backend = "cupti" if variant == "timing" else "instrumentation"
-        session = proton.start(str(args.work / f"{variant}{r}"), backend=backend)
+        session = start_session(args.work / f"{variant}{r}", backend, variant == "cycles")
         ours = _allocation._profile_allocator.get()
         if variant == "fixed":
             _allocation.set_profile_allocator(FixedBuffer())
