@@ -56,7 +56,8 @@ struct BackendOptions {
   CounterConfig counters;
   // CUPTI's kernel records (kernel time, kernel boxes on the trace). Off: the launch callbacks
   // run without them, for instrumentation sessions that keep region cycles only (their launch
-  // path then costs what Triton's own does; docs/instrumentation.md, "Wall time").
+  // path then costs what Triton's own does; docs/instrumentation.md, "Wall time"), until a
+  // session that times kernels asks for them (enable_kernel_records).
   bool kernel_records = true;
   // This rank's local rank (io/run_info.h, published by proton/_ranks.py for torchrun, Open MPI,
   // MPICH and Slurm), -1 when unknown: PM sampling's device when no context is current yet.
@@ -107,6 +108,13 @@ class Backend {
   /// True when that problem is the user's to fix (an unknown metric name, a set needing
   /// replay): the session layer then refuses the session instead of timing without counters.
   virtual bool counters_user_error() const { return false; }
+  /// Turns kernel records on in a backend started without them (a session timing kernels
+  /// joins instrumentation sessions that keep region cycles only); they stay on until stop().
+  /// Returns false with `why` when the vendor library refuses.
+  virtual bool enable_kernel_records(std::string& why) {
+    (void)why;
+    return true;
+  }
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

@@ -160,9 +160,7 @@ SessionId Runtime::start(const SessionConfig& config) {
     }
   }
   // CUPTI's activity kinds are process-wide, so sessions that run together must agree on them:
-  // mode="graph" swaps per-node kernel records for one record per graph launch, and a session
-  // without kernel records (an instrumentation session keeping region cycles only) runs only
-  // beside sessions without them.
+  // mode="graph" swaps per-node kernel records for one record per graph launch.
   for (auto& s : sessions_) {
     if (!s) continue;
     if ((s->config().mode == "graph") != (config.mode == "graph")) {
@@ -171,14 +169,19 @@ SessionId Runtime::start(const SessionConfig& config) {
           s->config().name + "' runs with mode='" + s->config().mode +
           "': finalize it first, or start both with the same mode");
     }
-    if (s->config().kernel_records != config.kernel_records) {
-      throw std::invalid_argument(
-          "session '" + s->config().name + "' runs " +
-          (config.kernel_records ? "without" : "with") +
-          " CUPTI's kernel records, which are on or off for the whole process "
-          "(PROTON_INSTR_KERNEL_TIME=0 turns them off for instrumentation sessions): finalize "
-          "it first, or start both the same way");
+  }
+  // Kernel records are process-wide too, but sessions need not agree: a session timing kernels
+  // turns them on beside instrumentation sessions that keep region cycles only, which then
+  // leave the records they are handed alone (Session::add_kernel). On until the backend stops.
+  if (backend_running_ && config.kernel_records && !backend_kernel_records_) {
+    std::string why;
+    if (!backend_->enable_kernel_records(why)) {
+      throw std::runtime_error("session '" + config.name +
+                               "' cannot time kernels beside the sessions keeping region cycles "
+                               "only: " +
+                               why);
     }
+    backend_kernel_records_ = true;
   }
   // The backend's counter setup is process-wide: a counters session must start it.
   if (backend_options.counters.enabled && backend_running_ &&
@@ -214,6 +217,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   bool had_backend = backend_running_;
   ensure_backend(config, backend_options);
   if (!had_backend && backend_running_) {
+    backend_kernel_records_ = backend_options.kernel_records;
     backend_counters_ = backend_options.counters.canonical();
     if (std::string why = backend_->counters_problem(); !why.empty()) {
       backend_counters_.clear();

@@ -136,6 +136,8 @@ class Runtime final : public RecordSink {
   // Backend state, guarded by api_mu_.
   std::unique_ptr<Backend> backend_;
   bool backend_running_ = false;
+  // Whether the running backend makes kernel records (BackendOptions::kernel_records).
+  bool backend_kernel_records_ = false;
   bool warned_no_backend_ = false;
   RecordProcessor processor_{*this};
   // The counters config the running backend was started with ("" = none): sessions that run

@@ -250,6 +250,9 @@ void Session::add_scope_event(const LaunchTag& tag) {
 }
 
 void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
+  // Kernel records on for another session: this one keeps region cycles only, as it started
+  // (its kernel boxes come from the CTAs' extent).
+  if (!config_.kernel_records) return;
   ContextId ctx =
       python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
   std::lock_guard lock(mu);

@@ -39,8 +39,9 @@ struct SessionConfig {
   /// recorder); 0 streams the whole trace to disk. Runtime::start reads PROTON_TRACE_BUDGET_MB.
   uint64_t trace_budget_bytes = 0;
   /// CUPTI's kernel records (kernel time, kernel boxes). false: instrumentation sessions that
-  /// keep region cycles only; the backend runs without them, so sessions running together must
-  /// agree, and the trace places regions by the GPU's global timer.
+  /// keep region cycles only (the default, PROTON_INSTR_KERNEL_TIME): the backend runs without
+  /// them until a session timing kernels starts, the session ignores those it is handed, and
+  /// its trace places regions by the GPU's global timer in boxes from the CTAs' extent.
   bool kernel_records = true;
 };
 

@@ -14,6 +14,7 @@ class FakeBackend : public Backend {
     int starts = 0, stops = 0, pauses = 0, resumes = 0, flushes = 0;
     int local_rank = -2;          // the last start's BackendOptions::local_rank
     bool kernel_records = false;  // the last start's BackendOptions::kernel_records
+    int records_enabled = 0;      // enable_kernel_records calls
   };
   explicit FakeBackend(Log* log) : log_(log) {}
 
@@ -33,6 +34,11 @@ class FakeBackend : public Backend {
     pending_.clear();
   }
   void stop() override { ++log_->stops; }
+  bool enable_kernel_records(std::string&) override {
+    ++log_->records_enabled;
+    log_->kernel_records = true;
+    return true;
+  }
   DeviceInfo device(uint32_t id) override {
     DeviceInfo d;
     d.id = id;

@@ -222,6 +222,20 @@ void CuptiBackend::resume() {
   hot::globals.launch_callbacks_on.store(true, std::memory_order_relaxed);
 }
 
+bool CuptiBackend::enable_kernel_records(std::string& why) {
+  if (!running_ || !hot::globals.kernel_records_off.load(std::memory_order_relaxed)) return true;
+  CUptiResult cr = api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (cr != CUPTI_SUCCESS) {
+    why = cupti_error(*api_, "cuptiActivityEnable(CONCURRENT_KERNEL)", cr);
+    return false;
+  }
+  // Records first, tags second: a launch between the two has a record and no tag, and goes to
+  // the root of the sessions running (none of them timing kernels yet), never a tag waiting for
+  // a record that will not come.
+  hot::globals.kernel_records_off.store(false, std::memory_order_relaxed);
+  return true;
+}
+
 void CuptiBackend::sync_current_context() {
   // cuptiActivityFlushAll does not wait for the GPU. Synchronising the calling thread's
   // context (if it has one) makes "flush" mean "every kernel launched so far", as users expect

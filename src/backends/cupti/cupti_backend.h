@@ -42,6 +42,8 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   std::string counters_problem() const override { return counters_problem_; }
   /// True when the counters problem is the user's to fix (bad metric name, replay needed).
   bool counters_user_error() const override { return counters_user_error_; }
+  /// CONCURRENT_KERNEL in a backend started without it, then the launch callbacks tag again.
+  bool enable_kernel_records(std::string& why) override;
 
  private:
   void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;
