@@ -14,10 +14,10 @@ runs in rounds that take turns between variants:
            queue, copy-back or decoding
   cfixed   the same with the buffer handed out by an empty C++ function through nanobind, as
            our allocator is called: the floor Proton is compared with
-  proton   an instrumentation session as users run it
+  proton   an instrumentation session with CUPTI's kernel time (PROTON_INSTR_KERNEL_TIME=1)
   barec    the instrumented binary with the empty C++ allocator and no profiler at all:
            Triton's launch path for an instrumented kernel by itself
-  cycles   Proton with PROTON_INSTR_KERNEL_TIME=0 (no CUPTI kernel records)
+  cycles   Proton as it starts: region cycles only (no CUPTI kernel records)
 
 while _proton_bench's sampler (bench/native/cpu_sampler.h) takes the thread's program counter
 every `--period-us`. Printed: us per launch by library for each variant and the symbols that
@@ -122,7 +122,7 @@ def main():
         if variant == "barec":
             return bare(label)
         backend = "cupti" if variant == "timing" else "instrumentation"
-        session = start_session(args.work / f"{variant}{r}", backend, variant == "cycles")
+        session = start_session(args.work / f"{variant}{r}", backend, variant != "cycles")
         ours = _allocation._profile_allocator.get()
         if variant == "fixed":
             _allocation.set_profile_allocator(FixedBuffer())

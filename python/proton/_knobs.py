@@ -86,9 +86,9 @@ def profile_metric_buffer_size() -> int:
 
 
 def instr_kernel_time() -> bool:
-    """Whether instrumentation sessions time kernels too (``PROTON_INSTR_KERNEL_TIME``, on by
-    default; ours alone, triton.profiler has no such knob)."""
-    return _bool_env("PROTON_INSTR_KERNEL_TIME", True)
+    """Whether instrumentation sessions time kernels with CUPTI too (``PROTON_INSTR_KERNEL_TIME=1``;
+    off by default, as triton.profiler records region cycles only; ours alone)."""
+    return _bool_env("PROTON_INSTR_KERNEL_TIME", False)
 
 
 def cupti_lib_dir() -> Optional[str]:

@@ -89,8 +89,9 @@ def start(
         "tree" if data is None else data,
         "" if backend is None or instrumented else backend,
         "" if mode is None or instrumented else str(mode),
-        # PROTON_INSTR_KERNEL_TIME=0: region cycles only, as triton.profiler records them; the
-        # launches skip CUPTI's kernel records (docs/instrumentation.md, "Wall time").
+        # Region cycles only, as triton.profiler records them: the launches skip CUPTI's kernel
+        # records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs beside
+        # (docs/instrumentation.md, "Wall time").
         kernel_records=not instrumented or _knobs.instr_kernel_time(),
     )
     if instrumented:

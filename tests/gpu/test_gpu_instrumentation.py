@@ -43,7 +43,8 @@ def kernel_node(profile, *path, name):
     return found[0]
 
 
-def test_regions_under_the_kernel_of_their_call_path(out_name, read_profile):
+def test_regions_under_the_kernel_of_their_call_path(out_name, read_profile, monkeypatch):
+    monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "1")  # CUPTI's kernel time beside the regions
     session = proton.start(out_name, backend="instrumentation")
     with proton.scope("outer"):
         run_loop(K.loop_one_region, launches=3)
@@ -145,6 +146,33 @@ def test_two_sessions_both_get_regions(out_name, read_profile, tmp_path):
     assert (c1, c2) == (2 * CTAS * WARPS, CTAS * WARPS)
 
 
+def test_kernel_timing_session_beside_one_keeping_region_cycles(out_name, read_profile, tmp_path,
+                                                                monkeypatch):
+    # Kernel records are process-wide: a CUPTI session started beside an instrumentation session
+    # without them turns them on (and one started before leaves them on); each profile stays
+    # as its session started, kernel time in the one, region cycles in the other.
+    monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME", raising=False)
+    for order in ("instrumentation first", "cupti first"):
+        timed = str(tmp_path / f"timed_{order[0]}")
+        cycles = f"{out_name}_{order[0]}"
+        if order == "instrumentation first":
+            s1 = proton.start(cycles, backend="instrumentation")
+            s2 = proton.start(timed)
+        else:
+            s2 = proton.start(timed)
+            s1 = proton.start(cycles, backend="instrumentation")
+        run_loop(K.loop_one_region, launches=3)
+        torch.cuda.synchronize()
+        proton.finalize(s2)
+        proton.finalize(s1)
+        p1, p2 = read_profile(cycles), read_profile(timed)
+        k1 = kernel_node(p1, name="loop_one_region")
+        assert "time (ns)" not in k1["metrics"], (order, p1.render())
+        assert p1.node("loop", start=k1)["metrics"]["count"] == 3 * CTAS * WARPS, order
+        k2 = kernel_node(p2, name="loop_one_region")
+        assert k2["metrics"]["count"] == 3 and k2["metrics"]["time (ns)"] > 0, (order, p2.render())
+
+
 def test_many_launches_without_a_synchronize_each(out_name, read_profile):
     before = instr.stats()
     session = proton.start(out_name, backend="instrumentation")
@@ -219,9 +247,10 @@ def test_with_hook_triton(out_name, read_profile):
         CTAS * WARPS
 
 
-def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
+def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path, monkeypatch):
     import json
 
+    monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "1")  # boxes from CUPTI's kernel records
     session = proton.start(out_name, backend="instrumentation", data="tree,trace")
     run_loop(K.loop_one_region)
     torch.cuda.synchronize()
@@ -242,13 +271,13 @@ def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path):
 
 
 def test_region_cycles_only_without_kernel_records(out_name, monkeypatch):
-    # PROTON_INSTR_KERNEL_TIME=0: CUPTI's launch callbacks still queue every launch (no Python
-    # hook, no synchronize), but no kernel record comes: regions under their kernel and call
-    # path with no kernel time, and on the trace every region, placed by the GPU's clock, in
-    # a box per launch drawn from its CTAs' global-timer values.
+    # As a session starts by default (triton.profiler's output): CUPTI's launch callbacks still
+    # queue every launch (no Python hook, no synchronize), but no kernel record comes: regions
+    # under their kernel and call path with no kernel time, and on the trace every region,
+    # placed by the GPU's clock, in a box per launch drawn from its CTAs' global-timer values.
     import json
 
-    monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "0")
+    monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME", raising=False)
     before = instr.stats()
     session = proton.start(out_name, backend="instrumentation", data="tree,trace")
     with proton.scope("outer"):

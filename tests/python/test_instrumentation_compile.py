@@ -199,23 +199,32 @@ def test_the_mode_knob_is_short_and_names_the_mode(tmp_path):
     assert keys[0] != keys[1]  # another mode compiles another kernel
 
 
-def test_sessions_without_kernel_time_run_only_beside_their_kind(tmp_path, monkeypatch):
-    # PROTON_INSTR_KERNEL_TIME=0 reaches the session: CUPTI's kernel records are process-wide,
-    # so a kernel-timing session next to it is refused, another like it is not.
+def test_kernel_time_is_asked_for_only_with_the_knob(tmp_path, monkeypatch):
+    # Instrumentation sessions keep region cycles only (triton.profiler's output, no CUPTI
+    # kernel records on their launches) unless PROTON_INSTR_KERNEL_TIME=1; other sessions time
+    # kernels as always, and both kinds run together.
+    import importlib
+
+    profile = importlib.import_module("proton.profile")  # the module, not proton.profile()
+    asked = []
+    real = profile._proton.start
+
+    def start(*args, **kwargs):
+        asked.append(kwargs["kernel_records"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(profile._proton, "start", start)
     with stub_driver():
-        monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "0")
-        s1 = proton.start(str(tmp_path / "a"), backend="instrumentation")
+        monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME", raising=False)
         try:
-            s2 = proton.start(str(tmp_path / "b"), backend="instrumentation")
-            proton.finalize(s2)
-            with pytest.raises(ValueError, match="PROTON_INSTR_KERNEL_TIME=0"):
-                proton.start(str(tmp_path / "c"))
-            monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME")
-            with pytest.raises(ValueError, match="PROTON_INSTR_KERNEL_TIME=0"):
-                proton.start(str(tmp_path / "d"), backend="instrumentation")
+            proton.start(str(tmp_path / "a"), backend="instrumentation")
+            proton.start(str(tmp_path / "b"))
+            monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", "1")
+            proton.start(str(tmp_path / "c"), backend="instrumentation")
         finally:
             proton.finalize()
         assert not instr._Registry.sessions
+    assert asked == [False, True, True]
 
 
 def test_bad_mode_fails_before_a_session_exists(tmp_path):
