@@ -356,10 +356,18 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         """Proton as it starts by default: region cycles only, as triton.profiler records them,
         the launches without CUPTI's kernel records."""
         session = start_session(out_dir / f"bench_cycles_only{r}")
+        before = instr.stats()
         try:
-            return loop(rounds=1, label="proton_cycles_only")
+            t = loop(rounds=1, label="proton_cycles_only")
         finally:
+            after = instr.stats()
             proton.finalize(session)
+        # What the runtime did in this round beside its time: a slow round says why (wakes of
+        # the consumer, full-pool waits, slow allocations).
+        cycles_rounds.append({"us_per_launch": t / launches * 1e6, **{
+            k: after[k] - before[k] for k in ("wakes", "deferred_wakes", "batches", "slow_allocs",
+                                              "full_wait_ns", "wake_ns")}})
+        return t
 
     def plain_beside_busy_cpus(busy=2):
         """The plain loop while `busy` other processes spin on a CPU each: whether work on other
@@ -376,6 +384,7 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
 
     plain = timing = inst = bare = fixed = cfixed = busy = barec = cbonly = float("inf")
     cycles_only = float("inf")
+    cycles_rounds = []
     # Each round's time over its own plain run.
     paired = {"proton": [], "timing_only": [], "proton_cycles_only": []}
     for r in range(rounds):
@@ -401,6 +410,8 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         paired["proton"].append(i / p)
         paired["timing_only"].append(t / p)
         paired["proton_cycles_only"].append(c / p)
+        cycles_rounds[-1]["plain_us"] = p / launches * 1e6  # the same round's plain run
+        cycles_rounds[-1]["proton_us"] = i / launches * 1e6  # and its kernel-time session
     inst = min(inst, first)
     median = {k: sorted(v)[len(v) // 2] for k, v in paired.items()}
     return {"plain_s": plain, "timing_only_s": timing, "timing_only_ratio": timing / plain,
@@ -418,7 +429,8 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
             "callbacks_only_s": cbonly if cbonly != float("inf") else None,
             "plain_beside_busy_cpus_s": busy,
             "launch_thread_cpu_us": {k: v[1] / launches * 1e6 for k, v in cpu.items()},
-            "rss_growth_mb": rss1 - rss0, "stats": instr.stats()}
+            "rss_growth_mb": rss1 - rss0, "stats": instr.stats(),
+            "cycles_only_rounds": cycles_rounds}
 
 
 TRITON_WALL = r'''
