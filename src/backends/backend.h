@@ -109,12 +109,15 @@ class Backend {
   /// replay): the session layer then refuses the session instead of timing without counters.
   virtual bool counters_user_error() const { return false; }
   /// Turns kernel records on in a backend started without them (a session timing kernels
-  /// joins instrumentation sessions that keep region cycles only); they stay on until stop().
-  /// Returns false with `why` when the vendor library refuses.
+  /// joins instrumentation sessions that keep region cycles only). Returns false with `why`
+  /// when the vendor library refuses.
   virtual bool enable_kernel_records(std::string& why) {
     (void)why;
     return true;
   }
+  /// Turns them off again (the last session timing kernels ended, others run on): launches are
+  /// no longer tagged, and every record of a tagged one is delivered before they go.
+  virtual void disable_kernel_records() {}
 };
 
 /// Extra folders where backends look for vendor libraries (the Python package passes its

@@ -172,7 +172,8 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   // Kernel records are process-wide too, but sessions need not agree: a session timing kernels
   // turns them on beside instrumentation sessions that keep region cycles only, which then
-  // leave the records they are handed alone (Session::add_kernel). On until the backend stops.
+  // leave the records they are handed alone (Session::add_kernel); off again when the last
+  // session timing kernels is finalized (finalize).
   if (backend_running_ && config.kernel_records && !backend_kernel_records_) {
     std::string why;
     if (!backend_->enable_kernel_records(why)) {
@@ -377,9 +378,18 @@ void Runtime::finalize(SessionId public_id, std::string_view format) {
     sessions_[id].reset();
   }
   processor_.forget_session(id);  // its slot may be reused: no old launch may reach the new one
-  bool any = false;
-  for (auto& other : sessions_)
+  bool any = false, records_wanted = false;
+  for (auto& other : sessions_) {
     any = any || other != nullptr;
+    records_wanted = records_wanted || (other && other->config().kernel_records);
+  }
+  if (any && backend_running_ && backend_kernel_records_ && !records_wanted) {
+    // The last session timing kernels beside instrumentation sessions that keep region cycles
+    // only: their launches go back to costing no kernel record.
+    backend_->disable_kernel_records();
+    backend_kernel_records_ = false;
+    processor_.settle();
+  }
   if (!any && backend_running_) {
     backend_->stop();
     backend_running_ = false;

@@ -40,7 +40,7 @@ struct SessionConfig {
   uint64_t trace_budget_bytes = 0;
   /// CUPTI's kernel records (kernel time, kernel boxes). false: instrumentation sessions that
   /// keep region cycles only (the default, PROTON_INSTR_KERNEL_TIME): the backend runs without
-  /// them until a session timing kernels starts, the session ignores those it is handed, and
+  /// them while no session times kernels, the session ignores those it is handed, and
   /// its trace places regions by the GPU's global timer in boxes from the CTAs' extent.
   bool kernel_records = true;
 };

@@ -15,6 +15,7 @@ class FakeBackend : public Backend {
     int local_rank = -2;          // the last start's BackendOptions::local_rank
     bool kernel_records = false;  // the last start's BackendOptions::kernel_records
     int records_enabled = 0;      // enable_kernel_records calls
+    int records_disabled = 0;     // disable_kernel_records calls
   };
   explicit FakeBackend(Log* log) : log_(log) {}
 
@@ -38,6 +39,10 @@ class FakeBackend : public Backend {
     ++log_->records_enabled;
     log_->kernel_records = true;
     return true;
+  }
+  void disable_kernel_records() override {
+    ++log_->records_disabled;
+    log_->kernel_records = false;
   }
   DeviceInfo device(uint32_t id) override {
     DeviceInfo d;

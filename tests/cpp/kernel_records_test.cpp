@@ -54,24 +54,32 @@ TEST_F(KernelRecords, ASessionWithoutThemStartsTheBackendWithout) {
 }
 
 TEST_F(KernelRecords, ASessionTimingKernelsTurnsThemOnBesideOneWithout) {
-  // Started without records, the backend gets them when a kernel-timing session joins; the
-  // first session keeps region cycles only, as it started: the records it is handed too are
-  // left alone, the other session's tree has them.
+  // Started without records, the backend gets them when a kernel-timing session joins and
+  // loses them when the last one ends; the first session keeps region cycles only, as it
+  // started: the records it is handed too are left alone, the other sessions' trees have them.
   SessionId a = rt_.start(config("a", false));
   EXPECT_FALSE(log_.kernel_records);
   SessionId b = rt_.start(config("b", true));
-  EXPECT_EQ(log_.records_enabled, 1);
+  SessionId b2 = rt_.start(config("b2", true));
+  EXPECT_EQ(log_.records_enabled, 1);  // on already for the second
   EXPECT_TRUE(log_.kernel_records);
   EXPECT_EQ(log_.starts, 1);  // turned on in the running backend, not a restart
   launch("gemm", 500);
   rt_.finalize(b, "");
-  SessionId c = rt_.start(config("c", true));  // on already: nothing more to do
-  EXPECT_EQ(log_.records_enabled, 1);
+  EXPECT_EQ(log_.records_disabled, 0);  // b2 still times kernels
+  rt_.finalize(b2, "");
+  EXPECT_EQ(log_.records_disabled, 1);  // a runs on, its launches without kernel records
+  EXPECT_FALSE(log_.kernel_records);
+  SessionId c = rt_.start(config("c", true));
+  EXPECT_EQ(log_.records_enabled, 2);
   launch("gemm", 700);
   rt_.finalize(c, "");
   rt_.finalize(a, "");
+  EXPECT_EQ(log_.records_disabled, 2);
+  EXPECT_EQ(log_.stops, 1);  // the last session stops the backend instead
 
   const json tb = read("b"), tc = read("c"), ta = read("a");
+  EXPECT_EQ(read("b2"), tb);
   const json* timed = child(tb[0], "gemm");
   ASSERT_NE(timed, nullptr);
   EXPECT_EQ((*timed)["metrics"]["time (ns)"], 500);
@@ -88,6 +96,7 @@ TEST_F(KernelRecords, ASessionWithoutThemBesideOneTimingKernelsLeavesTheirRecord
   launch("gemm", 500);
   rt_.finalize(a, "");
   rt_.finalize(b, "");
+  EXPECT_EQ(log_.records_disabled, 0);  // stopped with the last session, not turned off
   const json ta = read("a"), tb = read("b");
   EXPECT_EQ(child(ta[0], "gemm"), nullptr) << ta.dump();
   const json* timed = child(tb[0], "gemm");

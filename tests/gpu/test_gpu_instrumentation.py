@@ -149,7 +149,7 @@ def test_two_sessions_both_get_regions(out_name, read_profile, tmp_path):
 def test_kernel_timing_session_beside_one_keeping_region_cycles(out_name, read_profile, tmp_path,
                                                                 monkeypatch):
     # Kernel records are process-wide: a CUPTI session started beside an instrumentation session
-    # without them turns them on (and one started before leaves them on); each profile stays
+    # without them turns them on (or finds them on), and off when it ends; each profile stays
     # as its session started, kernel time in the one, region cycles in the other.
     monkeypatch.delenv("PROTON_INSTR_KERNEL_TIME", raising=False)
     for order in ("instrumentation first", "cupti first"):
@@ -163,12 +163,14 @@ def test_kernel_timing_session_beside_one_keeping_region_cycles(out_name, read_p
             s1 = proton.start(cycles, backend="instrumentation")
         run_loop(K.loop_one_region, launches=3)
         torch.cuda.synchronize()
-        proton.finalize(s2)
+        proton.finalize(s2)  # kernel records off again: the instrumentation session runs on
+        run_loop(K.loop_one_region, launches=2)
+        torch.cuda.synchronize()
         proton.finalize(s1)
         p1, p2 = read_profile(cycles), read_profile(timed)
         k1 = kernel_node(p1, name="loop_one_region")
         assert "time (ns)" not in k1["metrics"], (order, p1.render())
-        assert p1.node("loop", start=k1)["metrics"]["count"] == 3 * CTAS * WARPS, order
+        assert p1.node("loop", start=k1)["metrics"]["count"] == 5 * CTAS * WARPS, order
         k2 = kernel_node(p2, name="loop_one_region")
         assert k2["metrics"]["count"] == 3 and k2["metrics"]["time (ns)"] > 0, (order, p2.render())
 

@@ -236,6 +236,17 @@ bool CuptiBackend::enable_kernel_records(std::string& why) {
   return true;
 }
 
+void CuptiBackend::disable_kernel_records() {
+  if (!running_ || hot::globals.kernel_records_off.load(std::memory_order_relaxed)) return;
+  // Tags first, records second: launches from here on are not tagged, and the flush delivers
+  // the records of those that were. (A launch whose thread read the flag just before it went
+  // and tags after the flush has no record coming: its tag is held until the backend stops,
+  // as a launch that ran no kernel is.)
+  hot::globals.kernel_records_off.store(true, std::memory_order_relaxed);
+  flush();
+  api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
 void CuptiBackend::sync_current_context() {
   // cuptiActivityFlushAll does not wait for the GPU. Synchronising the calling thread's
   // context (if it has one) makes "flush" mean "every kernel launched so far", as users expect

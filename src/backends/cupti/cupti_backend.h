@@ -44,6 +44,7 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   bool counters_user_error() const override { return counters_user_error_; }
   /// CONCURRENT_KERNEL in a backend started without it, then the launch callbacks tag again.
   bool enable_kernel_records(std::string& why) override;
+  void disable_kernel_records() override;
 
  private:
   void consume(uint8_t* buffer, size_t valid_bytes) noexcept override;
