@@ -170,20 +170,6 @@ SessionId Runtime::start(const SessionConfig& config) {
           "': finalize it first, or start both with the same mode");
     }
   }
-  // Kernel records are process-wide too, but sessions need not agree: a session timing kernels
-  // turns them on beside instrumentation sessions that keep region cycles only, which then
-  // leave the records they are handed alone (Session::add_kernel); off again when the last
-  // session timing kernels is finalized (finalize).
-  if (backend_running_ && config.kernel_records && !backend_kernel_records_) {
-    std::string why;
-    if (!backend_->enable_kernel_records(why)) {
-      throw std::runtime_error("session '" + config.name +
-                               "' cannot time kernels beside the sessions keeping region cycles "
-                               "only: " +
-                               why);
-    }
-    backend_kernel_records_ = true;
-  }
   // The backend's counter setup is process-wide: a counters session must start it.
   if (backend_options.counters.enabled && backend_running_ &&
       backend_counters_ != backend_options.counters.canonical()) {
@@ -209,6 +195,21 @@ SessionId Runtime::start(const SessionConfig& config) {
   if (std::string why = check_writable(session->output_path("hatchet")); !why.empty()) {
     throw std::invalid_argument("cannot write the profile of session '" + config.name +
                                 "': " + why);
+  }
+  // Kernel records are process-wide too, but sessions need not agree: a session timing kernels
+  // turns them on beside instrumentation sessions that keep region cycles only, which then
+  // leave the records they are handed alone (Session::add_kernel); off again when the last
+  // session timing kernels is finalized (finalize). Last of the checks: a session refused
+  // above leaves them as they were.
+  if (backend_running_ && config.kernel_records && !backend_kernel_records_) {
+    std::string why;
+    if (!backend_->enable_kernel_records(why)) {
+      throw std::runtime_error("session '" + config.name +
+                               "' cannot time kernels beside the sessions keeping region cycles "
+                               "only: " +
+                               why);
+    }
+    backend_kernel_records_ = true;
   }
   {
     std::unique_lock lock(sessions_mu_);

@@ -89,6 +89,15 @@ TEST_F(KernelRecords, ASessionTimingKernelsTurnsThemOnBesideOneWithout) {
   EXPECT_EQ(child(ta[0], "gemm"), nullptr) << ta.dump();
 }
 
+TEST_F(KernelRecords, ARefusedSessionLeavesThemOff) {
+  rt_.start(config("a", false));
+  SessionConfig bad = config("b", true);
+  bad.name = (dir_ / "no_such_dir" / "b").string();
+  EXPECT_THROW(rt_.start(bad), std::invalid_argument);
+  EXPECT_EQ(log_.records_enabled, 0);
+  EXPECT_FALSE(log_.kernel_records);
+}
+
 TEST_F(KernelRecords, ASessionWithoutThemBesideOneTimingKernelsLeavesTheirRecordsAlone) {
   SessionId b = rt_.start(config("b", true));
   SessionId a = rt_.start(config("a", false));
