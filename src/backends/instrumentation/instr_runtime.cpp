@@ -125,6 +125,7 @@ bool InstrRuntime::ensure_device(std::string& why) {
       api_.reset();
       return false;
     }
+    one_gpu_ = api_->device_count() == 1;
   }
   return true;
 }
@@ -144,7 +145,7 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   // allocates it on its own, as without a driver or a context; a session without a GPU still
   // starts and keeps its CPU-side data.
   std::string why;
-  if (ensure_device(why) && api_->device_count() == 1) ensure_pool(p, /*at_launch=*/false);
+  if (ensure_device(why) && one_gpu_) ensure_pool(p, /*at_launch=*/false);
   choose_active_pool();
   work_cv_.notify_all();  // an idle consumer waits without a bound only while no session runs
   if (!consumer_.joinable()) {
@@ -260,7 +261,7 @@ bool InstrRuntime::ensure_pool(Pool& p, bool at_launch) {
   // The pool's context, which each launch compares with its thread's, only with several GPUs
   // in sight: with CUPTI subscribed, cuCtxGetCurrent goes through CUPTI's API dispatch and
   // its mutex (~0.5 us a launch on an H100), and one GPU means one device for every launch.
-  p.ctx = api_->device_count() == 1 ? 0 : api_->current_context();
+  p.ctx = one_gpu_ ? 0 : api_->current_context();
   p.device = api_->alloc_device(p.size());
   if (p.device == 0 || copy_stream_ == nullptr) {
     if (p.device != 0) api_->free_device(p.device);

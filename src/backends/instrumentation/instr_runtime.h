@@ -265,6 +265,9 @@ class InstrRuntime {
   std::condition_variable copied_cv_;  // a Copied came back to free_copied_
   std::unique_ptr<DeviceApi> api_;
   bool api_loaded_ = false;
+  // The process sees one GPU (asked once, when api_ loads): every launch runs on the pool's
+  // device, so the pool is allocated at the session's start and no launch asks its context.
+  bool one_gpu_ = true;
   uint64_t api_generation_ = 0;  // bumped when api_ changes; read by the consumer after a batch
   std::string api_why_;
   RegionSink* sink_ = nullptr;
