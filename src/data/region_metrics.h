@@ -42,7 +42,7 @@ struct RegionSpan {
 
 /// A launch's extent on the GPU's global timer (ns), from its CTAs' headers and regions: the
 /// first CTA's start to the last one's end. The kernel's box on the timeline where no kernel
-/// record comes (PROTON_INSTR_KERNEL_TIME=0); {0, 0}: unknown.
+/// record comes (an instrumentation session without them, the default); {0, 0}: unknown.
 struct LaunchSpan {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;

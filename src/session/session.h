@@ -38,10 +38,11 @@ struct SessionConfig {
   /// data includes "trace": keep only the newest this-many bytes of events in memory (a flight
   /// recorder); 0 streams the whole trace to disk. Runtime::start reads PROTON_TRACE_BUDGET_MB.
   uint64_t trace_budget_bytes = 0;
-  /// CUPTI's kernel records (kernel time, kernel boxes). false: instrumentation sessions that
-  /// keep region cycles only (the default, PROTON_INSTR_KERNEL_TIME): the backend runs without
-  /// them while no session times kernels, the session ignores those it is handed, and
-  /// its trace places regions by the GPU's global timer in boxes from the CTAs' extent.
+  /// CUPTI's kernel records (kernel time, kernel boxes). false: an instrumentation session that
+  /// keeps region cycles only (as Python starts one unless PROTON_INSTR_KERNEL_TIME=1): the
+  /// backend runs without them while no session times kernels, the session ignores those it is
+  /// handed, and its trace places regions by the GPU's global timer in boxes from the CTAs'
+  /// extent.
   bool kernel_records = true;
 };
 

@@ -98,7 +98,8 @@ TEST_F(LaunchCallbacks, AMissedExitIsForgottenOnResume) {
 }
 
 TEST_F(LaunchCallbacks, WithoutKernelRecordsNoLaunchIsTaggedAndNestingStaysBalanced) {
-  // PROTON_INSTR_KERNEL_TIME=0: no record would ever claim a tag, so none may be held.
+  // Kernel records off (instrumentation sessions by default): no record would ever claim a
+  // tag, so none may be held.
   hot::globals.kernel_records_off = true;
   call(kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, 60);
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 61);

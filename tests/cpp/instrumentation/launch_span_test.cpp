@@ -1,5 +1,5 @@
 // A launch's extent from its decoded CTA headers and regions: the kernel's box on the timeline
-// when no kernel record comes (PROTON_INSTR_KERNEL_TIME=0).
+// when no kernel record comes (an instrumentation session without them, the default).
 #include <gtest/gtest.h>
 
 #include <utility>
