@@ -354,7 +354,9 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
 
     def proton_cycles_only(r):
         """Proton as it starts by default: region cycles only, as triton.profiler records them,
-        the launches without CUPTI's kernel records."""
+        the launches without CUPTI's kernel records. Returns its time and what the runtime did
+        meanwhile (wakes of the consumer, full-pool waits, slow allocations: why a round was
+        slow)."""
         session = start_session(out_dir / f"bench_cycles_only{r}")
         before = instr.stats()
         try:
@@ -362,12 +364,8 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         finally:
             after = instr.stats()
             proton.finalize(session)
-        # What the runtime did in this round beside its time: a slow round says why (wakes of
-        # the consumer, full-pool waits, slow allocations).
-        cycles_rounds.append({"us_per_launch": t / launches * 1e6, **{
-            k: after[k] - before[k] for k in ("wakes", "deferred_wakes", "batches", "slow_allocs",
-                                              "full_wait_ns", "wake_ns")}})
-        return t
+        return t, {k: after[k] - before[k] for k in ("wakes", "deferred_wakes", "batches",
+                                                     "slow_allocs", "full_wait_ns", "wake_ns")}
 
     def plain_beside_busy_cpus(busy=2):
         """The plain loop while `busy` other processes spin on a CPU each: whether work on other
@@ -400,8 +398,10 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         i = loop(rounds=1, label="proton")
         inst = min(inst, i)
         proton.finalize(session)
-        c = proton_cycles_only(r)
+        c, counters = proton_cycles_only(r)
         cycles_only = min(cycles_only, c)
+        cycles_rounds.append({"us_per_launch": c / launches * 1e6, "plain_us": p / launches * 1e6,
+                              "proton_us": i / launches * 1e6, **counters})
         fixed = min(fixed, session_fixed_buffer(r))
         if _proton_bench is not None:
             cfixed = min(cfixed, session_c_buffer(r))
@@ -410,8 +410,6 @@ def proton_wall_and_rss(out_dir, launches, pin=False, rounds=9):
         paired["proton"].append(i / p)
         paired["timing_only"].append(t / p)
         paired["proton_cycles_only"].append(c / p)
-        cycles_rounds[-1]["plain_us"] = p / launches * 1e6  # the same round's plain run
-        cycles_rounds[-1]["proton_us"] = i / launches * 1e6  # and its kernel-time session
     inst = min(inst, first)
     median = {k: sorted(v)[len(v) // 2] for k, v in paired.items()}
     return {"plain_s": plain, "timing_only_s": timing, "timing_only_ratio": timing / plain,
