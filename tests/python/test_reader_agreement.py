@@ -7,8 +7,6 @@ with the same message. With a GPU, files written by triton.profiler are compared
 """
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,17 +16,9 @@ import pytest
 
 import proton.profiles as profiles
 
+from test_viewer_cli import VIEWER, _is_ours  # the binary under test, and that it is ours
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
-VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
-
-
-def _is_ours(path):
-    if not path or not os.path.exists(path):
-        return False
-    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
-
-
 pytestmark = pytest.mark.skipif(not _is_ours(VIEWER),
                                 reason="C++ proton-viewer not built (set PROTON_VIEWER)")
 
@@ -161,6 +151,7 @@ import sys, torch, triton, triton.language as tl
 import triton.profiler as proton
 
 def meta(grid, kernel, args):
+    torch.zeros(1, device="cuda")  # a kernel inside the hook: a launch-metadata frame
     return {"name": "add_meta", "bytes": 3 * 4 * args["n"], "flops32": args["n"]}
 
 @triton.jit(launch_metadata=meta)
@@ -189,5 +180,7 @@ def test_profiles_and_viewer_agree_on_files_triton_writes(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     path = tmp_path / "triton.hatchet"
-    compare(path)
-    compare(path, show_metadata=True)
+    prof = compare(path)
+    every = compare(path, show_metadata=True)
+    assert len(every) > len(prof)  # the hook's own kernel was written, and hidden
+    assert any(n.name != n.full_name for n in prof)  # torch's C++ kernels, shortened
