@@ -19,14 +19,28 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
+def run_step(what: str, command: list, capture: bool = False) -> str:
+    """Runs one step; on failure shows the tool's own message and exits with its status."""
+    try:
+        r = subprocess.run(command, capture_output=capture, text=True)
+    except OSError as e:
+        sys.exit(f"{what}: cannot run {command[0]}: {e.strerror}")
+    if r.returncode != 0:
+        if capture:
+            sys.stderr.write(r.stderr or r.stdout)
+        print(f"{what} failed (exit status {r.returncode})", file=sys.stderr)
+        sys.exit(r.returncode if 0 < r.returncode < 256 else 1)
+    return r.stdout if capture else ""
+
+
 def build_and_run(out_dir: pathlib.Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     exe = out_dir / "regions_example"
-    subprocess.run(["nvcc", "-O2", "-arch=sm_90", "-I", str(ROOT / "include"),
-                    str(HERE / "regions_example.cu"), "-o", str(exe)], check=True)
+    run_step("nvcc", ["nvcc", "-O2", "-arch=sm_90", "-I", str(ROOT / "include"),
+                      str(HERE / "regions_example.cu"), "-o", str(exe)])
     raw = out_dir / "scratch.bin"
-    line = subprocess.run([str(exe), str(raw)], check=True, capture_output=True, text=True).stdout
-    info = dict(kv.split("=") for kv in line.split())
+    line = run_step(exe.name, [str(exe), str(raw)], capture=True)
+    info = dict(kv.split("=", 1) for kv in line.split())
     return {"raw": raw, "kernel": info["kernel"], "warps": int(info["warps"]),
             "scratch_bytes": int(info["scratch_bytes"])}
 

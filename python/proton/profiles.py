@@ -2,8 +2,13 @@
 
 ``read(path)`` parses a Hatchet JSON profile (ours or triton.profiler's) with the viewer's own
 C++ reader and returns a :class:`Profile`: a tree of :class:`Node` objects with names, paths and
-metrics. Metric names are those of ``proton-viewer -m``: raw names such as ``"time (ns)"``
-(``"time"`` finds it too: case and unit are ignored) and derived ones such as ``"time/ms"``,
+metrics. It shows what ``proton-viewer`` shows: launch-metadata frames are hidden (unless
+``show_metadata=True``, as ``--show-metadata``), ``node.name`` is the viewer's short name
+(demangled C++ kernels without template and parameter lists) and ``node.full_name`` the whole
+demangled name (``--full-names``).
+
+Metric names are those of ``proton-viewer -m``: raw names such as ``"time (ns)"`` (``"time"``
+finds it too: case and unit are ignored) and derived ones such as ``"time/ms"``,
 ``"avg_time/us"``, ``"tflop16/s"``, ``"util"`` or ``"time/%"``; the values are the ones the
 viewer prints (inclusive for plain metrics, as stored for ``(exc)``/``(pty)`` ones)::
 
@@ -51,21 +56,21 @@ def _error(e: ValueError, path: Optional[str]) -> ProfileError:
     return ProfileError(message, path, offset)
 
 
-def read(path: Union[str, "os.PathLike[str]"]) -> "Profile":
+def read(path: Union[str, "os.PathLike[str]"], show_metadata: bool = False) -> "Profile":
     """Reads a Hatchet JSON profile. Raises :class:`ProfileError` for a bad file."""
     path = os.fspath(path)
     try:
-        data = _proton.ProfileData.load(path)
+        data = _proton.ProfileData.load(path, show_metadata)
     except ValueError as e:
         raise _error(e, path) from None
     return Profile(data, path)
 
 
-def parse(text: Union[str, bytes]) -> "Profile":
+def parse(text: Union[str, bytes], show_metadata: bool = False) -> "Profile":
     """Parses Hatchet JSON held in memory (errors carry the byte offset, no path)."""
     raw = text.encode() if isinstance(text, str) else bytes(text)
     try:
-        data = _proton.ProfileData.parse(raw)
+        data = _proton.ProfileData.parse(raw, show_metadata)
     except ValueError as e:
         raise _error(e, None) from None
     return Profile(data, None)
@@ -88,7 +93,18 @@ class Node:
 
     @property
     def name(self) -> str:
+        """The name ``proton-viewer`` prints (C++ kernel names demangled and shortened)."""
         return self._profile._names[self.index]
+
+    @property
+    def full_name(self) -> str:
+        """The whole demangled name, as ``proton-viewer --full-names`` prints it."""
+        return self._profile._full_names[self.index]
+
+    @property
+    def stored_name(self) -> str:
+        """The name as the file spells it (mangled C++ names stay mangled)."""
+        return self._profile._stored_names[self.index]
 
     @property
     def type(self) -> str:
@@ -177,7 +193,9 @@ class Profile:
     def __init__(self, data, path: Optional[str]):
         self._data = data
         self.path = path
-        self._names = data.names()
+        self._names = data.display_names(False)
+        self._full_names = data.display_names(True)
+        self._stored_names = data.names()
         self._types = data.types()
         self._parents = data.parents()
         self._children: List[List[int]] = [[] for _ in self._names]
@@ -219,13 +237,15 @@ class Profile:
 
         ``path`` is a sequence of frame names, or one string joining them with "/". Frame names
         may hold "/" themselves (file paths): a string is matched against the names present,
-        so ``"/src/train.py:12@main/matmul"`` finds ``matmul`` under that frame. Where siblings
-        share a name (merged files, a diff) the first match is taken.
+        so ``"/src/train.py:12@main/matmul"`` finds ``matmul`` under that frame. A frame is
+        found by its ``name``, ``full_name`` or ``stored_name``. Where siblings share a name
+        (merged files, a diff) the first match is taken.
         """
         if not isinstance(path, str):
             index = 0
             for name in path:
-                index = next((c for c in self._children[index] if self._names[c] == name), -1)
+                index = next((c for c in self._children[index] if name in self._spellings(c)),
+                             -1)
                 if index < 0:
                     return None
             return Node(self, index)
@@ -240,13 +260,17 @@ class Profile:
                 return index
             tries = []
             for child in self._children[index]:
-                name = self._names[child]
-                if rest == name:
-                    return child
-                if rest.startswith(name + "/"):
-                    tries.append((child, rest[len(name) + 1:]))
+                for name in self._spellings(child):
+                    if rest == name:
+                        return child
+                    if rest.startswith(name + "/"):
+                        tries.append((child, rest[len(name) + 1:]))
             stack.extend(reversed(tries))
         return None
+
+    def _spellings(self, index: int) -> Tuple[str, ...]:
+        names = (self._names[index], self._full_names[index], self._stored_names[index])
+        return tuple(dict.fromkeys(names))  # distinct, in that order
 
     def __getitem__(self, path: Union[str, Sequence[str]]) -> Node:
         node = self.find(path)
@@ -261,8 +285,8 @@ class Profile:
         return [name for name, _, _ in self._metric_info]
 
     @property
-    def default_metric(self) -> str:
-        """What ``proton-viewer`` shows without ``-m``."""
+    def default_metric(self) -> Optional[str]:
+        """What ``proton-viewer`` shows without ``-m`` (None for a profile without metrics)."""
         return self._data.default_metric()
 
     @property

@@ -1,7 +1,9 @@
 // `proton._proton.ProfileData`: the viewer's C++ reader and derived metrics, for
-// python/proton/profiles.py. Translation only: parsing, roll-ups and derivations are the
-// viewer's own code, so Python sees exactly what `proton-viewer -m` shows.
+// python/proton/profiles.py. Translation only: parsing, hiding of launch-metadata frames, frame
+// names, roll-ups and derivations are the viewer's own code, so Python sees exactly the frames,
+// names and numbers `proton-viewer -m` shows.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -13,9 +15,11 @@
 
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
+#include "viewer/frame_names.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/json_cursor.h"
 #include "viewer/profile.h"
+#include "viewer/tree_filter.h"
 
 namespace nb = nanobind;
 
@@ -50,6 +54,11 @@ const char* kind_name(viewer::MetricKind kind) {
   }
 }
 
+// The tree as the viewer shows it without --show-metadata.
+Profile shown(Profile profile, bool show_metadata) {
+  return show_metadata ? std::move(profile) : viewer::hide_metadata(std::move(profile));
+}
+
 void check_metric(const Profile& p, int32_t metric) {
   if (metric < 0 || static_cast<size_t>(metric) >= p.metrics.size())
     throw nb::index_error("metric index out of range");
@@ -59,16 +68,21 @@ void check_metric(const Profile& p, int32_t metric) {
 
 void register_profiles(nb::module_& m) {
   nb::class_<Profile>(m, "ProfileData")
-      .def_static("load",
-                  [](const std::string& path) {
-                    return translating([&] { return viewer::load_hatchet(path); });
-                  })
-      .def_static("parse",
-                  [](nb::bytes text) {
-                    return translating([&] {
-                      return viewer::parse_hatchet(std::string_view(text.c_str(), text.size()));
-                    });
-                  })
+      .def_static(
+          "load",
+          [](const std::string& path, bool show_metadata) {
+            return translating([&] { return shown(viewer::load_hatchet(path), show_metadata); });
+          },
+          nb::arg("path"), nb::arg("show_metadata") = false)
+      .def_static(
+          "parse",
+          [](nb::bytes text, bool show_metadata) {
+            return translating([&] {
+              return shown(viewer::parse_hatchet(std::string_view(text.c_str(), text.size())),
+                           show_metadata);
+            });
+          },
+          nb::arg("text"), nb::arg("show_metadata") = false)
       .def("__len__", [](const Profile& p) { return p.nodes.size(); })
       .def("names",
            [](const Profile& p) {
@@ -76,6 +90,18 @@ void register_profiles(nb::module_& m) {
              out.reserve(p.nodes.size());
              for (const auto& n : p.nodes)
                out.push_back(n.name);
+             return out;
+           })
+      // Frame names as the viewer prints them: demangled C++ names shortened (`full`: whole),
+      // control bytes replaced. names() keeps the file's own spelling.
+      .def("display_names",
+           [](const Profile& p, bool full) {
+             viewer::NameOptions options;
+             options.full_names = full;
+             std::vector<std::string> out;
+             out.reserve(p.nodes.size());
+             for (const auto& n : p.nodes)
+               out.push_back(viewer::display_name(n.name, options));
              return out;
            })
       .def("types",

@@ -10,6 +10,7 @@
 #include "viewer/flame_export.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/html_export.h"
+#include "viewer/json_export.h"
 #include "viewer/merge.h"
 #include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
@@ -46,14 +47,32 @@ Prepared prepare_profile(Profile profile, const ViewOptions& options,
   if (options.exclude) {
     p.tree = exclude_frames(std::move(p.tree), NamePattern(*options.exclude, "-e"));
   }
-  if (requests.empty()) requests.push_back(default_metric(p.tree));
+  if (requests.empty()) {
+    if (auto metric = default_metric(p.tree)) requests.push_back(*metric);
+  }
   p.columns = derive_columns(p.tree, requests, warnings);
   return p;
 }
 
-Prepared prepare(const std::string& path, const ViewOptions& options,
+// Loads and prepares one file. When two files are in play (a diff) a metric one of them lacks
+// is reported with that file's path.
+Prepared prepare(const std::string& path, bool name_path, const ViewOptions& options,
                  std::vector<std::string>& requests, std::vector<std::string>& warnings) {
-  return prepare_profile(load_hatchet(path), options, requests, warnings);
+  Profile profile = load_hatchet(path);
+  try {
+    return prepare_profile(std::move(profile), options, requests, warnings);
+  } catch (const UsageError& e) {
+    if (!name_path) throw;
+    throw UsageError(path + ": " + e.what());
+  }
+}
+
+// Without -m the viewer picks the metric itself; anything but time is named on stderr so the
+// numbers are never read as something else.
+void note_default_metric(const std::string& metric, std::ostream& err) {
+  if (metric == "time/ms") return;
+  err << "proton-viewer: no time in the profile; showing '" << metric
+      << "', its first metric (-m chooses, -l lists)\n";
 }
 
 // Streams `paths` through a RankMerger (rank_merge.h). Files that cannot be read or merged are
@@ -186,6 +205,9 @@ void list_metrics(std::ostream& out, const Profile& profile) {
   }
   if (has("cpu_time")) {
     derived.push_back("cpu_time/s, cpu_time/ms, cpu_time/us, cpu_time/ns");
+    if (has("cpu_calls") || has("count")) {
+      derived.push_back("avg_cpu_time/s, avg_cpu_time/ms, avg_cpu_time/us, avg_cpu_time/ns");
+    }
   }
   derived.push_back("<metric>/% for any metric above");
   out << "Derived metrics:\n";
@@ -241,7 +263,12 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     profile_warnings(merged, "the merge of " + std::to_string(merger.size()) + " files", warnings);
     if (options.stragglers) {
       StragglerOptions so;
-      so.metric = base_request(requests.empty() ? default_metric(merged) : requests[0]);
+      if (requests.empty()) {
+        if (auto metric = default_metric(merged)) requests.push_back(*metric);
+        if (requests.empty()) throw UsageError("--stragglers: the profiles have no metrics");
+        note_default_metric(requests[0], err);
+      }
+      so.metric = base_request(requests[0]);
       so.top = *options.stragglers;
       so.names = NameOptions{options.frame_format, options.full_names};
       std::ostringstream text;
@@ -252,17 +279,18 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
       return 0;
     }
     main = prepare_profile(std::move(merged), options, requests, warnings);
-    if (options.output == OutputFormat::kTree)
+    if (options.output == OutputFormat::kTree && !requests.empty())
       add_imbalance_column(main.tree, requests[0], main.columns);
   } else {
-    main = prepare(options.file, options, requests, warnings);
+    main = prepare(options.file, options.diff_profile.has_value(), options, requests, warnings);
     profile_warnings(main.tree, options.file, warnings);
   }
+  if (options.metrics.empty() && !requests.empty()) note_default_metric(requests[0], err);
   Profile tree = std::move(main.tree);
   std::vector<Column> columns = std::move(main.columns);
   std::vector<uint8_t> presence;
   if (options.diff_profile) {
-    Prepared other = prepare(*options.diff_profile, options, requests, warnings);
+    Prepared other = prepare(*options.diff_profile, true, options, requests, warnings);
     profile_warnings(other.tree, *options.diff_profile, warnings);
     DiffResult diff = diff_profiles(tree, columns, other.tree, other.columns);
     tree = std::move(diff.tree);
@@ -270,6 +298,13 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     presence = std::move(diff.presence);
   }
   std::vector<char> visible(tree.nodes.size(), 1);
+  if (columns.empty() && options.threshold) {
+    throw UsageError("-t needs a metric, and the profile has none");
+  }
+  bool flame = options.output != OutputFormat::kTree && options.output != OutputFormat::kJson;
+  if (columns.empty() && flame) {
+    throw UsageError("a flame graph needs a metric, and the profile has none");
+  }
   if (options.threshold) {
     visible =
         threshold_mask(tree, columns[0], *options.threshold, options.diff_profile.has_value());
@@ -299,12 +334,13 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     render_tree(text, tree, columns, render);
   } else {
     if (options.diff_profile) throw UsageError("--diff-profile only works with the tree output");
-    if (!columns[0].additive) {
+    visible = depth_mask(tree, options.depth, std::move(visible));
+    if (options.output == OutputFormat::kJson) {
+      text << to_json_tree(tree, columns, visible, names);
+    } else if (!columns[0].additive) {
       throw UsageError("a flame graph needs an additive first metric such as time/ms or count; '" +
                        columns[0].header + "' is a rate, ratio or exclusive value");
-    }
-    visible = depth_mask(tree, options.depth, std::move(visible));
-    if (options.output == OutputFormat::kFolded) {
+    } else if (options.output == OutputFormat::kFolded) {
       text << to_folded(tree, columns[0], visible, names);
     } else if (options.output == OutputFormat::kSpeedscope) {
       text << to_speedscope(tree, columns[0], visible, names, title);
@@ -325,8 +361,8 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
 int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err) {
   if (options.trace) {
     TraceMergeResult r = merge_traces(options.inputs, options.output_path);
-    out << "merged " << r.merged << " traces into " << options.output_path
-        << " (one process track per rank)\n";
+    out << "merged " << r.merged << (r.merged == 1 ? " trace" : " traces") << " into "
+        << options.output_path << " (one process track per rank)\n";
     for (const auto& n : r.notes)
       out << "  " << n << "\n";
     for (const auto& w : r.left_out)
@@ -336,7 +372,8 @@ int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err)
   std::vector<std::string> warnings;
   RankMerger merger = merge_files(options.inputs, warnings, false);
   merger.write_json(options.output_path);
-  out << "merged " << merger.size() << " profiles into " << options.output_path << "\n";
+  out << "merged " << merger.size() << (merger.size() == 1 ? " profile" : " profiles") << " into "
+      << options.output_path << "\n";
   for (size_t k = 0; k < merger.size(); ++k) {
     out << "  input " << k << " (rank " << merger.ranks()[k] << "): " << merger.labels()[k] << "\n";
   }

@@ -17,8 +17,9 @@ options:
   -h, --help            show this help and exit
   -l, --list            list the profile's metrics and the metrics derivable from them.
                         Metric names are case insensitive and ignore units.
-  -m, --metrics LIST    metrics to show, comma separated (default: time/ms). Raw metrics
-                        by name, or derived:
+  -m, --metrics LIST    metrics to show, comma separated (default: time/ms when the profile
+                        has time, else its first metric, named on stderr; a profile without
+                        metrics shows its frames). Raw metrics by name, or derived:
                           time/s, time/ms, time/us, time/ns       time (any metric with a
                                                                   time unit converts too)
                           avg_time/<unit>, cpu_time/<unit>, avg_cpu_time/<unit>
@@ -37,18 +38,20 @@ options:
                         reasons, like perf annotate (profiles of mode="pcsampling")
   --diff-profile OTHER  show PROFILE minus OTHER, aligned by call path (also -diff)
   --output-format FMT   tree (default), folded (flamegraph.pl), speedscope (JSON for
-                        speedscope.app) or html (self-contained interactive flame graph)
+                        speedscope.app), html (self-contained interactive flame graph) or
+                        json (the shown tree: names, full names and every -m column)
   -o, --output FILE     write there instead of standard output
   --full-names          show demangled kernel names whole instead of shortened
   --show-metadata       keep Triton launch-hook metadata frames (hidden by default)
   --stragglers[=N]      with several profiles (ranks): the N (10) frames where the slowest
-                        rank is furthest above the mean, and which ranks (docs/multiprocess.md)
+                        rank is furthest above the mean, and which ranks (docs/multiprocess.md);
+                        ranks by the first -m metric, else by time, else the first metric
+  --color, --no-color   force or disable colours (default: on a terminal, unless NO_COLOR)
+  --version             print the version and exit
 
 Several profiles (NAME.rank*.hatchet) are merged by call path and shown as one tree: each
 metric is the sum over ranks, followed by an imbalance column (max / mean over the ranks that
 ran the frame). Files that cannot be merged are left out with a warning naming them.
-  --color, --no-color   force or disable colours (default: on a terminal, unless NO_COLOR)
-  --version             print the version and exit
 
 exit status: 0 ok, 1 unreadable profile (file:byte-offset: reason), 2 bad options.
 )";
@@ -114,6 +117,7 @@ std::optional<OutputFormat> parse_output_format(const std::string& text) {
   if (text == "folded") return OutputFormat::kFolded;
   if (text == "speedscope") return OutputFormat::kSpeedscope;
   if (text == "html") return OutputFormat::kHtml;
+  if (text == "json") return OutputFormat::kJson;
   return std::nullopt;
 }
 
@@ -193,14 +197,14 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
       } else {
         throw UsageError("option " + o + ": unknown format '" + text +
                          "' (full, file_function_line, function_line, file_function, or an "
-                         "output format: tree, folded, speedscope, html)");
+                         "output format: tree, folded, speedscope, html, json)");
       }
     } else if (o == "--output-format") {
       std::string text = value();
       auto output = parse_output_format(text);
       if (!output) {
         throw UsageError("--output-format: unknown format '" + text +
-                         "' (tree, folded, speedscope, html)");
+                         "' (tree, folded, speedscope, html, json)");
       }
       options.output = *output;
     } else if (o == "-o" || o == "--output") {

@@ -10,7 +10,7 @@
 
 namespace proton::viewer {
 
-enum class OutputFormat { kTree, kFolded, kSpeedscope, kHtml };
+enum class OutputFormat { kTree, kFolded, kSpeedscope, kHtml, kJson };
 enum class ColorMode { kAuto, kAlways, kNever };
 
 struct ViewOptions {

@@ -199,8 +199,11 @@ class Deriver {
       v *= factor;
     column.unit = speedscope_unit(request.substr(slash + 1));
     if (average) {
-      int32_t count = match_metric(profile_, "count");
-      if (count < 0) missing(request, "'count'");
+      // cpu_timed_scope counts its runs in "cpu_calls": CPU time per run. Otherwise, as
+      // Triton's viewer does, per kernel launch ("count").
+      int32_t count = base == "cpu_time" ? match_metric(profile_, "cpu_calls") : -1;
+      if (count < 0) count = match_metric(profile_, "count");
+      if (count < 0) missing(request, base == "cpu_time" ? "'cpu_calls' or 'count'" : "'count'");
       auto counts = profile_.inclusive(count);
       for (size_t i = 0; i < counts.size(); ++i) {
         column.values[i] = counts[i] > 0 ? column.values[i] / counts[i] : kAbsent;
@@ -306,10 +309,10 @@ int32_t match_metric(const Profile& profile, std::string_view request) {
   return -1;
 }
 
-std::string default_metric(const Profile& profile) {
+std::optional<std::string> default_metric(const Profile& profile) {
   if (match_metric(profile, "time") >= 0) return "time/ms";
   if (!profile.metrics.empty()) return profile.metrics[0].name;
-  throw UsageError("the profile has no metrics");
+  return std::nullopt;
 }
 
 std::vector<Column> derive_columns(const Profile& profile, const std::vector<std::string>& requests,

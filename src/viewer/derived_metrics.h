@@ -1,6 +1,7 @@
 // Turns metric requests (`-m time/ms,util,flop16/s,count/%`) into dense columns over a profile.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +23,9 @@ struct Column {
 // viewer does: "time" and "TIME (ns)" both find "time (ns)". Returns -1 when absent.
 int32_t match_metric(const Profile& profile, std::string_view request);
 
-// The metric shown when -m is not given: time/ms if the profile has time, else its first metric.
-std::string default_metric(const Profile& profile);
+// The metric shown when -m is not given: time/ms if the profile has time, else its first metric;
+// nullopt for a profile without metrics (its frames are shown alone).
+std::optional<std::string> default_metric(const Profile& profile);
 
 // Builds one column per request. Throws UsageError naming a request that cannot be derived.
 // Non-fatal problems (a device architecture missing from the peak table) go to `warnings`.

@@ -71,12 +71,13 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   std::string temp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FileError(temp + ": cannot create: " + std::strerror(errno));
+    // Errors name the path asked for; the temporary file beside it is an implementation detail.
+    if (!out) throw FileError(path + ": cannot create: " + std::strerror(errno));
     out << text;
     out.flush();
     if (!out) {
       std::remove(temp.c_str());
-      throw FileError(temp + ": cannot write: " + std::strerror(errno));
+      throw FileError(path + ": cannot write: " + std::strerror(errno));
     }
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {

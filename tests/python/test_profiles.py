@@ -28,7 +28,8 @@ def triton_style():
 def test_tree_names_paths_and_lookup(triton_style):
     prof = triton_style
     assert prof.root.name == "ROOT" and prof.root.path == () and prof.root.parent is None
-    assert len(prof) == 9
+    assert len(prof) == 7  # the launch-metadata frame and its kernel are hidden, as the viewer does
+    assert len(profiles.read(FIXTURES / "triton_style.json", show_metadata=True)) == 9
     kernel = prof.find(f"{MAIN}/matmul/matmul_kernel")
     assert kernel is not None and kernel.name == "matmul_kernel"
     assert kernel.path == (MAIN, "matmul", "matmul_kernel")
@@ -48,13 +49,14 @@ def test_raw_metrics_inclusive_and_exclusive(triton_style):
     prof = triton_style
     assert prof.metric_names == ["bytes", "count", "flops16", "time (ns)"]
     main = prof.find(MAIN)
-    # Inclusive, as the viewer shows: matmul (4.0 ms + 0.05 ms metadata) + attention (1.5 ms).
-    assert main.metrics["time (ns)"] == 5_550_000
+    # Inclusive, as the viewer shows: matmul (4.0 ms; its 0.05 ms of launch metadata hidden)
+    # + attention (1.5 ms).
+    assert main.metrics["time (ns)"] == 5_500_000
     assert isinstance(main.metrics["count"], int)
     assert main.exclusive == {}  # the scope itself stores nothing
     kernel = prof.find(f"{MAIN}/matmul/matmul_kernel")
     assert kernel.exclusive == kernel.metrics
-    assert prof.root["time (ns)"] == 6_050_000
+    assert prof.root["time (ns)"] == 6_000_000
 
 
 def test_derived_metrics_have_the_viewers_names(triton_style):
@@ -66,12 +68,29 @@ def test_derived_metrics_have_the_viewers_names(triton_style):
     assert kernel["tflop16/s"] == pytest.approx(2e12 / 4e-3 / 1e12)
     assert kernel["gbyte/s"] == pytest.approx(1e10 / 4e-3 / 1e9)
     assert prof.root["time/%"] == pytest.approx(100.0)
-    assert prof.find(MAIN)["time/%"] == pytest.approx(5.55 / 6.05 * 100)
-    assert prof.find("_Z14vector_add_f32PKfS0_Pfi")["tflop16/s"] is None  # no flops there
+    assert prof.find(MAIN)["time/%"] == pytest.approx(5.5 / 6.0 * 100)
+    assert prof.find("vector_add_f32")["tflop16/s"] is None  # no flops there
     util = kernel["util"]
     assert util is not None and 0 < util
     assert prof.default_metric == "time/ms"
     assert prof.devices and prof.devices[0]["arch"]
+
+
+def test_names_are_the_viewers_with_the_full_name_on_the_node(triton_style):
+    kernel = triton_style.find("_Z14vector_add_f32PKfS0_Pfi")  # any spelling finds it
+    assert kernel.name == "vector_add_f32"
+    assert kernel.full_name == "vector_add_f32(float const*, float const*, float*, int)"
+    assert kernel.stored_name == "_Z14vector_add_f32PKfS0_Pfi"
+    assert kernel.path == ("vector_add_f32",)
+    assert triton_style["vector_add_f32"] == kernel
+    python_frame = triton_style.find(MAIN)
+    assert python_frame.name == python_frame.full_name == python_frame.stored_name == MAIN
+
+
+def test_a_profile_without_metrics_has_no_default_metric():
+    prof = profiles.parse('[{"frame": {"name": "ROOT"}, "children": [{"frame": {"name": "a"}}]},'
+                          ' {}]')
+    assert prof.default_metric is None and [n.name for n in prof] == ["ROOT", "a"]
 
 
 def test_unknown_metric_raises_the_viewers_message(triton_style):

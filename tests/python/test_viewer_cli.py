@@ -9,6 +9,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,121 @@ def test_folded_and_speedscope(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["profiles"][0]["unit"] == "milliseconds"
     assert sum(doc["profiles"][0]["weights"]) == pytest.approx(6.0)
+
+
+def write_profile(path, root_metrics, children, frame=None):
+    root = {"frame": {"name": "ROOT", **(frame or {})}, "metrics": root_metrics,
+            "children": children}
+    path.write_text(json.dumps([root, {}]))
+    return path
+
+
+def scope(name, metrics=None, children=()):
+    return {"frame": {"name": name}, "metrics": metrics or {}, "children": list(children)}
+
+
+def test_without_m_time_is_shown_quietly_else_the_first_metric_is_named(tmp_path):
+    timed = write_profile(tmp_path / "t.json", {},
+                          [scope("k", {"bytes": 5, "time (ns)": 2_000_000})])
+    r = run(timed)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.splitlines()[0].split()[0] == "time/ms"
+    untimed = write_profile(tmp_path / "u.json", {}, [scope("k", {"bytes": 5, "count": 2})])
+    r = run(untimed)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].split()[0] == "bytes"
+    assert table(r.stdout)["k"][0] == "5"
+    assert r.stderr.count("\n") == 1 and "showing 'bytes'" in r.stderr
+    assert run("-m", "count", untimed).stderr == ""  # asked for: nothing to say
+
+
+def test_scopes_without_metrics_print_their_tree(tmp_path):
+    bare = write_profile(tmp_path / "bare.json", {},
+                         [scope("outer", children=[scope("inner")]), scope("other")])
+    r = run(bare)
+    assert r.returncode == 0, r.stderr
+    assert "error" not in r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].strip() == "frame"
+    names = [re.sub(r"^[\s│├└─]+", "", x) for x in lines[1:]]
+    assert names == ["ROOT", "outer", "inner", "other"]
+    r = run("--output-format", "folded", bare)
+    assert r.returncode == 2 and "needs a metric" in r.stderr
+
+
+def test_stragglers_without_m_rank_by_time(tmp_path):
+    files = []
+    for rank, ms in ((0, 1), (1, 9)):
+        # "bytes" is the files' first metric and varies the other way round: ranking by it
+        # would name rank 0.
+        files.append(write_profile(
+            tmp_path / f"job.rank{rank}.json", {},
+            [scope("step", {"bytes": 100 - 90 * rank, "time (ns)": ms * 1_000_000})],
+            frame={"rank": rank, "world_size": 2}))
+    r = run("--stragglers", *files)
+    assert r.returncode == 0, r.stderr
+    row = next(line.split() for line in r.stdout.splitlines() if line.rstrip().endswith("step"))
+    assert row[3] == "1", r.stdout  # the slowest rank by time
+    assert "time" in r.stdout.splitlines()[0] and "bytes" not in r.stdout
+
+
+def test_avg_cpu_time_on_cpu_timed_scopes(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text("import proton\nproton.start('cts')\nfor _ in range(4):\n"
+                      "    with proton.cpu_timed_scope('step'):\n        pass\nproton.finalize()\n")
+    w = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert w.returncode == 0, w.stderr
+    r = run("-m", "cpu_time/ns,avg_cpu_time/ns", tmp_path / "cts.hatchet")
+    assert r.returncode == 0, r.stderr
+    total, average = (float(x) for x in table(r.stdout)["step"][:2])
+    assert average == pytest.approx(total / 4, rel=1e-3)
+
+
+def test_merge_of_one_profile_is_singular(tmp_path):
+    r = run("merge", "triton_style.json", "-o", tmp_path / "m.json")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("merged 1 profile into ")
+
+
+def test_output_errors_name_the_path_asked_for(tmp_path):
+    target = tmp_path / "missing_dir" / "out.txt"
+    r = run("-o", target, "triton_style.json")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"{target}: cannot create")
+    assert ".tmp." not in r.stderr
+
+
+def test_diff_names_the_file_lacking_the_metric(tmp_path):
+    other = write_profile(tmp_path / "other.json", {}, [scope("k", {"count": 1})])
+    r = run("-m", "bytes", "--diff-profile", other, "triton_style.json")
+    assert r.returncode == 2
+    assert f"error: {other}: metric 'bytes' is not in the profile" in r.stderr
+    r = run("-m", "bytes", "--diff-profile", "triton_style.json", other)
+    assert r.returncode == 2 and f"error: {other}: metric 'bytes'" in r.stderr
+
+
+def test_help_lists_every_option_before_the_paragraph_on_several_profiles():
+    text = run("--help").stdout
+    paragraph = text.index("Several profiles")
+    for option in ("--color, --no-color", "--version", "--stragglers"):
+        assert text.index(option) < paragraph, option
+    assert "json" in text[:paragraph]
+
+
+def test_cuda_regions_example_shows_the_binarys_own_error(tmp_path):
+    # A fake nvcc "builds" a program that fails as the real one does on a machine without a GPU.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nvcc = bin_dir / "nvcc"
+    program = "#!/bin/sh\necho 'CUDA error: no CUDA-capable device is detected' >&2\nexit 1\n"
+    nvcc.write_text("#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\n"
+                    f"cat > \"$2\" <<'EOF'\n{program}EOF\nchmod +x \"$2\"\n")
+    nvcc.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    example = FIXTURES.parents[2] / "examples" / "cuda_regions" / "run_example.py"
+    r = subprocess.run([sys.executable, str(example), str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "CUDA error: no CUDA-capable device is detected" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -94,6 +94,36 @@ TEST(DerivedCpuTime, ConvertsAndAverages) {
   EXPECT_DOUBLE_EQ(c[1].values[1], 1000.0);
 }
 
+TEST(DerivedCpuTime, AveragesPerRunOfACpuTimedScope) {
+  // What proton.cpu_timed_scope writes: its time and one "cpu_calls" per run, no kernel count.
+  Profile p = parse_hatchet(R"J([{"frame":{"name":"ROOT"},"children":[
+      {"frame":{"name":"s"},"metrics":{"cpu_time (ns)":3000000,"cpu_calls":4},"children":[
+        {"frame":{"name":"k"},"metrics":{"count":2}}]}]},{}])J");
+  std::vector<std::string> warnings;
+  auto c = derive_columns(p, {"avg_cpu_time/us"}, warnings);
+  EXPECT_DOUBLE_EQ(c[0].values[1], 750.0);  // per run, not per kernel launch
+  Profile bare = parse_hatchet(R"J([{"frame":{"name":"ROOT"},"children":[
+      {"frame":{"name":"s"},"metrics":{"cpu_time (ns)":3000000}}]},{}])J");
+  try {
+    derive_columns(bare, {"avg_cpu_time/us"}, warnings);
+    ADD_FAILURE() << "no denominator, no average";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'cpu_calls' or 'count'"), std::string::npos);
+  }
+}
+
+TEST(DefaultMetric, TimeElseFirstElseNone) {
+  EXPECT_EQ(default_metric(parse_hatchet(
+                R"J([{"frame":{"name":"ROOT"},"metrics":{"bytes":1,"time (ns)":2}},{}])J")),
+            "time/ms");
+  EXPECT_EQ(default_metric(parse_hatchet(
+                R"J([{"frame":{"name":"ROOT"},"metrics":{"bytes":1,"count":2}},{}])J")),
+            "bytes");
+  EXPECT_EQ(default_metric(parse_hatchet(
+                R"J([{"frame":{"name":"ROOT"},"children":[{"frame":{"name":"a"}}]},{}])J")),
+            std::nullopt);
+}
+
 TEST(DerivedHip, Gfx942FromTheTable) {
   Profile p = load_hatchet(fixture("proton_style.json"));
   std::vector<std::string> warnings;

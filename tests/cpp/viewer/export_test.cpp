@@ -5,6 +5,7 @@
 #include "test_util.h"
 #include "viewer/flame_export.h"
 #include "viewer/html_export.h"
+#include "viewer/json_export.h"
 #include "viewer/tree_filter.h"
 
 namespace proton::viewer {
@@ -31,6 +32,27 @@ TEST_F(Export, FoldedStacksCarryOwnValues) {
             "/home/user/proj/train.py:12@main;matmul;matmul_kernel 4000000\n"
             "/home/user/proj/train.py:12@main;attention;_attn_fwd 1500000\n"
             "vector_add_f32 500000\n");
+}
+
+TEST_F(Export, JsonTreeHasTheShownFramesNamesAndColumns) {
+  std::vector<std::string> w;
+  auto columns = derive_columns(p, {"time/ms", "tflop16/s"}, w);
+  visible[static_cast<size_t>(testing::find_node(p, "attention"))] = 0;  // hidden with its subtree
+  auto doc = nlohmann::json::parse(to_json_tree(p, columns, visible, {}));
+  ASSERT_EQ(doc["columns"].size(), 2u);
+  EXPECT_EQ(doc["columns"][0]["name"], "time/ms");
+  EXPECT_EQ(doc["columns"][0]["integral"], false);
+  auto& nodes = doc["nodes"];
+  ASSERT_EQ(nodes.size(), 5u);  // ROOT, main, matmul, matmul_kernel, vector_add_f32
+  EXPECT_EQ(nodes[0]["name"], "ROOT");
+  EXPECT_EQ(nodes[0]["parent"], -1);
+  EXPECT_DOUBLE_EQ(nodes[0]["values"][0].get<double>(), 6.0);
+  EXPECT_EQ(nodes[3]["name"], "matmul_kernel");
+  EXPECT_EQ(nodes[3]["parent"], 2);
+  EXPECT_DOUBLE_EQ(nodes[3]["values"][0].get<double>(), 4.0);
+  EXPECT_EQ(nodes[4]["name"], "vector_add_f32");
+  EXPECT_EQ(nodes[4]["full_name"], "vector_add_f32(float const*, float const*, float*, int)");
+  EXPECT_TRUE(nodes[4]["values"][1].is_null());  // no flops there
 }
 
 TEST_F(Export, SpeedscopeIsValidAndSumsToTheRoot) {
