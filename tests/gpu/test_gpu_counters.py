@@ -1,4 +1,4 @@
-"""Hardware counters on real kernels (issue 20, docs/counters.md).
+"""Hardware counters on real kernels (docs/counters.md).
 
 Checks, for the default mode (PM sampling split over kernels) and the Range Profiler: a
 device-to-device copy's DRAM bytes within 5% of the bytes moved; a large bf16 GEMM's tensor-pipe

@@ -1,4 +1,4 @@
-"""Intra-kernel instrumentation on a real GPU (issue 16's "what must be shown").
+"""Intra-kernel instrumentation on a real GPU (what docs/instrumentation.md promises).
 
 Each test runs Triton kernels with pl regions under proton.start(backend="instrumentation") and
 reads the tree back: regions under the right kernel and call path, selected warps, circular

@@ -1,6 +1,6 @@
 """Instrumented kernels compile on this machine (no GPU) for GPUTarget("cuda", 90, 32).
 
-Runs against whichever Triton is importable: 3.6 installed, 3.9 with PYTHONPATH=/work/triton39.
+Runs against whichever Triton is importable: 3.6 installed, 3.9 with PYTHONPATH=build/triton39.
 Checks what each Triton version's plumbing needs: the passes are registered where that version
 looks for them, the compiled kernel carries profile_scratch_size and proton.record ops, a kernel
 compiled with no session carries none, and nothing stays installed after the session.
