@@ -324,4 +324,4 @@ def parse(mode_obj) -> Union[InstrumentationMode, PCSampling]:
     return _MODES[name](**opts)
 
 # Hardware counters (mode="counters"): docs/counters.md.
-from ._counters_mode import Counters  # noqa: E402
+from ._counters_mode import Counters  # noqa: E402, F401  (proton.mode.Counters)

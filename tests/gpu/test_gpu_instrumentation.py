@@ -6,7 +6,6 @@ wrap-around, autotuning, two sessions, kernel time (CUPTI) and region cycles in 
 and the CUDA C++ header example.
 """
 
-import os
 import pathlib
 import shutil
 import subprocess

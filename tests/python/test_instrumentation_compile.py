@@ -173,7 +173,7 @@ def test_many_sessions_in_one_process_leave_nothing_behind(tmp_path, lang):
 
 def test_sessions_with_different_modes_are_refused(tmp_path):
     with stub_driver():
-        s1 = proton.start(str(tmp_path / "a"), backend="instrumentation")
+        proton.start(str(tmp_path / "a"), backend="instrumentation")
         try:
             with pytest.raises(ValueError, match="differs"):
                 proton.start(str(tmp_path / "b"), backend="instrumentation",
