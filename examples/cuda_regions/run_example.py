@@ -7,7 +7,6 @@ Triton kernels' (proton.hooks.instrumentation.add_cuda_regions).
 """
 
 import json
-import os
 import pathlib
 import subprocess
 import sys

@@ -89,7 +89,7 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
     ValueError) naming both scopes and closes nothing. RuntimeError when no scope is open.
     """
     if isinstance(name, bool):  # an old positional triton_op argument
-        triton_op, name = name, None
+        name = None
     stack = getattr(_local, "names", None)
     if not stack:
         raise RuntimeError("exit_scope: no scope opened with enter_scope is open on this thread")

@@ -1,6 +1,6 @@
 // The vendor-neutral record a backend turns each GPU activity record into.
 //
-// This is the border of STYLE.md's rule 3: CUPTI (or ROCm) records become KernelRecords in one
+// This is the vendor border: CUPTI (or ROCm) records become KernelRecords in one
 // file of the backend, and everything downstream (correlation, attribution, aggregation,
 // trace output) is vendor-free and testable with synthetic records.
 #pragma once

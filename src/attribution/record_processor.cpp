@@ -179,7 +179,7 @@ void RecordProcessor::process_pc_samples(const PcSampleBatch& batch) {
   sink_.pc_samples(batch);
 }
 
-// Hardware counters (issue 20): decoded by the backend off the launching threads, attributed
+// Hardware counters: decoded by the backend off the launching threads, attributed
 // by the sessions (they join values with kernels by correlation, data/counter_join.h).
 void RecordProcessor::deliver_counters(const LaunchCounters& batch) {
   std::lock_guard lock(mu_);

@@ -1,4 +1,4 @@
-// Bindings of hardware counters (issue 20): metric listing and collection statistics.
+// Bindings of hardware counters: metric listing and collection statistics.
 #pragma once
 
 #include <nanobind/nanobind.h>

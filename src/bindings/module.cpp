@@ -273,7 +273,7 @@ NB_MODULE(_proton, m) {
   });
   python::register_python_context(m);
   python::register_launch_hook(m);
-  python::register_counters(m);  // hardware counters (issue 20)
+  python::register_counters(m);  // hardware counters
 
 #ifdef PROTON_HAVE_CUPTI
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)

@@ -364,7 +364,7 @@ void ChromeTraceWriter::append_run_fields() {
   JsonWriter::append_string(buf_, info.device);
 }
 
-// Counter tracks (hardware counters, issue 20): events formatted elsewhere, appended as-is.
+// Counter tracks (hardware counters): events formatted elsewhere, appended as-is.
 void ChromeTraceWriter::append_raw(const std::vector<std::string>& events) noexcept {
   try {
     if (failed_) {

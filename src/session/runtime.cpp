@@ -148,7 +148,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   BackendOptions backend_options = options_from_env();
   backend_options.graph_level = config.mode == "graph";
   backend_options.kernel_records = config.kernel_records;
-  // Hardware counters (issue 20): throws for a malformed counters mode before anything changes.
+  // Hardware counters: throws for a malformed counters mode before anything changes.
   backend_options.counters = parse_counter_config(config.mode);
   backend_options.local_rank = static_cast<int>(run_info().local_rank);
   std::lock_guard api(api_mu_);

@@ -1,4 +1,4 @@
-"""Hardware counters on real kernels (issue 20, docs/counters.md).
+"""Hardware counters on real kernels (docs/counters.md).
 
 Checks, for the default mode (PM sampling split over kernels) and the Range Profiler: a
 device-to-device copy's DRAM bytes within 5% of the bytes moved; a large bf16 GEMM's tensor-pipe
@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -134,7 +133,7 @@ def test_copy_dram_bytes_and_gemm_tensor_pipe(out_name, read_profile, mode):
 def test_mode_object_scopes_and_two_sessions(tmp_path, read_profile):
     gemm, copy, _ = gemm_and_copy()
     mode = Counters([READ, WRITE])
-    a = proton.start(str(tmp_path / "a"), mode=mode)
+    proton.start(str(tmp_path / "a"), mode=mode)
     b = proton.start(str(tmp_path / "b"), mode=str(mode))  # same setup: shares the backend
     with proton.scope("outer"):
         copy()

@@ -1,4 +1,4 @@
-"""Issue 21: DDP over NCCL on two GPUs under `torchrun --nproc-per-node 2 -m proton`: one file per
+"""DDP over NCCL on two GPUs under `torchrun --nproc-per-node 2 -m proton`: one file per
 rank with its own rank block, NCCL kernels in each, under the backward pass that issued them.
 Skipped unless two GPUs are present. The full run with timings is scripts/ddp-two-gpus.
 """

@@ -1,4 +1,4 @@
-"""Intra-kernel instrumentation on a real GPU (issue 16's "what must be shown").
+"""Intra-kernel instrumentation on a real GPU (what docs/instrumentation.md promises).
 
 Each test runs Triton kernels with pl regions under proton.start(backend="instrumentation") and
 reads the tree back: regions under the right kernel and call path, selected warps, circular
@@ -6,7 +6,6 @@ wrap-around, autotuning, two sessions, kernel time (CUPTI) and region cycles in 
 and the CUDA C++ header example.
 """
 
-import os
 import pathlib
 import shutil
 import subprocess

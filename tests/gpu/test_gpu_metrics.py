@@ -1,5 +1,5 @@
 """Metric values on the GPU: device tensors summed on the device (also under CUDA-graph capture),
-vector metrics, and Hook objects on real Triton launches (issue 15 point 8, issue 23).
+vector metrics, and Hook objects on real Triton launches (the GPU halves of test_conformance.py).
 
 Run: python -m pytest -v tests/gpu/test_gpu_metrics.py
 """

@@ -6,7 +6,6 @@ the session must start before the first range (see src/backends/cupti/nvtx_callb
 
 import json
 import os
-import sys
 
 import pytest
 

@@ -1,5 +1,5 @@
 """mode="pcsampling": source lines with stall reasons under the right kernel and call path, at
-the hardware's own cost (docs/pc-sampling.md, issue 22's "What must be shown")."""
+the hardware's own cost (docs/pc-sampling.md)."""
 
 import importlib.util
 import json

@@ -1,4 +1,4 @@
-"""Drop-in conformance with triton.profiler (issue 15 points 1-9, issue 23's API), on a CPU.
+"""Drop-in conformance with triton.profiler (points 1-9 below, and its API's signatures), on a CPU.
 
 Each test names the point it proves; each fails if that behaviour breaks. GPU halves (device
 tensor metrics, CUDA-graph capture, Hook objects on real launches) are in
@@ -371,7 +371,7 @@ def test_p7_module_layout():
     assert callable(LaunchHook().configure)
 
 
-# --- point 8 / issue 23: metric values ------------------------------------------------------------
+# --- point 8: metric values ----------------------------------------------------------------------
 
 def test_p8_cpu_tensors_and_numpy_scalars_are_numbers(out):
     torch = pytest.importorskip("torch")
@@ -429,7 +429,7 @@ def test_23_tensor_metric_values_in_get_and_finalize_match(out):
     assert child(out.read()[0], "step")["metrics"] == {"loss": 3.0}
 
 
-# --- issue 23: hook=, metadata_state, deactivate/finalize signatures ----------------------------
+# --- API signatures: hook=, metadata_state, deactivate/finalize ---------------------------------
 
 @pytest.mark.parametrize("bad", ["launch", "Triton", 3, object()])
 def test_23_hook_must_be_none_triton_or_a_hook(tmp_path, bad):

@@ -2,7 +2,6 @@
 and 1,000 start/finalize cycles. Each case runs a small program in a fresh interpreter."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -1,6 +1,6 @@
-"""Hook objects and HookManager (issue 15 point 7, issue 23's hook=), through Triton's own chains.
+"""Hook objects, HookManager and start(hook=...), through Triton's own hook chains.
 
-Runs against whichever Triton is installed (3.6 here; `PYTHONPATH=/work/triton39` for 3.9,
+Runs against whichever Triton is installed (3.6 here; `PYTHONPATH=build/triton39` for 3.9,
 where kernel_unload_hook exists and destroy_handle is reached).
 """
 

@@ -1,6 +1,6 @@
 """Instrumented kernels compile on this machine (no GPU) for GPUTarget("cuda", 90, 32).
 
-Runs against whichever Triton is importable: 3.6 installed, 3.9 with PYTHONPATH=/work/triton39.
+Runs against whichever Triton is importable: 3.6 installed, 3.9 with PYTHONPATH=build/triton39.
 Checks what each Triton version's plumbing needs: the passes are registered where that version
 looks for them, the compiled kernel carries profile_scratch_size and proton.record ops, a kernel
 compiled with no session carries none, and nothing stays installed after the session.
@@ -173,7 +173,7 @@ def test_many_sessions_in_one_process_leave_nothing_behind(tmp_path, lang):
 
 def test_sessions_with_different_modes_are_refused(tmp_path):
     with stub_driver():
-        s1 = proton.start(str(tmp_path / "a"), backend="instrumentation")
+        proton.start(str(tmp_path / "a"), backend="instrumentation")
         try:
             with pytest.raises(ValueError, match="differs"):
                 proton.start(str(tmp_path / "b"), backend="instrumentation",

@@ -1,6 +1,5 @@
 """proton.profiles: the dependency-free reading API over the viewer's C++ reader."""
 
-import json
 import math
 import subprocess
 import sys

@@ -8,7 +8,7 @@
 from . import hook, instrumentation, launch
 from .hook import Hook, HookManager
 from .instrumentation import InstrumentationHook
-from .launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook, _runtime_knobs, register, unregister
+from .launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook, _runtime_knobs, register, unregister  # noqa: F401
 
 __all__ = [
     "COMPUTE_METADATA_SCOPE_NAME",

@@ -1,4 +1,4 @@
-// Typed table of the CUPTI profiling entry points behind hardware counters (issue 20):
+// Typed table of the CUPTI profiling entry points behind hardware counters:
 // profiler host (metric lists, config images, evaluation), Range Profiler, PM sampling.
 //
 // Resolved from the libcupti that load_cupti() already opened (same file, so the same copy of

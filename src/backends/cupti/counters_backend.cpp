@@ -1,4 +1,4 @@
-// The CUPTI backend's hardware-counter half (issue 20): starts the Range Profiler and/or PM
+// The CUPTI backend's hardware-counter half: starts the Range Profiler and/or PM
 // sampling next to kernel timing, and never lets them stop kernel timing.
 #include <cstdio>
 

@@ -1,6 +1,6 @@
-// The border of STYLE.md rule 3: CUPTI activity records become KernelRecords here, and only
-// here. Everything is a plain function of its inputs, so the tests drive it with hand-built
-// CUPTI structs and a fake cuptiActivityGetNextRecord.
+// The vendor border: CUPTI activity records become KernelRecords here, and only here, so that
+// everything downstream is vendor-free. Everything is a plain function of its inputs, so the
+// tests drive it with hand-built CUPTI structs and a fake cuptiActivityGetNextRecord.
 #pragma once
 
 #include <cupti.h>

@@ -1,5 +1,5 @@
 // Graph-level mode's activity records: CUPTI_ACTIVITY_KIND_GRAPH_TRACE becomes a KernelRecord
-// (the border of STYLE.md rule 3, as cupti_records.h is for kernels).
+// (the vendor border, as cupti_records.h is for kernels: nothing downstream sees CUPTI).
 //
 // One record per graph launch, timed from the start of its first node to the end of its last,
 // carrying the launch's correlation id: it lands on the launch site of the replay as one node

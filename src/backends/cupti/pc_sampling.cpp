@@ -22,8 +22,8 @@ namespace {
 constexpr size_t kPcsPerCall = 4096;
 // CUPTI's scratch buffer holds decoded records between two GetData calls.
 constexpr uint64_t kScratchBytes = uint64_t{8} << 20;
-// The default period: 2^16 cycles. Measured on an H100 (REFERENCE.md): a 2 MB buffer held
-// 2^17 at CUPTI's 100 ms span, while 2-8 MB at 2^14 overflowed.
+// The default period: 2^16 cycles. Measured on an H100 (132 SMs): a 2 MB buffer held 2^17 at
+// CUPTI's 100 ms span, while 2-8 MB at 2^14 overflowed.
 constexpr uint32_t kDefaultPeriod = 16;
 // Hardware buffer bytes one sleep span of 100 ms needs at 2^17 on 132 SMs, from the same
 // measurement (2 MB was enough; a quarter of 8 MB at 2^14 was not): the rate scales with
