@@ -13,6 +13,7 @@
 #include "cpu_sampler.h"
 #include "cupti_floor.h"
 #include "pc_floor.h"
+#include "thread_counters.h"
 
 namespace nb = nanobind;
 using namespace proton::bench;
@@ -146,7 +147,21 @@ NB_MODULE(_proton_bench, m) {
   m.def(
       "fixed_scratch", [](uint64_t, uint64_t, uint64_t) { return g_fixed_scratch; },
       nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
-  // The launching thread's program counter, sampled (cpu_sampler.h): bench/launch_cpu.py.
+  // The calling thread's user-mode instructions and cycles since its first call, from counters
+  // opened on first use (thread_counters.h): bench/interleave.py. RuntimeError where refused.
+  m.def("thread_counters", [] {
+    thread_local proton::ThreadCounters counters;
+    thread_local std::string refused;
+    if (!counters.is_open() && refused.empty() && !counters.open(refused)) {
+      if (refused.empty()) refused = "hardware counters unavailable";
+    }
+    proton::ThreadCounters::Values v;
+    if (!counters.read(v)) {
+      throw std::runtime_error(refused.empty() ? "reading the hardware counters failed" : refused);
+    }
+    return nb::make_tuple(v.instructions, v.cycles);
+  });
+  // The launching thread's program counter, sampled (cpu_sampler.h): bench/probes/launch_cpu.py.
   m.def("cpu_sampler_start", &cpu_sampler_start, nb::arg("period_us") = 100,
         nb::arg("capacity") = size_t{1} << 18);
   m.def("cpu_sampler_label", &cpu_sampler_label, nb::arg("label"));

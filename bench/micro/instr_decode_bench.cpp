@@ -2,7 +2,7 @@
 // laid out as the copy-back hands them to it (compact rows: each CTA's header, then only what
 // each warp wrote; compact_copy.h), so no GPU is needed (docs/instrumentation.md, "Cost").
 //
-//   decode_bench [rounds=7] [fresh]
+//   instr_decode_bench [rounds=7] [fresh]
 //
 // Cases: the wall-time loop of bench/instrumentation_bench.py (132 CTAs x 4 warps, one region)
 // and a Hopper GEMM with a region per step of its tile loop (132 CTAs x 8 warps x 16 regions).
