@@ -1,6 +1,6 @@
-"""GPU probe for hardware counters (issue 20): one command, every stage in its own process.
+"""GPU probe for hardware counters: one command, every stage in its own process.
 
-    python bench/counters_probe.py --out $OUT/probe [--stages a,b,...]
+    python bench/probes/counters_probe.py --out $OUT/probe [--stages a,b,...]
 
 Stages (each a subprocess with a timeout, so one crash does not hide the rest; each writes
 <stage>.json and <stage>.log under --out):
@@ -26,9 +26,12 @@ Stages (each a subprocess with a timeout, so one crash does not hide the rest; e
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+
+from lib import proc  # noqa: E402
 
 PM_SET = ["dram__bytes_read.sum", "dram__bytes_write.sum",
           "sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -47,6 +50,7 @@ NCU_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum",
 STAGE = r'''
 import json, os, statistics, sys, time
 import torch
+from lib.rss import rss_kb as vmrss
 OUT, stage = sys.argv[1], sys.argv[2]
 PM_SET = json.loads(sys.argv[3])
 res = {"stage": stage}
@@ -94,11 +98,6 @@ def rest():
     torch.cuda.synchronize()
     time.sleep(0.003)
 
-def vmrss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-
 INTERVALS = [100, 250, 1000]
 
 try:
@@ -136,14 +135,18 @@ try:
         P._floor_stop()
     elif stage == "values":
         import proton, proton.counters
+
+        def each_kind_alone():
+            for name, f, n in (("gemm8k", gemm8k, 5), ("copy", copy, 10), ("gemm", gemm, 50),
+                               ("tiny", small, 2000)):
+                with proton.scope(name):
+                    for _ in range(n):
+                        f()
+                rest()
+
         # Kernel durations under kernel timing alone first (clock behaviour without sampling).
         proton.start(os.path.join(OUT, "timing"))
-        for name, f, n in (("gemm8k", gemm8k, 5), ("copy", copy, 10), ("gemm", gemm, 50),
-                           ("tiny", small, 2000)):
-            with proton.scope(name):
-                for _ in range(n):
-                    f()
-            rest()
+        each_kind_alone()
         proton.finalize()
         res["timing"] = kernels(os.path.join(OUT, "timing.hatchet"))
         # The same under mode="counters", each kind alone, then back to back, then a graph.
@@ -157,12 +160,7 @@ try:
         t0 = time.perf_counter()
         proton.start(os.path.join(OUT, "counters"), data="tree,trace", mode="counters")
         res["start_s"] = time.perf_counter() - t0
-        for name, f, n in (("gemm8k", gemm8k, 5), ("copy", copy, 10), ("gemm", gemm, 50),
-                           ("tiny", small, 2000)):
-            with proton.scope(name):
-                for _ in range(n):
-                    f()
-            rest()
+        each_kind_alone()
         with proton.scope("mixed"):
             for _ in range(5):
                 gemm8k(); copy(); small(); gemm()
@@ -330,15 +328,10 @@ print(json.dumps({k: v for k, v in res.items() if k not in ("counters", "timing"
 
 def run(cmd, out, name, timeout):
     t = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        text, rc = p.stdout + "\n--- stderr ---\n" + p.stderr, p.returncode
-    except subprocess.TimeoutExpired as e:
-        text, rc = f"TIMEOUT after {timeout}s\n{e.stdout}\n{e.stderr}", 124
-    with open(os.path.join(out, name + ".log"), "w") as f:
-        f.write(text if isinstance(text, str) else str(text))
+    p = proc.run_logged(cmd, os.path.join(out, name + ".log"), timeout, env=proc.env_with_bench())
+    rc = 124 if p.timed_out else p.rc
     print(f"== {name}: rc={rc} {time.time() - t:.1f}s", flush=True)
-    print(str(text)[-3000:], flush=True)
+    print((p.stdout + "\n--- stderr ---\n" + p.stderr)[-3000:], flush=True)
     return rc
 
 

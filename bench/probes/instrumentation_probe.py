@@ -1,6 +1,6 @@
 """GPU probe for the instrumentation runtime (one H100 run, Triton 3.6).
 
-    python bench/instrumentation_probe.py OUT_DIR
+    python bench/probes/instrumentation_probe.py OUT_DIR
 
 1. raw: runs an instrumented kernel with a plain torch buffer as profile scratch, dumps the
    buffer (raw_<kernel>.bin), decodes it with our C++ decoder and prints per-CTA headers,
@@ -12,11 +12,12 @@
 import json
 import pathlib
 import struct
-import subprocess
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # bench/
 sys.path.insert(0, str(HERE))
+
+from lib import proc  # noqa: E402
 
 KERNELS = ("loop_one_region", "loop_region_per_iter")
 
@@ -105,10 +106,9 @@ def main():
     out_dir = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "instr_probe")
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {"raw": raw_dump(out_dir)}
-    r = subprocess.run([sys.executable, "-c", TRITON_RUN, str(HERE), str(out_dir / "triton")],
-                       capture_output=True, text=True, timeout=120)
+    r = proc.run([sys.executable, "-c", TRITON_RUN, HERE, out_dir / "triton"], timeout=120)
     report["triton_stderr"] = r.stderr[-2000:]
-    report["triton"] = regions(out_dir / "triton.hatchet") if r.returncode == 0 else None
+    report["triton"] = regions(out_dir / "triton.hatchet") if r.rc == 0 else None
 
     import torch
     import proton

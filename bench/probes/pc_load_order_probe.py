@@ -40,13 +40,16 @@ PC-sampling session of it saw:
                  disabling at stop (no PC records in the second: CUPTI's behaviour) / pausing
                  with start/stop control (keep_enabled: records kept)
 
-    python bench/pc_load_order_probe.py [scenario ...]
+    python bench/probes/pc_load_order_probe.py [scenario ...]
 """
 
 import pathlib
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # bench/
+
+from lib import BENCH, proc  # noqa: E402
 
 CHILD = r'''
 import json, sys, tempfile, os
@@ -213,10 +216,8 @@ scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_
                              "bench_table_nt", "bench_table_e", "late_table",
                              "floor_nt", "floor_nt_keep"]
 for s in scenarios:
-    bench_dir = str(pathlib.Path(__file__).resolve().parent)
-    r = subprocess.run([sys.executable, str(child), s, bench_dir], capture_output=True,
-                       text=True, timeout=180)
+    r = proc.run([sys.executable, child, s, BENCH], timeout=180)
     lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
     print("\n".join(lines) if lines else "", flush=True)
-    if r.returncode != 0:
-        print(f"{s}: exit {r.returncode}: {r.stderr[-800:]}", flush=True)
+    if r.error():
+        print(f"{s}: {r.error(800)}", flush=True)

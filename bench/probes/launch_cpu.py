@@ -1,6 +1,6 @@
 """Where the launching thread's time goes in the 1,000-launch wall loop, by library.
 
-    PYTHONPATH=build/bench/bench/native python bench/launch_cpu.py [--rounds 30] [--out FILE]
+    PYTHONPATH=build/bench/bench/native python bench/probes/launch_cpu.py [--rounds 30] [--out FILE]
 
 The wall-time row of instrumentation_bench.py says how much slower a loop of instrumented
 launches is under each profiler; this says where on the launching thread the difference is
@@ -33,7 +33,7 @@ import pathlib
 import sys
 import time
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # bench/
 sys.path.insert(0, str(HERE))
 
 VARIANTS = ("plain", "timing", "fixed", "cfixed", "proton", "barec", "cycles")

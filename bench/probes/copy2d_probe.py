@@ -2,7 +2,7 @@
 shape: a few dozen bytes from each CTA's slice), against one contiguous copy of the same
 slices. Needs a GPU and torch (for memory); drives cuMemcpy2DAsync through ctypes.
 
-    python bench/copy2d_probe.py
+    python bench/probes/copy2d_probe.py
 """
 
 import ctypes
