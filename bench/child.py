@@ -23,6 +23,7 @@ import traceback
 
 import variants
 import workloads
+from lib import machine
 from lib.machine import versions
 from lib.rss import rss_bytes
 
@@ -92,7 +93,7 @@ def _measure(job):
         "rss_growth_mb": (rss_steady - rss_before) / 2**20,
         "rss_growth_after_finalize_mb": (rss_after - rss_before) / 2**20,
         "output_bytes": output_bytes,
-        "device": torch.cuda.get_device_name(),
+        "device": machine.gpu_name(),
         "versions": versions(),
     }
 

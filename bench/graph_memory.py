@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from lib import proc
+from lib import machine, proc
 from lib.rss import rss_mb
 
 CONFIGS = {
@@ -91,7 +91,7 @@ def child(cfg):
         with open(out + ".hatchet") as f:
             kernels = _kernel_count(json.load(f)[0])
     return {"name": cfg["name"], "rss_mb": samples, "us_per_replay": elapsed / replays * 1e6,
-            "kernels": kernels, "device": torch.cuda.get_device_name()}
+            "kernels": kernels, "device": machine.gpu_name()}
 
 
 def _kernel_count(node):

@@ -45,6 +45,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from lib import proc  # noqa: E402
+from lib import machine  # noqa: E402
+from lib import results as result_files  # noqa: E402
 from lib.rss import rss_mb  # noqa: E402
 
 
@@ -598,12 +600,10 @@ def main():
     args = ap.parse_args()
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    import torch
-
     launches = 1000
     if args.kernel_only:
         kt = compiled_kernel_ratios(True, set(args.kernel_only.split(",")))
-        print(json.dumps({"gpu": torch.cuda.get_device_name(0), "kernel_time": kt}))
+        print(json.dumps({"gpu": machine.gpu_name(), "kernel_time": kt}))
         return
     if args.gpu_bound_only:
         print(json.dumps(gpu_bound_wall(out_dir)))
@@ -622,7 +622,7 @@ def main():
                                "proton_cycles_only_s", "proton_s") if w[k] is not None}
         print(json.dumps(w))
         return
-    report = {"gpu": torch.cuda.get_device_name(0)}
+    report = {"gpu": machine.gpu_name()}
     report["kernel_time"] = compiled_kernel_ratios(args.quick)
     report["wall"] = proton_wall_and_rss(out_dir, launches)
     tw = triton_wall(out_dir, 20 if args.quick else 50)
@@ -636,8 +636,7 @@ def main():
     (out_dir / "instrumentation_bench.json").write_text(json.dumps(report, indent=1))
     kt, w = report["kernel_time"], report["wall"]
     print(f"GPU: {report['gpu']}")
-    print("| case | triton.profiler 3.6 | Proton | target |")
-    print("|---|---|---|---|")
+    print("\n".join(result_files.table(("case", "triton.profiler 3.6", "Proton", "target"), [])))
     rows = [
         ("gemm_one_region", "kernel-time ratio, one region around a GEMM tile loop "
          "(pointer loads, 255 registers)", "<= 1.02x"),

@@ -353,7 +353,7 @@ def main(argv=None):
     import triton
 
     meta = {
-        "gpu": torch.cuda.get_device_name(0),
+        "gpu": machine.gpu_name(),
         "date": machine.today(),
         "torch": torch.__version__,
         "triton": triton.__version__,

@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent.parent / "build" / "bench" / "bench" / "native"))
 
 from lib import proc  # noqa: E402
+from lib import machine  # noqa: E402
 from lib import results as result_files  # noqa: E402
 from lib.rss import rss_mb  # noqa: E402
 
@@ -650,7 +651,7 @@ def main():
     import torch
     import pc_kernels
     torch.cuda.init()
-    report["gpu"] = torch.cuda.get_device_name(0)
+    report["gpu"] = machine.gpu_name()
     t_all = perf()
     k = Kernels()
     for fn in workloads(k, dict(sizes, only=list(sizes["only"]) + ["gemm", "tiny_torch"])).values():
@@ -751,7 +752,8 @@ def write_markdown(report, path):
                   "\"Several sessions\"). The fresh-process table below has the records. "
                   "See `rounds_seen` in the JSON."]
     lines += ["", "One-time costs (medians over rounds):", "",
-              "| workload | variant | start | first run's excess | stop / finalize |", "|---|---|---|---|---|"]
+              *result_files.table(("workload", "variant", "start", "first run's excess",
+                                   "stop / finalize"), [])]
     for w, row in t.items():
         if not isinstance(row, dict) or "none" not in row:
             continue
@@ -797,9 +799,11 @@ def write_markdown(report, path):
         lines += ["", "Fresh processes (one per variant; the session is the process's first): "
                   "steady run over the no-profiler process's, and what the PC-sampling session "
                   "wrote; triton.profiler's run over its no-profiler run, and each variant's host "
-                  "memory growth:", "", "| workload | timing only | our PC sampling | floor | "
-                  "triton.profiler | samples (in the profile / CUPTI) | PC records | non-user | "
-                  "memory: ours / floor / triton.profiler |", "|---|---|---|---|---|---|---|---|---|"]
+                  "memory growth:", "",
+                  *result_files.table(("workload", "timing only", "our PC sampling", "floor",
+                                       "triton.profiler", "samples (in the profile / CUPTI)",
+                                       "PC records", "non-user",
+                                       "memory: ours / floor / triton.profiler"), [])]
         for w, m in report["memory"].items():
             none = m.get("none", {}).get("steady_s")
             def ratio(v):

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from lib import ROOT, proc
+from lib import ROOT, machine, proc
 from lib.rss import peak_rss_mb
 
 CPU_CASES = [("trace", 0), ("trace", 64), ("tree,trace", 0), ("tree", 0)]
@@ -80,7 +80,7 @@ def gpu_case(kernels, data, out_dir):
                       "rss_growth_mb": peak_rss_mb() - rss_before, "trace_mb": trace_mb,
                       "recorded_events": collected.get("proton_recorded_events"),
                       "dropped_records": collected.get("dropped_records"),
-                      "gpu": torch.cuda.get_device_name()}))
+                      "gpu": machine.gpu_name()}))
 
 
 def trace_trailer(path):

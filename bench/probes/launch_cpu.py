@@ -36,6 +36,8 @@ import time
 HERE = pathlib.Path(__file__).resolve().parents[1]  # bench/
 sys.path.insert(0, str(HERE))
 
+from lib import machine  # noqa: E402
+
 VARIANTS = ("plain", "timing", "fixed", "cfixed", "proton", "barec", "cycles")
 
 
@@ -165,7 +167,7 @@ def main():
         for k, x in by_symbol[v].items():
             by_leaf[v][k.split(" <- ")[0]] += x
     result = {
-        "gpu": torch.cuda.get_device_name(0), "rounds": args.rounds, "launches": args.launches,
+        "gpu": machine.gpu_name(), "rounds": args.rounds, "launches": args.launches,
         "period_us": args.period_us, "dropped": report["dropped"],
         "wall_us": {v: {"median": sorted(w)[len(w) // 2], "min": min(w)} for v, w in wall.items()},
         "sync_us": {v: {"median": sorted(w)[len(w) // 2], "max": max(w)} for v, w in sync.items()},
