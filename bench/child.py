@@ -23,6 +23,9 @@ import traceback
 
 import variants
 import workloads
+from lib import machine
+from lib.machine import versions
+from lib.rss import rss_bytes
 
 DEFAULT_JOB = {"loops": 7, "warmup": 2, "round": 0, "cpus": None}
 
@@ -90,8 +93,8 @@ def _measure(job):
         "rss_growth_mb": (rss_steady - rss_before) / 2**20,
         "rss_growth_after_finalize_mb": (rss_after - rss_before) / 2**20,
         "output_bytes": output_bytes,
-        "device": torch.cuda.get_device_name(),
-        "versions": _versions(),
+        "device": machine.gpu_name(),
+        "versions": versions(),
     }
 
 
@@ -117,23 +120,9 @@ def _timed(fn):
     return (time.perf_counter() - t0) * 1e3, value
 
 
-def rss_bytes():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def _dir_bytes(path):
     return sum(os.path.getsize(os.path.join(root, name))
                for root, _, names in os.walk(path) for name in names)
-
-
-def _versions():
-    found = {}
-    for module in ("torch", "triton", "proton"):
-        mod = sys.modules.get(module)
-        if mod is not None:
-            found[module] = getattr(mod, "__version__", "?")
-    return found
 
 
 def main(argv):

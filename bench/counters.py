@@ -1,4 +1,4 @@
-"""Hardware counters: the issue-20 target table in one GPU run.
+"""Hardware counters: the target table in one GPU run.
 
     python bench/counters.py [--out bench/results] [--rounds 5] [--variants a,b,...]
 
@@ -23,14 +23,17 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
+from lib import machine, proc
+from lib import results as result_files
+
 CHILD = r'''
-import json, os, resource, statistics, sys, time
+import json, os, statistics, sys, time
 import torch
+from lib.rss import peak_rss_kb, rss_kb as vmrss
 variant, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
@@ -45,11 +48,7 @@ loops = {"gemm": gemm_loop, "tiny": tiny_loop}
 for f in loops.values():
     f()
 torch.cuda.synchronize()
-def vmrss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rss0 = peak_rss_kb()
 vm0 = vmrss()
 session = None
 t_start = time.perf_counter()
@@ -120,7 +119,7 @@ if session is not None:
         kernels[scope["frame"]["name"]] = info
     root = data[0]["metrics"]
     extra["root"] = {k: v for k, v in root.items() if k.startswith("counter")}
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rss = peak_rss_kb()
 print(json.dumps({"times": times, "median": {k: statistics.median(v) for k, v in times.items()},
                   "rss_kb": rss, "rss_growth_kb": rss - rss0, "vmrss_growth_kb": vm_peak_run - vm0,
                   "start_s": start_s, "finalize_s": finalize_s, "kernels": kernels,
@@ -133,19 +132,17 @@ WORKLOADS = (("gemm", 100), ("tiny", 5000))
 
 
 def run_child(script, variant, rounds, out, timeout):
-    try:
-        p = subprocess.run([sys.executable, script, variant, str(rounds), out],
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout} s"}
-    if p.returncode != 0:  # negative: killed by that signal
-        return {"error": f"exit status {p.returncode}: " + p.stderr[-2000:]}
-    try:
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": p.stdout[-1000:] + p.stderr[-1000:]}
-    r["stderr"] = p.stderr[-600:]
+    child = proc.run([sys.executable, script, variant, rounds, out], timeout,
+                     env=proc.env_with_bench())
+    r = {"error": child.error()} if child.error() else child.result()
+    if r is None:
+        return {"error": child.stdout[-1000:] + child.stderr[-1000:]}
+    r["stderr"] = child.stderr[-600:]
     return r
+
+
+COLUMNS = ("variant", "gemm / baseline", "tiny / baseline", "tiny: per launch above baseline",
+           "peak RSS vs timing", "gemm kernel mean", "tiny kernel mean", "GPC clock")
 
 
 def table(results, variants):
@@ -153,13 +150,11 @@ def table(results, variants):
                    if "median" in results.get(v, {})) for w, _ in WORKLOADS
             if any("median" in results.get(v, {}) for v in ("baseline", "baseline2"))}
     timing = results.get("timing", {})
-    lines = ["| variant | gemm / baseline | tiny / baseline | tiny: per launch above baseline | "
-             "peak RSS vs timing | gemm kernel mean | tiny kernel mean | GPC clock |",
-             "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for v in variants:
         r = results.get(v, {})
         if "median" not in r or not base:
-            lines.append(f"| {v} | error | | | | | | |")
+            rows.append([v, "error"] + [""] * 6)
             continue
         cells = [v]
         for w, _ in WORKLOADS:
@@ -172,13 +167,13 @@ def table(results, variants):
             cells.append(f"{k['mean_ns'] / 1000:.2f} us" if k else "")
         k = r.get("kernels", {}).get("gemm", {})
         cells.append(f"{k['gpc_hz'] / 1e6:.0f} MHz" if "gpc_hz" in k else "")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return "\n".join(result_files.table(COLUMNS, rows))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    ap.add_argument("--out", default=str(result_files.DEFAULT_DIR))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--timeout", type=int, default=60, help="seconds per variant")
@@ -198,18 +193,13 @@ def main():
         shown = {k: r[k] for k in ("median", "rss_growth_kb", "kernels", "extra", "error",
                                    "start_s", "finalize_s") if k in r}
         print(f"{v} ({time.time() - t:.1f} s): {json.dumps(shown)[:1500]}", flush=True)
-    import torch
-    gpu = torch.cuda.get_device_name(0)
+    gpu = machine.gpu_name()
     text = table(results, variants)
     print(text)
-    stamp = time.strftime("%Y-%m-%d") + "-" + gpu.lower().replace(" ", "-") + "-counters"
-    if args.tag:
-        stamp += "-" + args.tag
-    with open(os.path.join(args.out, stamp + ".json"), "w") as f:
-        json.dump({"gpu": gpu, "host": platform.node(), "rounds": args.rounds,
-                   "results": results}, f, indent=1)
-    with open(os.path.join(args.out, stamp + ".md"), "w") as f:
-        f.write(f"# Hardware counters on {gpu} ({time.strftime('%Y-%m-%d')})\n\n" + text + "\n")
+    result_files.write(result_files.stem(args.out, gpu, "counters", args.tag),
+                       {"gpu": gpu, "host": platform.node(), "rounds": args.rounds,
+                        "results": results},
+                       f"# Hardware counters on {gpu} ({machine.today()})\n\n" + text + "\n")
     shutil.rmtree(work, ignore_errors=True)
 
 

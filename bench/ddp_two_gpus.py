@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 21 in one call: DDP over NCCL on two GPUs, profiled per rank, compared with no profiler
+"""In one call: DDP over NCCL on two GPUs, profiled per rank, compared with no profiler
 and with triton.profiler.
 
     python bench/ddp_two_gpus.py [--out DIR] [--steps 50] [--viewer PATH]
@@ -17,7 +17,7 @@ the NCCL kernels, `proton-viewer` on both rank files (merged tree with imbalance
 the merged trace with each rank's clock shift, step-time ratios per rank, and file sizes. All of
 it lands in --out (summary.json, summary.md, viewer_*.txt and the profiles).
 
-NVLink multicast stays off (the two-GPU machine's notes): NCCL_NVLS_ENABLE=0,
+NVLink multicast stays off: NCCL_NVLS_ENABLE=0,
 TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1 are always set.
 """
 import argparse
@@ -25,9 +25,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import textwrap
+
+from lib import machine, proc
+from lib import results as result_files
 
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                 "NVSHMEM_DISABLE_NVLS": "1"}
@@ -88,12 +90,10 @@ dist.destroy_process_group()
 
 def run(cmd, cwd, env, log):
     print("$", " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    with open(os.path.join(cwd, log), "w") as f:
-        f.write("$ " + " ".join(cmd) + "\n" + r.stdout + "\n--- stderr ---\n" + r.stderr)
-    if r.returncode != 0:
+    r = proc.run_logged(cmd, os.path.join(cwd, log), 900, cwd=cwd, env=env)
+    if r.rc != 0:
         print(r.stderr[-3000:], file=sys.stderr)
-    return r.returncode
+    return 124 if r.timed_out else r.rc
 
 
 def walk(node, path, out):
@@ -187,7 +187,7 @@ def main():
         status[mode] = run(cmd, out, dict(env, DDP_MODE=mode, DDP_TAG=f"{mode}_r{rnd}"),
                            f"run_{mode}.log")
 
-    summary = {"gpu": torch.cuda.get_device_name(0), "gpus": gpus, "steps": args.steps,
+    summary = {"gpu": machine.gpu_name(), "gpus": gpus, "steps": args.steps,
                "rounds": args.rounds,
                "env": NO_MULTICAST, "commands": {m: " ".join(c) for m, c in modes.items()},
                "status": status, "ranks": {}, "step_ms": {}, "ratios": {}, "files": {}}
@@ -230,10 +230,8 @@ def main():
         if "trace" not in modes:
             del views["viewer_trace_merge.txt"]
         for name, cmd in views.items():
-            r = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=300)
-            with open(os.path.join(out, name), "w") as f:
-                f.write("$ " + " ".join(cmd) + "\n" + r.stdout + r.stderr)
-            summary.setdefault("viewer_status", {})[name] = r.returncode
+            r = proc.run_logged(cmd, os.path.join(out, name), 300, cwd=out)
+            summary.setdefault("viewer_status", {})[name] = r.rc
         trace = os.path.join(out, "ddp.merged_trace.json")
         if os.path.exists(trace):
             with open(trace) as f:
@@ -248,8 +246,7 @@ def main():
         if name.endswith((".hatchet", ".chrome_trace", ".json")) and not name.startswith("steps_"):
             summary["files"][name] = os.path.getsize(os.path.join(out, name))
 
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+    result_files.write_json(os.path.join(out, "summary.json"), summary, indent=2)
     lines = [f"# DDP on two GPUs ({summary['gpu']}), {args.steps} steps", ""]
     for r, s in summary["ranks"].items():
         lines.append(f"- rank {r}: {s['kernels']} kernels, {s['nccl_kernels']} NCCL "

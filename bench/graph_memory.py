@@ -5,7 +5,7 @@
 Each configuration runs in a fresh process: capture a graph of `--nodes` small kernels, replay
 it 10,000 times to warm up (buffers, caches, trees reach their steady size), then
 `--replays` more times, sampling resident memory (RSS) every 10,000 replays after a device
-synchronization. The issue-7 target is flat memory: |RSS after - RSS after warm-up| <= 1 MB
+synchronization. The target is flat memory: |RSS after - RSS after warm-up| <= 1 MB
 over 100,000 replays, in the default per-node mode and in mode="graph", and for a graph
 captured before profiling started (no capture information: fan-out unknown). CUPTI's own
 tracing is not flat (docs/cupti.md), so `floor` and `floor_graph` (CUPTI alone, kernel or
@@ -19,10 +19,12 @@ small graphs, so it also shows GPU-side tracing cost); `RSS warm` and `RSS end` 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
+
+from lib import machine, proc
+from lib.rss import rss_mb
 
 CONFIGS = {
     # name: (profiler, start kwargs, graph captured before start)
@@ -89,12 +91,7 @@ def child(cfg):
         with open(out + ".hatchet") as f:
             kernels = _kernel_count(json.load(f)[0])
     return {"name": cfg["name"], "rss_mb": samples, "us_per_replay": elapsed / replays * 1e6,
-            "kernels": kernels, "device": torch.cuda.get_device_name()}
-
-
-def rss_mb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+            "kernels": kernels, "device": machine.gpu_name()}
 
 
 def _kernel_count(node):
@@ -121,14 +118,13 @@ def main():
     for name in args.configs.split(","):
         with tempfile.TemporaryDirectory(prefix="proton-graph-mem-") as out_dir:
             cfg = {"name": name, "nodes": args.nodes, "replays": args.replays, "out_dir": out_dir}
-            r = subprocess.run([sys.executable, __file__, "--child", json.dumps(cfg)],
-                               capture_output=True, text=True)
-        if r.returncode != 0:
+            r = proc.run([sys.executable, __file__, "--child", json.dumps(cfg)])
+        if r.rc != 0:
             why = (r.stderr.strip().splitlines() or ["?"])[-1]
             print(f"{name:<27} failed: {why}")
             results.append({"name": name, "error": r.stderr[-4000:]})
             continue
-        res = json.loads(r.stdout.strip().splitlines()[-1])
+        res = r.result()
         res["notices"] = [line for line in r.stderr.splitlines() if line.startswith("proton:")]
         results.append(res)
         warm, end = res["rss_mb"][0], res["rss_mb"][-1]

@@ -2,7 +2,7 @@
 
     python bench/instrumentation_bench.py [--out DIR] [--quick]
 
-Rows (issue 16's target table):
+Rows (the instrumentation target table):
   gemm_one_region     kernel-time ratio, one region around a GEMM's tile loop
   loop_one_region     kernel-time ratio, one region around a 16-iteration load loop (what a
                       CTA's buffer set-up and final copy cost apart from records)
@@ -44,13 +44,10 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from lib import proc  # noqa: E402
+from lib import machine  # noqa: E402
+from lib import results as result_files  # noqa: E402
+from lib.rss import rss_mb  # noqa: E402
 
 
 def graph_of(launch, reps):
@@ -452,11 +449,11 @@ tp.finalize()
 
 
 def triton_wall(out_dir, launches):
-    r = subprocess.run([sys.executable, "-c", TRITON_WALL, str(HERE), str(launches),
-                        str(out_dir / "bench_triton")], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
+    r = proc.run([sys.executable, "-c", TRITON_WALL, HERE, launches, out_dir / "bench_triton"],
+                 timeout=300)
+    if r.rc != 0:
         return {"error": r.stderr[-1500:]}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return r.result()
 
 
 def dense_loop(out_dir, launches=200):
@@ -509,7 +506,7 @@ def dense_loop(out_dir, launches=200):
 
 
 def gpu_bound_wall(out_dir, launches=1000, rounds=7):
-    """The issue's 'speed of the uninstrumented loop plus kernel-time overhead': 1,000 launches
+    """The target 'speed of the uninstrumented loop plus kernel-time overhead': 1,000 launches
     of the Hopper GEMM (4096 x 4096 x 1024, one region around its tile loop), a loop the GPU
     bounds (each kernel outlasts its launch), with no profiler, kernel timing alone (a CUPTI
     session, the kernel without regions), Proton and Proton with PROTON_INSTR_KERNEL_TIME=1
@@ -603,12 +600,10 @@ def main():
     args = ap.parse_args()
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    import torch
-
     launches = 1000
     if args.kernel_only:
         kt = compiled_kernel_ratios(True, set(args.kernel_only.split(",")))
-        print(json.dumps({"gpu": torch.cuda.get_device_name(0), "kernel_time": kt}))
+        print(json.dumps({"gpu": machine.gpu_name(), "kernel_time": kt}))
         return
     if args.gpu_bound_only:
         print(json.dumps(gpu_bound_wall(out_dir)))
@@ -627,7 +622,7 @@ def main():
                                "proton_cycles_only_s", "proton_s") if w[k] is not None}
         print(json.dumps(w))
         return
-    report = {"gpu": torch.cuda.get_device_name(0)}
+    report = {"gpu": machine.gpu_name()}
     report["kernel_time"] = compiled_kernel_ratios(args.quick)
     report["wall"] = proton_wall_and_rss(out_dir, launches)
     tw = triton_wall(out_dir, 20 if args.quick else 50)
@@ -641,8 +636,7 @@ def main():
     (out_dir / "instrumentation_bench.json").write_text(json.dumps(report, indent=1))
     kt, w = report["kernel_time"], report["wall"]
     print(f"GPU: {report['gpu']}")
-    print("| case | triton.profiler 3.6 | Proton | target |")
-    print("|---|---|---|---|")
+    print("\n".join(result_files.table(("case", "triton.profiler 3.6", "Proton", "target"), [])))
     rows = [
         ("gemm_one_region", "kernel-time ratio, one region around a GEMM tile loop "
          "(pointer loads, 255 registers)", "<= 1.02x"),

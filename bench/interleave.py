@@ -20,8 +20,6 @@ other reference).
 """
 
 import argparse
-import datetime
-import json
 import os
 import statistics
 import sys
@@ -31,6 +29,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import variants  # noqa: E402
+from lib import machine  # noqa: E402
+from lib import results as result_files  # noqa: E402
 
 DEFAULT_WORKLOADS = "tiny_torch,tiny_triton"
 DEFAULT_VARIANTS = "none,floor,floor_cb,floor_cb_all,proton,proton_allcb,proton_bufthread"
@@ -113,6 +113,10 @@ def summarize(slots, names, kernels, meter="wall"):
     return rows
 
 
+COLUMNS = ("workload (meter)", "variant", "region", "vs none", "per launch vs none",
+           "per launch vs floor", "kernels seen")
+
+
 def markdown(meta, results):
     lines = [f"## In-process launch overhead — {meta['gpu']}, {meta['date']}", "",
              f"torch {meta['torch']}, triton {meta['triton']}; commit {meta['commit']}; "
@@ -127,9 +131,7 @@ def markdown(meta, results):
              "thread in user mode (instructions barely move with host load: the work a variant "
              "adds to the launching thread).",
              ""]
-    lines.append("| workload (meter) | variant | region | vs none | per launch vs none | "
-                 "per launch vs floor | kernels seen |")
-    lines.append("|---|---|---|---|---|---|---|")
+    lines += result_files.table(COLUMNS, [])
 
     def fmt(q, spec):
         if q is None:
@@ -306,19 +308,18 @@ def run_workload(workload, names, args, sync):
 
 class Meters:
     """Reads every meter at once: wall, the thread's CPU time, and its hardware counters when
-    this build and host have them (proton._proton._thread_counters)."""
+    the bench module is built and the host has them (_proton_bench.thread_counters)."""
 
     def __init__(self):
         self.names = ["wall", "cpu"]
         self.counters = None
         try:
-            from proton import _proton
-
-            _proton._thread_counters()
-            self.counters = _proton._thread_counters
+            counters = variants.bench_module().thread_counters
+            counters()
+            self.counters = counters
             self.names += ["instructions", "cycles"]
             self.counters_note = "instructions and cycles of the launching thread"
-        except (ImportError, AttributeError, RuntimeError) as e:
+        except (variants.Unavailable, AttributeError, RuntimeError) as e:
             self.counters_note = f"not read ({e})"
 
     def read(self):
@@ -352,8 +353,8 @@ def main(argv=None):
     import triton
 
     meta = {
-        "gpu": torch.cuda.get_device_name(0),
-        "date": datetime.date.today().isoformat(),
+        "gpu": machine.gpu_name(),
+        "date": machine.today(),
         "torch": torch.__version__,
         "triton": triton.__version__,
         "commit": os.environ.get("PROTON_COMMIT", "unknown"),
@@ -364,13 +365,9 @@ def main(argv=None):
         "seconds": time.time() - t0,
         "counters": next((r["counters"] for r in results.values()), "not read"),
     }
-    os.makedirs(args.out, exist_ok=True)
-    stem = f"{meta['date']}-{meta['gpu'].lower().replace(' ', '-')}-{args.label}"
-    with open(os.path.join(args.out, stem + ".json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
     table = markdown(meta, results)
-    with open(os.path.join(args.out, stem + ".md"), "w") as f:
-        f.write(table)
+    result_files.write(result_files.stem(args.out, meta["gpu"], args.label, date=meta["date"]),
+                       {"meta": meta, "results": results}, table)
     print(table)
 
 

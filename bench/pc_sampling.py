@@ -9,7 +9,7 @@ Sections (--sections, comma-separated, in this order when chosen):
             buffer filled? (the floor at 2^5 into 1 MB, every GetData answer logged)
   sweep     the floor's steady-state cost over CUPTI settings: period, hardware buffer,
             scratch buffer, sleep span, drain interval, kernel tracing beside it.
-  table     issue 22's table. For each workload, in one process, variants take turns over
+  table     the target table. For each workload, in one process, variants take turns over
             rounds (order rotated): none; timing (proton, kernel timing only); pcs (proton,
             mode="pcsampling"); floor (the minimal client, bench/native/pc_floor.cpp, with our
             settings); floor_act (the floor plus CUPTI kernel tracing: ours minus our logic).
@@ -35,7 +35,6 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,16 +43,13 @@ HERE = pathlib.Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent.parent / "build" / "bench" / "bench" / "native"))
 
+from lib import proc  # noqa: E402
+from lib import machine  # noqa: E402
+from lib import results as result_files  # noqa: E402
+from lib.rss import rss_mb  # noqa: E402
+
 MB = 1 << 20
 perf = time.perf_counter
-
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def med(xs):
@@ -542,14 +538,13 @@ def run_child(variant, workload, sizes, timeout):
     cmd = [sys.executable, str(HERE), "--child", "--variant", variant, "--workload", workload,
            "--sizes", json.dumps(sizes)]
     t0 = perf()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
+    p = proc.run(cmd, timeout)
+    if p.timed_out:
         return {"error": f"did not finish in {timeout} s", "wall_s": perf() - t0}
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    return {"error": f"exit {p.returncode}: {(p.stderr or p.stdout)[-600:]}"}
+    result = p.result("RESULT ")
+    if result is not None:
+        return result
+    return {"error": f"exit {p.rc}: {(p.stderr or p.stdout)[-600:]}"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -656,7 +651,7 @@ def main():
     import torch
     import pc_kernels
     torch.cuda.init()
-    report["gpu"] = torch.cuda.get_device_name(0)
+    report["gpu"] = machine.gpu_name()
     t_all = perf()
     k = Kernels()
     for fn in workloads(k, dict(sizes, only=list(sizes["only"]) + ["gemm", "tiny_torch"])).values():
@@ -713,6 +708,11 @@ def main():
     print("wrote", json_path)
 
 
+TABLE_COLUMNS = ("workload", "no profiler", "timing only", "our PC sampling", "floor",
+                 "floor + kernel tracing", "triton.profiler", "ours, first run", "floor, first run",
+                 "samples", "buffer full", "dropped")
+
+
 def write_markdown(report, path):
     t = report.get("table", {})
     lines = [f"# PC sampling cost ({report.get('gpu', '?')}, commit {report.get('commit')})", "",
@@ -720,9 +720,7 @@ def write_markdown(report, path):
              f"variants interleaved in one process. Steady ratio: median steady run / median run with no "
              f"profiler. First run: the run right after start (what a measurement including "
              f"CUPTI's lazy setup sees).", "",
-             "| workload | no profiler | timing only | our PC sampling | floor | floor + kernel tracing | "
-             "triton.profiler | ours, first run | floor, first run | samples | buffer full | dropped |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             *result_files.table(TABLE_COLUMNS, [])]
     for w, row in t.items():
         if not isinstance(row, dict) or "none" not in row:
             continue
@@ -742,7 +740,7 @@ def write_markdown(report, path):
     # A table whose samples all came back as CUPTI's "non-user kernel" count measured the cost of
     # sampling but holds no source lines: say so beside the numbers. CUDA 13's CUPTI does this to
     # every session after one whose context was disabled and then ran kernels (the table's
-    # rotation does exactly that; bench/pc_load_order_probe.py floor_nt, docs/pc-sampling.md).
+    # rotation does exactly that; bench/probes/pc_load_order_probe.py floor_nt, docs/pc-sampling.md).
     blind = [w for w, row in t.items() if isinstance(row, dict) and any(
         (x.get("samples") or 0) > 0 and not x.get("pc_records")
         for x in row.get("pcs", {}).get("rounds_seen", []))]
@@ -754,7 +752,8 @@ def write_markdown(report, path):
                   "\"Several sessions\"). The fresh-process table below has the records. "
                   "See `rounds_seen` in the JSON."]
     lines += ["", "One-time costs (medians over rounds):", "",
-              "| workload | variant | start | first run's excess | stop / finalize |", "|---|---|---|---|---|"]
+              *result_files.table(("workload", "variant", "start", "first run's excess",
+                                   "stop / finalize"), [])]
     for w, row in t.items():
         if not isinstance(row, dict) or "none" not in row:
             continue
@@ -766,8 +765,8 @@ def write_markdown(report, path):
     if diag.get("scenarios"):
         lines += ["", "Where the one-time cost lands (diagnose; ms; excess over the same op with no "
                   "profiler; launch = the launching call on the CPU, gpu = CUDA events around it):", "",
-                  "| scenario | enable | stop | first op: excess (launch, gpu) | later ops: largest excess |",
-                  "|---|---|---|---|---|"]
+                  *result_files.table(("scenario", "enable", "stop", "first op: excess (launch, gpu)",
+                                       "later ops: largest excess"), [])]
         for sc in diag["scenarios"]:
             first, rest = sc["steps"][0], sc["steps"][1:]
             worst = max(rest, key=lambda x: x["excess_ms"]) if rest else None
@@ -785,8 +784,8 @@ def write_markdown(report, path):
     if sw.get("rows"):
         lines += ["", "The floor's steady cost over CUPTI settings (sweep; one factor at a time around "
                   "2^16, 4 MB buffer, 8 MB scratch, 20 ms sleep span and drain):", "",
-                  "| setting | gemm steady | tiny_torch steady | gemm first run | samples | buffer full |",
-                  "|---|---|---|---|---|---|"]
+                  *result_files.table(("setting", "gemm steady", "tiny_torch steady", "gemm first run",
+                                       "samples", "buffer full"), [])]
         for r in sw["rows"]:
             if "steady_ratio" not in r:
                 lines.append(f"| {r['config']} | {r.get('error')} | | | | |")
@@ -800,9 +799,11 @@ def write_markdown(report, path):
         lines += ["", "Fresh processes (one per variant; the session is the process's first): "
                   "steady run over the no-profiler process's, and what the PC-sampling session "
                   "wrote; triton.profiler's run over its no-profiler run, and each variant's host "
-                  "memory growth:", "", "| workload | timing only | our PC sampling | floor | "
-                  "triton.profiler | samples (in the profile / CUPTI) | PC records | non-user | "
-                  "memory: ours / floor / triton.profiler |", "|---|---|---|---|---|---|---|---|---|"]
+                  "memory growth:", "",
+                  *result_files.table(("workload", "timing only", "our PC sampling", "floor",
+                                       "triton.profiler", "samples (in the profile / CUPTI)",
+                                       "PC records", "non-user",
+                                       "memory: ours / floor / triton.profiler"), [])]
         for w, m in report["memory"].items():
             none = m.get("none", {}).get("steady_s")
             def ratio(v):

@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from lib import results as result_files
+
 
 def make_shape(nodes, rng):
     """Returns [(parent index, name, is_kernel)] in pre-order-compatible order (parents first)."""
@@ -188,9 +190,7 @@ def main():
     }
     print(json.dumps(result, indent=2))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+        result_files.write_json(args.json, result, indent=2)
     if not args.keep and args.dir is None:
         shutil.rmtree(work)
 

@@ -1,5 +1,5 @@
 """Turns the children's measurements into one row per (workload, variant), a table, and the
-issue's targets.
+targets.
 
 Each run (one process) is reduced to one time by its workload's statistic (`stat` in the run:
 "q1", the lower quartile of its timed regions, for launch-bound workloads; else the median).
@@ -9,6 +9,8 @@ cancels out. Needs nothing but the standard library: it also runs on recorded JS
 """
 
 import statistics
+
+from lib import results as result_files
 
 COLUMNS = ("workload", "variant", "region ms", "ratio", "ratio range", "µs/kernel added",
            "µs/kernel over floor", "start ms", "finalize ms", "RSS +MB", "RSS net MB", "output",
@@ -125,7 +127,7 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-# Issue 3's targets, all about `proton`: (label, workload or None for the worst over all
+# The targets, all about `proton`: (label, workload or None for the worst over all
 # workloads, measure, limit, unit). Each measure returns (value, [per-round values], note) or
 # None when the run did not measure it.
 TARGETS = (
@@ -221,7 +223,7 @@ def targets(results):
 
 def targets_markdown(results):
     measured, missing = targets(results)
-    lines = [f"Issue 3 targets for `{SUBJECT}` (median over rounds [range over rounds]):", ""]
+    lines = [f"Targets for `{SUBJECT}` (median over rounds [range over rounds]):", ""]
     for t in measured:
         signed = t["unit"].startswith(" µs")
         value = _number(t["value"], t["unit"], signed)
@@ -257,8 +259,7 @@ def markdown(meta, results):
         f"({cfg.get('isolation')}, {pinning}); {meta.get('wall_s')} s in all.",
         f"Time of a run: {_statistics_text(results)} of its timed regions.",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
+        *result_files.table(COLUMNS, []),
     ]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in summarize(results)]
     return "\n".join(lines) + "\n\n" + targets_markdown(results)

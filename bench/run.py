@@ -10,25 +10,24 @@ triton but never touched CUDA (so a child pays for CUDA initialization, not for 
 imports); `--isolation spawn` starts `python3 bench/child.py` instead. Every child is pinned
 to the same few CPUs (`--cpus`), so no run pays for migrations the others did not.
 
-Writes DIR/<date>-<gpu>[-<preset>].json (every measurement) and .md (the table and the issue's
+Writes DIR/<date>-<gpu>[-<preset>].json (every measurement) and .md (the table and the
 targets, also printed); the default preset's files carry no suffix.
 """
 
 import argparse
-import datetime
 import json
 import os
 import pathlib
-import re
 import select
 import signal
-import subprocess
 import sys
 import time
 
 import report
 import variants
 import workloads
+from lib import machine, proc
+from lib import results as result_files
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -45,12 +44,12 @@ PRESETS = {
     "steady": {"rounds": 9, "loops": 30, "warmup": 4, "budget_s": 300,
                "workloads": ["tiny_torch", "tiny_triton"],
                "variants": ["none", "floor", "floor_cb", "proton", "triton"]},
-    # The other issue-3 and issue-7 targets (MLP step vs triton.profiler, median of 5; GEMM;
+    # The other targets (MLP step vs triton.profiler, median of 5; GEMM;
     # graph replays in both modes): 5 rounds of 5 variants on 3 workloads, ~2-3 min.
     "targets": {"rounds": 5, "loops": 9, "warmup": 2, "budget_s": 240,
                 "workloads": ["mlp_train", "gemm_bf16", "cuda_graph"],
                 "variants": ["none", "floor", "proton", "triton", "proton_graph"]},
-    # Issue 15 point 10: replays of a graph instantiated before start; mode="graph" must cost
+    # Replays of a graph instantiated before start; mode="graph" must cost
     # no more than the default mode (docs/graphs.md). 4 rounds of 6 variants, ~40 s.
     "graph_pre": {"rounds": 4, "loops": 9, "warmup": 2, "budget_s": 60,
                   "workloads": ["cuda_graph_pre"],
@@ -228,13 +227,11 @@ def run_spawned(job):
     cmd = [sys.executable, str(HERE / "child.py"), json.dumps(job)]
     # Pinned from exec on, so that threads started by imports are pinned too.
     pin = (lambda: os.sched_setaffinity(0, job["cpus"])) if job.get("cpus") else None
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=JOB_TIMEOUT_S,
-                              preexec_fn=pin)
-    except subprocess.TimeoutExpired:
+    child = proc.run(cmd, JOB_TIMEOUT_S, preexec_fn=pin)
+    if child.timed_out:
         return _parse(job, "", "timed out")
-    last = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    return _parse(job, last[-1] if last else "", f"exit code {proc.returncode}")
+    last = [ln for ln in child.stdout.splitlines() if ln.startswith("{")]
+    return _parse(job, last[-1] if last else "", f"exit code {child.rc}")
 
 
 def _parse(job, text, why):
@@ -288,34 +285,13 @@ def _progress(result, elapsed):
         print(result["traceback"], file=sys.stderr, flush=True)
 
 
-def _git_commit():
-    # PROTON_COMMIT names the commit of a copied tree (a snapshot sent to a GPU machine sits
-    # inside another checkout, whose HEAD git would report instead).
-    if os.environ.get("PROTON_COMMIT"):
-        return os.environ["PROTON_COMMIT"]
-    try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=HERE, text=True,
-                             capture_output=True, timeout=10).stdout.strip()
-        if not top or pathlib.Path(top).resolve() != HERE.parent:
-            return None  # not this tree's own repository
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                             capture_output=True, timeout=10)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def write_outputs(out_dir, meta, results, table):
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    gpu = re.sub(r"[^a-z0-9]+", "-", (meta.get("device") or "unknown-gpu").lower()).strip("-")
+def write_outputs(out_dir, meta, runs, table):
     preset = meta["config"].get("preset", "default")
-    stem = out_dir / (f"{meta['date']}-{gpu}" + ("" if preset == "default" else f"-{preset}"))
-    data = {"meta": meta, "summary": report.summarize(results),
-            "targets": report.targets(results)[0], "results": results}
-    stem.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
-    stem.with_suffix(".md").write_text(table)
-    return stem
+    stem = result_files.stem(out_dir, meta.get("device"), "" if preset == "default" else preset,
+                             date=meta["date"])
+    data = {"meta": meta, "summary": report.summarize(runs),
+            "targets": report.targets(runs)[0], "results": runs}
+    return result_files.write(stem, data, table)
 
 
 def main(argv=None):
@@ -329,10 +305,10 @@ def main(argv=None):
     results = run_rounds(args, config, runner)
     ok = [r for r in results if "median_ms" in r]
     meta = {
-        "date": datetime.date.today().isoformat(),
+        "date": machine.today(),
         "device": ok[0]["device"] if ok else None,
         "versions": ok[0]["versions"] if ok else {},
-        "commit": _git_commit(),
+        "commit": machine.git_commit(),
         "config": {**config, "preset": args.preset, "isolation": args.isolation,
                    "cpus": args.cpus, "variants": args.variants, "workloads": args.workloads},
         "wall_s": round(time.monotonic() - began, 1),

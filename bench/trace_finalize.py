@@ -3,7 +3,7 @@
     python3 bench/trace_finalize.py [--kernels 1000000] [--build-dir DIR]
     python3 bench/trace_finalize.py --gpu [--kernels 1000000]
 
-Default (no GPU needed): builds (if needed) and runs tests/cpp/trace_finalize_bench.cpp, which
+Default (no GPU needed): builds (if needed) and runs bench/micro/trace_finalize_bench.cpp, which
 pushes tagged launches and their records through the real record processor and session, then
 finalizes. Rows: streaming (no budget), a 64 MB flight recorder, tree+trace, and tree only.
 `ingest ns/kernel` is record-thread work per kernel (for a streamed trace this includes
@@ -23,19 +23,20 @@ before the session started, `trace MB` the .chrome_trace file.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from lib import ROOT, machine, proc
+from lib.rss import peak_rss_mb
+
 CPU_CASES = [("trace", 0), ("trace", 64), ("tree,trace", 0), ("tree", 0)]
 GPU_CASES = [("trace", 0), ("tree,trace", 0)]
 GPU_CASE_TIMEOUT_S = 150  # 1M launches take ~10 s; a hung case must not eat the run
 
 
 def build(build_dir):
-    binary = os.path.join(build_dir, "tests", "cpp", "trace_finalize_bench")
+    binary = os.path.join(build_dir, "bench", "micro", "trace_finalize_bench")
     if not os.path.exists(os.path.join(build_dir, "build.ninja")):
         subprocess.run(["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
                         "-DCMAKE_BUILD_TYPE=Release", "-DPROTON_BUILD_TESTS=ON",
@@ -43,10 +44,6 @@ def build(build_dir):
     subprocess.run(["ninja", "-C", build_dir, "trace_finalize_bench"], check=True,
                    stdout=subprocess.DEVNULL)
     return binary
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def gpu_case(kernels, data, out_dir):
@@ -83,7 +80,7 @@ def gpu_case(kernels, data, out_dir):
                       "rss_growth_mb": peak_rss_mb() - rss_before, "trace_mb": trace_mb,
                       "recorded_events": collected.get("proton_recorded_events"),
                       "dropped_records": collected.get("dropped_records"),
-                      "gpu": torch.cuda.get_device_name()}))
+                      "gpu": machine.gpu_name()}))
 
 
 def trace_trailer(path):
@@ -96,10 +93,10 @@ def trace_trailer(path):
 
 
 def run_case(cmd, timeout=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        sys.exit(f"case failed ({' '.join(cmd[1:])}):\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    r = proc.run(cmd, timeout)
+    if r.error():
+        sys.exit(f"case failed ({' '.join(r.cmd[1:])}): {r.error(3000)}")
+    return r.result()
 
 
 def main():

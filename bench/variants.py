@@ -307,7 +307,8 @@ def set_callback_probe(mode):
 
     if not hasattr(_proton, "_set_subscriber_callback"):
         if mode:
-            raise Unavailable("this build of proton has no subscriber-callback hook")
+            raise Unavailable("this build of proton has no subscriber-callback hook (a "
+                              "diagnostics build has: -Ccmake.define.PROTON_BUILD_DIAGNOSTICS=ON)")
         return
     if not mode:
         _proton._set_subscriber_callback(0)

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "counters_floor.h"
+#include "dict_of.h"
 #include "pm_floor.h"
 
 #ifdef PROTON_HAVE_CUPTI
@@ -23,13 +24,11 @@ void register_counters_floor(nanobind::module_& m) {
       nb::arg("metrics"), nb::arg("batch") = 512);
   m.def("_counters_floor_stop", [] {
     CountersFloorStats s = counters_floor_stop();
-    nb::dict d;
-    d["ranges"] = s.ranges;
-    d["batches"] = s.batches;
-    d["decode_ns"] = s.decode_ns;
-    d["errors"] = s.errors;
-    d["evaluated"] = s.evaluated;
-    d["first_value"] = s.first_value;
+    nb::dict d =
+        dict_of(s, "ranges", &CountersFloorStats::ranges, "batches", &CountersFloorStats::batches,
+                "decode_ns", &CountersFloorStats::decode_ns, "errors", &CountersFloorStats::errors,
+                "evaluated", &CountersFloorStats::evaluated, "first_value",
+                &CountersFloorStats::first_value);
     return d;
   });
   // The PM-sampling floor (pm_floor.h): the floor of the default counters mode with
@@ -54,19 +53,13 @@ void register_counters_floor(nanobind::module_& m) {
       nb::arg("decode_ms") = 20, nb::arg("evaluate") = true, nb::arg("keep_samples") = 0);
   m.def("_pm_floor_stop", [] {
     PmFloorStats s = pm_floor_stop();
-    nb::dict d;
-    d["metrics"] = s.metrics;
-    d["samples"] = s.samples;
-    d["decodes"] = s.decodes;
-    d["overflows"] = s.overflows;
-    d["errors"] = s.errors;
-    d["decode_ns"] = s.decode_ns;
-    d["evaluate_ns"] = s.evaluate_ns;
-    d["image_bytes"] = s.image_bytes;
-    d["passes"] = s.passes;
-    d["totals"] = s.totals;
-    d["rss_kb"] = s.rss_kb;
-    d["kept"] = s.kept;
+    nb::dict d =
+        dict_of(s, "metrics", &PmFloorStats::metrics, "samples", &PmFloorStats::samples, "decodes",
+                &PmFloorStats::decodes, "overflows", &PmFloorStats::overflows, "errors",
+                &PmFloorStats::errors, "decode_ns", &PmFloorStats::decode_ns, "evaluate_ns",
+                &PmFloorStats::evaluate_ns, "image_bytes", &PmFloorStats::image_bytes, "passes",
+                &PmFloorStats::passes, "totals", &PmFloorStats::totals, "rss_kb",
+                &PmFloorStats::rss_kb, "kept", &PmFloorStats::kept);
     return d;
   });
 }

@@ -12,7 +12,9 @@
 #include "counters_floor.h"
 #include "cpu_sampler.h"
 #include "cupti_floor.h"
+#include "dict_of.h"
 #include "pc_floor.h"
+#include "thread_counters.h"
 
 namespace nb = nanobind;
 using namespace proton::bench;
@@ -84,15 +86,12 @@ NB_MODULE(_proton_bench, m) {
   m.def("_floor_stop", &proton::cupti_floor_stop);
   m.def("_floor_counts", [] {
     FloorCounts c = proton::cupti_floor_counts();
-    nb::dict d;
-    d["records"] = c.records;
-    d["kernels"] = c.kernels;
-    d["api_records"] = c.api_records;
-    d["external_records"] = c.external_records;
-    d["runtime_callbacks"] = c.runtime_callbacks;
-    d["driver_callbacks"] = c.driver_callbacks;
-    d["kernels_runtime_id"] = c.kernels_runtime_id;
-    d["kernels_driver_id"] = c.kernels_driver_id;
+    nb::dict d = dict_of(
+        c, "records", &FloorCounts::records, "kernels", &FloorCounts::kernels, "api_records",
+        &FloorCounts::api_records, "external_records", &FloorCounts::external_records,
+        "runtime_callbacks", &FloorCounts::runtime_callbacks, "driver_callbacks",
+        &FloorCounts::driver_callbacks, "kernels_runtime_id", &FloorCounts::kernels_runtime_id,
+        "kernels_driver_id", &FloorCounts::kernels_driver_id);
     return d;
   });
   m.def("_floor_records", &proton::cupti_floor_records);
@@ -106,31 +105,22 @@ NB_MODULE(_proton_bench, m) {
   });
   m.def("callback_timing", [] {
     CallbackTiming t = callback_timing();
-    nb::dict d;
-    d["mode"] = t.mode;
-    d["enter_calls"] = t.enter_calls;
-    d["exit_calls"] = t.exit_calls;
-    d["enter_ns"] = t.enter_ns;
-    d["exit_ns"] = t.exit_ns;
-    d["probe_ns"] = t.probe_ns;
+    nb::dict d =
+        dict_of(t, "mode", &CallbackTiming::mode, "enter_calls", &CallbackTiming::enter_calls,
+                "exit_calls", &CallbackTiming::exit_calls, "enter_ns", &CallbackTiming::enter_ns,
+                "exit_ns", &CallbackTiming::exit_ns, "probe_ns", &CallbackTiming::probe_ns);
     return d;
   });
 
   m.def("pc_floor_stop", [] {
     PcFloorCounts c = pc_floor_stop();
-    nb::dict d;
-    d["drains"] = c.drains;
-    d["get_data_calls"] = c.get_data_calls;
-    d["samples"] = c.samples;
-    d["pc_records"] = c.pc_records;
-    d["buffer_full"] = c.buffer_full;
-    d["oom_returns"] = c.oom_returns;
-    d["other_errors"] = c.other_errors;
-    d["dropped"] = c.dropped;
-    d["samples_at_disable"] = c.samples_at_disable;
-    d["stall_reasons"] = c.stall_reasons;
-    d["enable_ms"] = c.enable_ms;
-    d["disable_ms"] = c.disable_ms;
+    nb::dict d = dict_of(
+        c, "drains", &PcFloorCounts::drains, "get_data_calls", &PcFloorCounts::get_data_calls,
+        "samples", &PcFloorCounts::samples, "pc_records", &PcFloorCounts::pc_records, "buffer_full",
+        &PcFloorCounts::buffer_full, "oom_returns", &PcFloorCounts::oom_returns, "other_errors",
+        &PcFloorCounts::other_errors, "dropped", &PcFloorCounts::dropped, "samples_at_disable",
+        &PcFloorCounts::samples_at_disable, "stall_reasons", &PcFloorCounts::stall_reasons,
+        "enable_ms", &PcFloorCounts::enable_ms, "disable_ms", &PcFloorCounts::disable_ms);
     nb::list events;
     for (const PcFloorEvent& e : c.events) {
       events.append(nb::make_tuple(e.t_ms, e.result, e.buffer_full, e.samples, e.pcs, e.remaining));
@@ -146,7 +136,21 @@ NB_MODULE(_proton_bench, m) {
   m.def(
       "fixed_scratch", [](uint64_t, uint64_t, uint64_t) { return g_fixed_scratch; },
       nb::arg("size"), nb::arg("alignment"), nb::arg("stream"));
-  // The launching thread's program counter, sampled (cpu_sampler.h): bench/launch_cpu.py.
+  // The calling thread's user-mode instructions and cycles since its first call, from counters
+  // opened on first use (thread_counters.h): bench/interleave.py. RuntimeError where refused.
+  m.def("thread_counters", [] {
+    thread_local proton::ThreadCounters counters;
+    thread_local std::string refused;
+    if (!counters.is_open() && refused.empty() && !counters.open(refused)) {
+      if (refused.empty()) refused = "hardware counters unavailable";
+    }
+    proton::ThreadCounters::Values v;
+    if (!counters.read(v)) {
+      throw std::runtime_error(refused.empty() ? "reading the hardware counters failed" : refused);
+    }
+    return nb::make_tuple(v.instructions, v.cycles);
+  });
+  // The launching thread's program counter, sampled (cpu_sampler.h): bench/probes/launch_cpu.py.
   m.def("cpu_sampler_start", &cpu_sampler_start, nb::arg("period_us") = 100,
         nb::arg("capacity") = size_t{1} << 18);
   m.def("cpu_sampler_label", &cpu_sampler_label, nb::arg("label"));

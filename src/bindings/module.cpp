@@ -15,7 +15,6 @@
 #include "bindings/launch_hook.h"
 #include "bindings/python_context.h"
 #include "common/name_table.h"
-#include "common/thread_counters.h"
 #include "context/context_tree.h"
 #include "context/thread_context.h"
 #include "io/run_info.h"
@@ -257,20 +256,6 @@ NB_MODULE(_proton, m) {
     NameId s = ThreadContext::current().state();
     return s == kNoName ? std::string() : std::string(NameTable::global().name(s));
   });
-  // Benchmarks (bench/interleave.py): the calling thread's user-mode instructions and cycles
-  // since its first call, from counters opened on first use; RuntimeError where refused.
-  m.def("_thread_counters", [] {
-    thread_local ThreadCounters counters;
-    thread_local std::string refused;
-    if (!counters.is_open() && refused.empty() && !counters.open(refused)) {
-      if (refused.empty()) refused = "hardware counters unavailable";
-    }
-    ThreadCounters::Values v;
-    if (!counters.read(v)) {
-      throw std::runtime_error(refused.empty() ? "reading the hardware counters failed" : refused);
-    }
-    return nb::make_tuple(v.instructions, v.cycles);
-  });
   python::register_python_context(m);
   python::register_launch_hook(m);
   python::register_counters(m);  // hardware counters
@@ -287,11 +272,13 @@ NB_MODULE(_proton, m) {
                           {"graph_level_fallbacks", &D::graph_level_fallbacks},
                           {"graph_trace_enables", &D::graph_trace_enables}});
   });
+#ifdef PROTON_DIAGNOSTICS
   // The bench module's callback probe takes the subscriber's place through this hook
   // (subscriber_hook.h): the product's callback as an address to wrap, and the stand-in to use
-  // at the next start (0: the product's own).
+  // at the next start (0: the product's own). Diagnostics builds only.
   m.def("_subscriber_callback_address", &cupti::product_callback_address);
   m.def("_set_subscriber_callback", &cupti::set_subscriber_callback_address);
+#endif
   // PC sampling's counters (pc_sampling_stats.h): samples, full hardware buffers, sizes.
   m.def("_pc_sampling_stats", [] {
     using S = cupti::PcSamplingStats;

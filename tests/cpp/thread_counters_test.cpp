@@ -1,4 +1,4 @@
-#include "common/thread_counters.h"
+#include "thread_counters.h"
 
 #include <gtest/gtest.h>
 

@@ -201,7 +201,7 @@ def test_kernels_run_between_sessions_never_lose_the_next_sessions_samples_silen
         kernel, tmp_path, read_profile, capfd):
     # CUDA 13's CUPTI returns every sample of a context disabled and enabled again after kernels
     # ran in between as "non-user" (no PC records; measured on an H100, for the minimal client
-    # too: bench/pc_load_order_probe.py floor_nt). Pausing instead keeps the records but makes
+    # too: bench/probes/pc_load_order_probe.py floor_nt). Pausing instead keeps the records but makes
     # CUPTI refuse the next session's kernel tracing. So: lines if CUPTI gives records, else
     # the samples on the root and one line saying why (docs/pc-sampling.md, "Several sessions").
     first = str(tmp_path / "first")

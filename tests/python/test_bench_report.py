@@ -47,7 +47,7 @@ def test_run_time_uses_the_runs_statistic():
 def test_targets_block_on_a_recorded_run():
     data = recorded()
     text = report.markdown(data["meta"], data["results"])
-    block = text[text.index("Issue 3 targets"):]
+    block = text[text.index("Targets for"):]
     lines = [ln for ln in block.splitlines() if ln.startswith("- ")]
     assert [ln.split(":")[0] for ln in lines] == [
         "- tiny_torch ratio", "- tiny_torch above floor", "- tiny_triton above floor",

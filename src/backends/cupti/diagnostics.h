@@ -20,9 +20,11 @@ struct Diagnostics {
 
 Diagnostics diagnostics();
 
+#ifdef PROTON_DIAGNOSTICS
 /// subscriber_hook.h without CUPTI types, for the Python module: the product's subscriber
 /// callback as an address, and the stand-in (0: none) the next start subscribes instead.
 uintptr_t product_callback_address();
 void set_subscriber_callback_address(uintptr_t address);
+#endif
 
 }  // namespace proton::cupti
