@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Optional
 
-from . import _proton
+from . import _args, _proton
 
 _enter = _proton.enter_scope
 _exit = _proton.exit_scope
@@ -27,13 +27,17 @@ class scope(contextlib.ContextDecorator):
 
     ``metrics`` (name -> int, float or list of them) are added to the scope's frame on entry.
     Names ending ``(exc)`` are exclusive, ``(pty)`` overwrite, others are summed.
+
+    A ``name`` that is not a str, or ``metrics`` that are not a dict (or other mapping), is a
+    ``TypeError`` naming the argument, raised here, with or without a session.
     """
 
     __slots__ = ("name", "metrics")
 
     def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
+        _args.name("proton.scope", name)
         self.name = name
-        self.metrics = metrics
+        self.metrics = _args.metrics("proton.scope", metrics)
 
     def __enter__(self):
         _enter(self.name)
@@ -68,7 +72,12 @@ class ScopeMismatchError(ValueError, RuntimeError):
 
 
 def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] = None) -> int:
-    """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id."""
+    """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id.
+
+    ``name`` must be a str and ``metrics`` a dict (or other mapping): else ``TypeError``.
+    """
+    _args.name("proton.enter_scope", name)
+    metrics = _args.metrics("proton.enter_scope", metrics)
     scope_id = _enter(name)
     stack = getattr(_local, "names", None)
     if stack is None:
@@ -89,6 +98,9 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
     """
     if isinstance(name, bool):  # an old positional triton_op argument
         triton_op, name = name, None
+    if name is not None:
+        _args.name("proton.exit_scope", name)
+    metrics = _args.metrics("proton.exit_scope", metrics)
     stack = getattr(_local, "names", None)
     if not stack:
         raise RuntimeError("exit_scope: no scope opened with enter_scope is open on this thread")
