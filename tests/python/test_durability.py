@@ -239,10 +239,12 @@ def test_ignored_sigterm_stays_ignored(tmp_path):
 # -- SIGKILL --------------------------------------------------------------------------------
 
 
-def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
-    # Each round writes a large profile over the last; killed at any moment, the file is
-    # always a whole profile (or absent before the first write finished).
-    body = """
+@pytest.mark.parametrize("writes", [1, 2, 5])
+def test_sigkill_during_writes_leaves_the_previous_profile(tmp_path, writes):
+    # Each round writes a large profile over the last and says so; killed once `writes` rounds
+    # are written, wherever the next write is, the file is a whole profile (no timing involved:
+    # the kill follows a line the program prints after its write).
+    proc = _spawn(tmp_path, """
         print("ready", flush=True)
         i = 0
         while True:
@@ -252,16 +254,41 @@ def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
                     pass
             proton.finalize()
             i += 1
-        """
-    for delay in (0.05, 0.3, 0.7, 1.1, 1.6):
-        proc = _spawn(tmp_path, body)
-        time.sleep(delay)
-        proc.kill()
-        proc.wait(30)
-        path = tmp_path / "big.hatchet"
-        if path.exists():
-            names = _names(path)  # parses as a whole: never truncated
-            assert len(names) == 3001
+            print("written", i, flush=True)
+        """)
+    for i in range(1, writes + 1):
+        assert proc.stdout.readline().split() == ["written", str(i)]
+    proc.kill()
+    proc.wait(30)
+    names = _names(tmp_path / "big.hatchet")  # parses as a whole: never truncated
+    assert len(names) == 3001
+
+
+def test_sigkill_in_the_middle_of_the_first_write_leaves_no_profile(tmp_path):
+    # The first write is caught half way, deterministically (its temporary file is a FIFO, so
+    # the writer blocks once the pipe is full): nothing was written yet, so no file is there,
+    # never a partial one.
+    proc = _spawn(tmp_path, """
+        import threading
+        tmp = f"big.hatchet.tmp.{os.getpid()}"
+        os.mkfifo(tmp)
+        def kill_mid_write():
+            with open(tmp, "rb") as fifo:
+                got = fifo.read(4096)
+                print("read", len(got), flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=kill_mid_write, daemon=True).start()
+        proton.start("big")
+        for k in range(3000):
+            with proton.scope(f"scope_{k}", {"bytes": k}):
+                pass
+        print("ready", flush=True)
+        proton.finalize()
+        print("never killed", flush=True)
+        """)
+    assert proc.wait(120) == -signal.SIGKILL, proc.stdout.read()
+    assert "read 4096" in proc.stdout.read()  # killed with the write under way
+    assert not (tmp_path / "big.hatchet").exists()
 
 
 def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path):
