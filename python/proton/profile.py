@@ -17,10 +17,11 @@ DEFAULT_PROFILE_NAME = "proton"
 BACKENDS = ("cupti", "instrumentation")
 
 
-class BackendError(ValueError, RuntimeError):
-    """start(backend=...) named no backend Proton has.
+class StartError(ValueError, RuntimeError):
+    """start() refused a value of its arguments (backend, context, data, mode).
 
-    A ValueError that lists the backends (and a RuntimeError, as triton.profiler raises).
+    A ValueError, and a RuntimeError as triton.profiler raises for the same values ("Unknown
+    profiler: ...", "Unknown context source: ...", "Unknown data: ..."), so either catches it.
     """
 
 
@@ -39,7 +40,7 @@ def _check_start_args(name, context, data, backend) -> str:
         if value is not None and not isinstance(value, str):
             raise _args.type_error("proton.start", argument, "a str (or None)", value)
     if backend is not None and backend not in BACKENDS:
-        raise BackendError(f"proton.start: unknown backend {backend!r} (available: "
+        raise StartError(f"proton.start: unknown backend {backend!r} (available: "
                            + ", ".join(repr(b) for b in BACKENDS)
                            + "; None picks this machine's)")
     return name
@@ -83,7 +84,7 @@ def start(
             recorder; what was dropped is reported in the file). See docs/trace.md.
         backend: ``None`` picks the GPU backend of this machine; ``"cupti"`` for NVIDIA;
             ``"instrumentation"`` for Triton's intra-kernel regions. Anything else raises
-            ``BackendError`` (a ValueError and a RuntimeError) listing these.
+            ``StartError`` listing these.
         mode: backend-specific mode; ``None`` for kernel timing.
             ``"periodic_flushing[:format=hatchet|hatchet_msgpack]"`` writes each completed
             phase (see ``proton.data.advance_phase``) to ``<name>.part_<N>.<format>``.
@@ -119,17 +120,20 @@ def start(
     # Tensor-metric accumulators, allocated outside any graph capture and before the session
     # exists, so their zero-fill kernels are never part of the profile.
     metric.preallocate()
-    session = _proton.start(
-        _ranks.session_name(name),
-        "shadow" if context is None else context,
-        "tree" if data is None else data,
-        "" if backend is None or instrumented else backend,
-        "" if mode is None or instrumented else str(mode),
-        # Region cycles only, as triton.profiler records them: the launches skip CUPTI's kernel
-        # records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs beside
-        # (docs/instrumentation.md, "Wall time").
-        kernel_records=not instrumented or _knobs.instr_kernel_time(),
-    )
+    try:
+        session = _proton.start(
+            _ranks.session_name(name),
+            "shadow" if context is None else context,
+            "tree" if data is None else data,
+            "" if backend is None or instrumented else backend,
+            "" if mode is None or instrumented else str(mode),
+            # Region cycles only, as triton.profiler records them: the launches skip CUPTI's
+            # kernel records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs
+            # beside (docs/instrumentation.md, "Wall time").
+            kernel_records=not instrumented or _knobs.instr_kernel_time(),
+        )
+    except ValueError as e:  # an unknown context, data or mode: as StartError
+        raise StartError(str(e)) from None
     if instrumented:
         try:
             hooks.instrumentation.start_session(session, mode)

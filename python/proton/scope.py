@@ -98,8 +98,6 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
     """
     if isinstance(name, bool):  # an old positional triton_op argument
         triton_op, name = name, None
-    if name is not None:
-        _args.name("proton.exit_scope", name)
     metrics = _args.metrics("proton.exit_scope", metrics)
     stack = getattr(_local, "names", None)
     if not stack:

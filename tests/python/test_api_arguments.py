@@ -63,8 +63,10 @@ def test_metrics_that_are_not_a_mapping_are_a_one_line_type_error(out, bad):
     with pytest.raises(TypeError, match="proton.exit_scope: metrics must be a dict"):
         proton.exit_scope(metrics=bad)
     assert _proton.open_scopes() == 1  # a rejected exit closes nothing
-    with pytest.raises(TypeError, match="proton.exit_scope: name must be a str, not int 7"):
+    # A name that is no scope's is a mismatch, as in triton.profiler (a ValueError).
+    with pytest.raises(ValueError, match="Scope name mismatch"):
         proton.exit_scope(7)
+    assert _proton.open_scopes() == 1
     proton.exit_scope("open")
     assert _proton.open_scopes() == 0
 
@@ -110,6 +112,16 @@ def test_a_name_that_names_no_file_is_refused(tmp_path, monkeypatch, name):
     # Before, "" wrote a hidden ".hatchet" in the working directory.
     assert not (tmp_path / ".hatchet").exists()
     assert not (tmp_path / "out" / ".hatchet").exists()
+
+
+@pytest.mark.parametrize("option", ["context", "data", "mode"])
+def test_unknown_context_data_and_mode_are_value_and_runtime_errors(tmp_path, option):
+    # triton.profiler raises RuntimeError ("Unknown context source: ...", "Unknown data: ...").
+    with pytest.raises(ValueError) as e:
+        proton.start(str(tmp_path / "p"), **{option: "bogus"})
+    assert isinstance(e.value, RuntimeError)
+    assert "'bogus'" in one_line(e)
+    assert not _proton.has_sessions()
 
 
 def test_name_type_context_and_data_types(tmp_path):
