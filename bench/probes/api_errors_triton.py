@@ -26,6 +26,7 @@ CASES = {
     "scope(None), no session": (False, "with p.scope(None): pass"),
     "scope('s', metrics=[1])": (True, "with p.scope('s', [1]): pass"),
     "scope('s', metrics='abc')": (True, "with p.scope('s', 'abc'): pass"),
+    "scope('s', metrics=0)": (True, "with p.scope('s', 0): pass"),
     "scope('s', metrics=MappingProxyType)": (
         True, "with p.scope('s', types.MappingProxyType({'m': 1})): pass"),
     "enter_scope('s', metrics=[('a', 1)])": (True, "p.enter_scope('s', metrics=[('a', 1)])"),
@@ -81,8 +82,9 @@ print("RESULT=" + json.dumps(out))
 
 def run_case(which, code, session_first):
     with tempfile.TemporaryDirectory() as d:
-        r = subprocess.run([sys.executable, "-c", CHILD, which, code, "1" if session_first else "0"],
-                           cwd=d, capture_output=True, text=True, timeout=300)
+        flag = "1" if session_first else "0"
+        r = subprocess.run([sys.executable, "-c", CHILD, which, code, flag], cwd=d,
+                           capture_output=True, text=True, timeout=300)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT=")), None)
     if line is None:
         tail = (r.stderr.strip().splitlines() or ["(no output)"])[-1]

@@ -1,7 +1,8 @@
-"""Argument checks of the Python API: one-line errors that name the argument.
+"""Argument errors of the Python API: one line that names the argument.
 
-They run where a call enters Proton (scope entry is a hot path: one isinstance check each), so
-a wrong type never reaches the bindings, whose errors list every overload on several lines.
+Scope entry is a hot path, so scopes check nothing up front: the engine refuses a wrong type
+with nanobind's TypeError (which lists every overload on several lines), and these helpers,
+called only from that except clause, replace it. States and start() check up front.
 """
 
 from collections.abc import Mapping
@@ -27,13 +28,17 @@ def name(where: str, value) -> None:
         raise type_error(where, "name", "a str", value)
 
 
-def metrics(where: str, value):
-    """A metrics argument: None, a dict, or another mapping (copied into a dict) of name -> value.
+def refused_name(where: str, value) -> None:
+    """The engine refused a name with TypeError: a non-str gets the one-line error (raised
+    from within the engine's, which it hides). Returns when `value` is a str."""
+    if not isinstance(value, str):
+        raise type_error(where, "name", "a str", value) from None
 
-    Returns what to hand to the engine. The values are checked there, one by one.
-    """
-    if value is None or type(value) is dict:
-        return value
+
+def refused_metrics(where: str, value) -> dict:
+    """The engine refused `metrics` with TypeError and they are not a dict: another mapping
+    comes back as a dict to retry with (triton.profiler's binding takes any mapping); anything
+    else is the one-line error (raised from within the engine's, which it hides)."""
     if isinstance(value, Mapping):
         return dict(value)
-    raise type_error(where, "metrics", "a dict of metric name -> value (or None)", value)
+    raise type_error(where, "metrics", "a dict of metric name -> value (or None)", value) from None

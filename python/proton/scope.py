@@ -13,10 +13,27 @@ _add_metrics = _proton.add_metrics
 _local = threading.local()
 
 
-def _add_metrics_or_leave(name, metrics):
+def _enter_named(where, name):
+    try:
+        return _enter(name)
+    except TypeError:
+        _args.refused_name(where, name)
+        raise
+
+
+def _add_metrics_or_leave(where, name, metrics):
     # A rejected metric must not leave the scope open: the caller's `with` never runs __exit__.
     try:
         _add_metrics(metrics)
+    except TypeError:
+        if type(metrics) is dict:  # a value the engine refused: its message names the metric
+            _exit(name)
+            raise
+        try:
+            _add_metrics(_args.refused_metrics(where, metrics))
+        except BaseException:
+            _exit(name)
+            raise
     except BaseException:
         _exit(name)
         raise
@@ -29,20 +46,24 @@ class scope(contextlib.ContextDecorator):
     Names ending ``(exc)`` are exclusive, ``(pty)`` overwrite, others are summed.
 
     A ``name`` that is not a str, or ``metrics`` that are not a dict (or other mapping), is a
-    ``TypeError`` naming the argument, raised here, with or without a session.
+    one-line ``TypeError`` naming the argument, raised on entry, with or without a session.
+    Empty or falsy ``metrics`` add nothing, as in triton.profiler.
     """
 
     __slots__ = ("name", "metrics")
 
     def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
-        _args.name("proton.scope", name)
         self.name = name
-        self.metrics = _args.metrics("proton.scope", metrics)
+        self.metrics = metrics
 
     def __enter__(self):
-        _enter(self.name)
+        try:  # no check up front: a wrong type costs nothing until the engine refuses it
+            _enter(self.name)
+        except TypeError:
+            _args.refused_name("proton.scope", self.name)
+            raise
         if self.metrics:
-            _add_metrics_or_leave(self.name, self.metrics)
+            _add_metrics_or_leave("proton.scope", self.name, self.metrics)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
@@ -76,14 +97,12 @@ def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] =
 
     ``name`` must be a str and ``metrics`` a dict (or other mapping): else ``TypeError``.
     """
-    _args.name("proton.enter_scope", name)
-    metrics = _args.metrics("proton.enter_scope", metrics)
-    scope_id = _enter(name)
+    scope_id = _enter_named("proton.enter_scope", name)
     stack = getattr(_local, "names", None)
     if stack is None:
         stack = _local.names = []
     if metrics:
-        _add_metrics_or_leave(name, metrics)
+        _add_metrics_or_leave("proton.enter_scope", name, metrics)
     stack.append(name)
     return scope_id
 
@@ -98,7 +117,6 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
     """
     if isinstance(name, bool):  # an old positional triton_op argument
         triton_op, name = name, None
-    metrics = _args.metrics("proton.exit_scope", metrics)
     stack = getattr(_local, "names", None)
     if not stack:
         raise RuntimeError("exit_scope: no scope opened with enter_scope is open on this thread")
@@ -113,7 +131,12 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
             f"Scope name mismatch: exit_scope() would close '{stack[-1]}' (opened by "
             f"enter_scope) but the innermost open scope of this thread is '{innermost}'")
     if metrics:
-        _add_metrics(metrics)
+        try:
+            _add_metrics(metrics)
+        except TypeError:
+            if type(metrics) is dict:
+                raise
+            _add_metrics(_args.refused_metrics("proton.exit_scope", metrics))
     _exit(stack[-1])
     stack.pop()
     return 0

@@ -27,7 +27,8 @@ class state(contextlib.ContextDecorator):
     __slots__ = ("name",)
 
     def __init__(self, name: str) -> None:
-        _args.name("proton.state", name)
+        if not isinstance(name, str):
+            _args.name("proton.state", name)
         self.name = name
 
     def __enter__(self):
@@ -67,7 +68,8 @@ class metadata_state(state):
 
 
 def enter_state(name: str) -> None:
-    _args.name("proton.enter_state", name)
+    if not isinstance(name, str):
+        _args.name("proton.enter_state", name)
     _set_state(name)
 
 

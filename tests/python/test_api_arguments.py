@@ -4,6 +4,7 @@ anything is recorded or written.
 bench/probes/api_errors_triton.py prints triton.profiler's answer to the same calls beside ours.
 """
 
+import contextlib
 import os
 import types
 
@@ -20,10 +21,10 @@ def one_line(excinfo):
 
 
 @pytest.mark.parametrize("make", [
-    lambda n: proton.scope(n),
-    lambda n: proton.cpu_timed_scope(n),
+    lambda n: proton.scope(n).__enter__(),
+    lambda n: proton.cpu_timed_scope(n).__enter__(),
     lambda n: proton.enter_scope(n),
-    lambda n: proton.state(n),
+    lambda n: proton.state(n).__enter__(),
     lambda n: proton.enter_state(n),
 ], ids=["scope", "cpu_timed_scope", "enter_scope", "state", "enter_state"])
 @pytest.mark.parametrize("bad", [None, 123, b"bytes", ["a"]], ids=["None", "int", "bytes", "list"])
@@ -42,20 +43,25 @@ def test_a_name_that_is_not_a_str_is_a_one_line_type_error(out, make, bad):
 
 def test_a_bad_name_fails_without_a_session_too():
     # Fail early: a script is wrong the same way whether or not a profiler is running.
-    with pytest.raises(TypeError, match=r"^proton\.scope: name must be a str, not None$"):
-        proton.scope(None)
+    with pytest.raises(TypeError, match=r"^proton\.scope: name must be a str, not None$") as e:
+        with proton.scope(None):
+            pass
+    assert e.value.__suppress_context__  # the binding's several-line error is not shown
     with pytest.raises(TypeError, match=r"^proton\.state: name must be a str, not int 123$"):
         proton.state(123)
 
 
-@pytest.mark.parametrize("bad", [[("a", 1)], "abc", 5, 0, [], ""],
-                         ids=["pairs", "str", "int", "zero", "empty_list", "empty_str"])
+@pytest.mark.parametrize("bad", [[("a", 1)], "abc", 5, {"a", "b"}],
+                         ids=["pairs", "str", "int", "set"])
 def test_metrics_that_are_not_a_mapping_are_a_one_line_type_error(out, bad):
     proton.start(out.name)
     for call in (lambda: proton.scope("s", bad), lambda: proton.cpu_timed_scope("s", bad),
                  lambda: proton.enter_scope("s", metrics=bad)):
         with pytest.raises(TypeError) as e:
-            call()
+            with contextlib.ExitStack() as stack:
+                made = call()
+                if isinstance(made, proton.scope):
+                    stack.enter_context(made)
         text = one_line(e)
         assert "metrics must be a dict" in text, text
         assert _proton.open_scopes() == 0  # the scope was not left open
@@ -69,6 +75,19 @@ def test_metrics_that_are_not_a_mapping_are_a_one_line_type_error(out, bad):
     assert _proton.open_scopes() == 1
     proton.exit_scope("open")
     assert _proton.open_scopes() == 0
+
+
+def test_falsy_metrics_add_nothing_as_in_triton(out):
+    # triton.profiler skips metrics that are empty or falsy (`if metrics:`); so do we.
+    proton.start(out.name)
+    for empty in (None, {}, [], 0, ""):
+        with proton.scope("s", empty):
+            pass
+        proton.enter_scope("e", metrics=empty)
+        proton.exit_scope(metrics=empty)
+    proton.finalize()
+    names = {c["frame"]["name"]: c["metrics"] for c in out.read()[0]["children"]}
+    assert set(names) == {"s", "e"}
 
 
 def test_any_mapping_is_accepted_as_metrics(out):

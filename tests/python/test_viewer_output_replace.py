@@ -7,28 +7,14 @@ A reader holding the old file (a browser, a second viewer) never sees half a fil
 
 import json
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 import proton
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
-VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
-
-
-def _is_ours(path):
-    # triton.profiler installs a Python `proton-viewer` too; only test the C++ one.
-    if not path or not os.path.exists(path):
-        return False
-    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
-
-
-pytestmark = pytest.mark.skipif(not _is_ours(VIEWER),
-                                reason="C++ proton-viewer not built (set PROTON_VIEWER)")
+# The viewer binary, and the module's skip when it is not ours (the same as the viewer tests').
+from test_viewer_cli import FIXTURES, VIEWER, pytestmark  # noqa: E402,F401
 
 OLD = b"old content, kept by the hard link\n"
 
