@@ -266,6 +266,19 @@ def test_bad_options_and_missing_target_are_usage_errors(tmp_path):
     assert r.returncode == 2
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["-b", "bogus"], "unknown backend 'bogus'"),
+    (["-n", ""], "names no file"),
+    (["-d", "nonsense"], "unknown data 'nonsense'"),
+])
+def test_values_start_refuses_are_usage_errors_that_write_nothing(tmp_path, flags, says):
+    write(tmp_path / "s.py", MARK)
+    r = run([*flags, "s.py"], cwd=tmp_path)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.py"]
+
+
 def test_help_documents_every_option(tmp_path):
     r = run(["-h"], cwd=tmp_path)
     assert r.returncode == 0
