@@ -70,7 +70,7 @@ def test_dropped_records_are_reported(tmp_path, out_name, read_profile, run_scri
     # One buffer of a few records lent at a time: CUPTI must drop records while it waits for
     # the buffer back (every 20 ms at most), so drops happen on purpose here.
     launches = 100_000
-    env = dict(os.environ, PROTON_BUFFER_SIZE="1024", PROTON_MAX_BUFFERS="1")
+    env = dict(os.environ, PROTON_BUFFER_SIZE="4096", PROTON_MAX_BUFFERS="1")
     result = run_script(DROPS_SCRIPT, out_name, launches, env=env)
     assert result.returncode == 0 and "DONE" in result.stdout, result.stderr[-4000:]
 
