@@ -14,7 +14,6 @@ Without Triton, only Proton's column is filled.
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile

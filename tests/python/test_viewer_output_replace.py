@@ -14,7 +14,7 @@ import pytest
 import proton
 
 # The viewer binary, and the module's skip when it is not ours (the same as the viewer tests').
-from test_viewer_cli import FIXTURES, VIEWER, pytestmark  # noqa: E402,F401
+from test_viewer_cli import FIXTURES, VIEWER, pytestmark  # noqa: F401 (pytestmark: the skip)
 
 OLD = b"old content, kept by the hard link\n"
 
