@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     parser = _parser()
     opts = parser.parse_args(_split_module_equals(sys.argv[1:] if argv is None else list(argv)))
     if opts.module is not None:
-        if not opts.module:
+        if not opts.module or not opts.module[0]:
             parser.error("--module needs a module name: proton [options] --module NAME [args]")
         kind, target, args = "module", opts.module[0], opts.module[1:]
     elif opts.target is None:

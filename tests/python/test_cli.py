@@ -236,8 +236,9 @@ def test_module_gets_every_argument_after_its_name(tmp_path):
         assert not (tmp_path / "mine.hatchet").exists()
 
 
-def test_module_option_needs_a_name(tmp_path):
-    r = run(["-n", "out", "--module"], cwd=tmp_path)
+@pytest.mark.parametrize("args", [["--module"], ["--module="]])
+def test_module_option_needs_a_name(tmp_path, args):
+    r = run(["-n", "out", *args], cwd=tmp_path)
     assert r.returncode == 2 and "--module needs a module name" in r.stderr
     assert list(tmp_path.iterdir()) == []
 
