@@ -32,9 +32,12 @@ _EPILOG = """\
 targets:
   script.py        run as __main__, with sys.argv = [script.py, args...] and the script's
                    folder first on sys.path, as `python script.py` would
-  pytest           run pytest.main(args) in this process (every test is profiled)
-  --module NAME    run a module as __main__, as `python -m NAME` would; a bare target that is
-                   not a file but names an importable module is run the same way
+  pytest           run pytest.main(args) in this process (every test is profiled); pytest
+                   must be installed for this Python
+  --module NAME    run a module as __main__, as `python -m NAME` would; every argument after
+                   NAME is the module's (--help too), so Proton's options go before --module;
+                   a bare target that is not a file but names an importable module is run the
+                   same way
 
 The session is started before the target and finalized (profile written) after it, also when
 the target raises, calls sys.exit() or is interrupted; start()/finalize() calls inside the
@@ -90,8 +93,10 @@ def _parser():
     p.add_argument("--counter-metrics", default=None, metavar="A,B,...",
                    help="hardware counters per kernel: these CUPTI metrics "
                         "(same as -m counters:metrics=A,B,...)")
-    p.add_argument("--module", dest="module", default=None, metavar="NAME",
-                   help="run module NAME as __main__ (like python -m NAME)")
+    # Everything after NAME is the module's, as with `python -m NAME ...` (--help included).
+    p.add_argument("--module", dest="module", default=None, nargs=argparse.REMAINDER,
+                   help="NAME [args]: run module NAME as __main__ (like python -m NAME); "
+                        "every argument after NAME is the module's")
     p.add_argument("--no-nvtx", action="store_true",
                    help="do not turn NVTX ranges into scopes (same as PROTON_NVTX=0)")
     p.add_argument("--rank-pattern", default=None, metavar="PATTERN",
@@ -100,6 +105,26 @@ def _parser():
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
+
+
+def _split_module_equals(argv: list) -> list:
+    """``--module=NAME args`` as ``--module NAME args``, when it comes before the target.
+
+    argparse hands an ``=`` value to a rest-of-the-line option as its only word, so the words
+    after it would be parsed as Proton's own.
+    """
+    # Proton's options that take a value (keep in step with _parser).
+    takes_value = {"-n", "--name", "-b", "--backend", "-c", "--context", "-d", "--data",
+                   "-k", "--hook", "-m", "--mode", "--counter-metrics", "--rank-pattern"}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("--module="):
+            return [*argv[:i], "--module", word[len("--module="):], *argv[i + 1:]]
+        if word == "--" or not word.startswith("-") or word == "-":
+            break  # the target: what follows is its own
+        i += 2 if word in takes_value else 1
+    return argv
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -157,9 +182,11 @@ def _run_target(kind: str, target: str, args: list) -> int:
 
 def main(argv=None) -> int:
     parser = _parser()
-    opts = parser.parse_args(argv)
+    opts = parser.parse_args(_split_module_equals(sys.argv[1:] if argv is None else list(argv)))
     if opts.module is not None:
-        kind, target, args = "module", opts.module, ([opts.target] if opts.target else []) + opts.args
+        if not opts.module or not opts.module[0]:
+            parser.error("--module needs a module name: proton [options] --module NAME [args]")
+        kind, target, args = "module", opts.module[0], opts.module[1:]
     elif opts.target is None:
         parser.error("nothing to run: give a script, pytest, or --module NAME")
     elif os.path.basename(opts.target) in _LAUNCHERS:
@@ -168,6 +195,10 @@ def main(argv=None) -> int:
                      "so each worker profiles itself (docs/multiprocess.md)")
     elif os.path.basename(opts.target) == "pytest":
         kind, target, args = "pytest", opts.target, opts.args
+        # Checked before the session starts, so a missing pytest leaves no empty profile.
+        if importlib.util.find_spec("pytest") is None:
+            parser.error(f"pytest is not installed for this Python ({sys.executable}): "
+                         "install it with `pip install pytest`, or run a script or module")
     elif _is_module(opts.target):
         kind, target, args = "module", opts.target, opts.args
     else:

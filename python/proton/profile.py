@@ -2,16 +2,48 @@
 
 import atexit
 import functools
+import os
 import warnings
 from typing import Optional
 
-from . import _exit, _flags, _knobs, _proton, _ranks, hooks, metric
+from . import _args, _exit, _flags, _knobs, _proton, _ranks, hooks, metric
 from .hooks.hook import Hook
 
 # Interpreter teardown frees the thread states the Python-context walker reads.
 atexit.register(_proton._python_context_shutdown)
 
 DEFAULT_PROFILE_NAME = "proton"
+# backend= values start() takes (None picks this machine's GPU backend).
+BACKENDS = ("cupti", "instrumentation")
+
+
+class StartError(ValueError, RuntimeError):
+    """start() refused a value of its arguments (backend, context, data, mode).
+
+    A ValueError, and a RuntimeError as triton.profiler raises for the same values ("Unknown
+    profiler: ...", "Unknown context source: ...", "Unknown data: ..."), so either catches it.
+    """
+
+
+def _check_start_args(name, context, data, backend) -> str:
+    """Fails before any session exists; returns the output path without extension."""
+    if name is None:
+        name = DEFAULT_PROFILE_NAME
+    elif isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise _args.type_error("proton.start", "name", "a str or path (or None)", name)
+    if not os.path.basename(name):
+        raise ValueError(f"proton.start: name {name!r} names no file: give the output path "
+                         "without extension, e.g. 'my_profile' (writes my_profile.hatchet)")
+    for argument, value in (("context", context), ("data", data)):
+        if value is not None and not isinstance(value, str):
+            raise _args.type_error("proton.start", argument, "a str (or None)", value)
+    if backend is not None and backend not in BACKENDS:
+        raise StartError(f"proton.start: unknown backend {backend!r} (available: "
+                           + ", ".join(repr(b) for b in BACKENDS)
+                           + "; None picks this machine's)")
+    return name
 
 
 def _library_dirs():
@@ -43,12 +75,16 @@ def start(
     Args:
         name: output path without extension (default ``"proton"`` -> ``proton.hatchet``).
             Starting a name that already has a session reactivates that session.
+            Not a str or path: TypeError; one that names no file (``""``, ``"out/"``):
+            ValueError.
         context: ``"shadow"`` (scopes and states) or ``"python"`` (Python call paths).
         data: ``"tree"`` (aggregated call tree), ``"trace"`` (timeline, written as a Chrome
             trace) or ``"tree,trace"`` (both from one run). A trace streams to disk; set
             ``PROTON_TRACE_BUDGET_MB`` to keep only its newest N MB instead (a flight
             recorder; what was dropped is reported in the file). See docs/trace.md.
-        backend: ``None`` picks the GPU backend of this machine; ``"cupti"`` for NVIDIA.
+        backend: ``None`` picks the GPU backend of this machine; ``"cupti"`` for NVIDIA;
+            ``"instrumentation"`` for Triton's intra-kernel regions. Anything else raises
+            ``StartError`` listing these.
         mode: backend-specific mode; ``None`` for kernel timing.
             ``"periodic_flushing[:format=hatchet|hatchet_msgpack]"`` writes each completed
             phase (see ``proton.data.advance_phase``) to ``<name>.part_<N>.<format>``.
@@ -69,6 +105,7 @@ def start(
     """
     if _flags.command_line or _knobs.disabled():
         return None
+    name = _check_start_args(name, context, data, backend)
     if hook is not None and hook != "triton" and not isinstance(hook, Hook):
         raise ValueError(f"Unsupported hook: {hook!r} (expected None, 'triton' or a "
                          "proton.hooks.Hook instance)")
@@ -83,17 +120,20 @@ def start(
     # Tensor-metric accumulators, allocated outside any graph capture and before the session
     # exists, so their zero-fill kernels are never part of the profile.
     metric.preallocate()
-    session = _proton.start(
-        _ranks.session_name(DEFAULT_PROFILE_NAME if name is None else str(name)),
-        "shadow" if context is None else context,
-        "tree" if data is None else data,
-        "" if backend is None or instrumented else backend,
-        "" if mode is None or instrumented else str(mode),
-        # Region cycles only, as triton.profiler records them: the launches skip CUPTI's kernel
-        # records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs beside
-        # (docs/instrumentation.md, "Wall time").
-        kernel_records=not instrumented or _knobs.instr_kernel_time(),
-    )
+    try:
+        session = _proton.start(
+            _ranks.session_name(name),
+            "shadow" if context is None else context,
+            "tree" if data is None else data,
+            "" if backend is None or instrumented else backend,
+            "" if mode is None or instrumented else str(mode),
+            # Region cycles only, as triton.profiler records them: the launches skip CUPTI's
+            # kernel records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs
+            # beside (docs/instrumentation.md, "Wall time").
+            kernel_records=not instrumented or _knobs.instr_kernel_time(),
+        )
+    except ValueError as e:  # an unknown context, data or mode: as StartError
+        raise StartError(str(e)) from None
     if instrumented:
         try:
             hooks.instrumentation.start_session(session, mode)

@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Optional
 
-from . import _proton
+from . import _args, _proton
 
 _enter = _proton.enter_scope
 _exit = _proton.exit_scope
@@ -13,10 +13,27 @@ _add_metrics = _proton.add_metrics
 _local = threading.local()
 
 
-def _add_metrics_or_leave(name, metrics):
+def _enter_named(where, name):
+    try:
+        return _enter(name)
+    except TypeError:
+        _args.refused_name(where, name)
+        raise
+
+
+def _add_metrics_or_leave(where, name, metrics):
     # A rejected metric must not leave the scope open: the caller's `with` never runs __exit__.
     try:
         _add_metrics(metrics)
+    except TypeError:
+        if type(metrics) is dict:  # a value the engine refused: its message names the metric
+            _exit(name)
+            raise
+        try:
+            _add_metrics(_args.refused_metrics(where, metrics))
+        except BaseException:
+            _exit(name)
+            raise
     except BaseException:
         _exit(name)
         raise
@@ -27,6 +44,10 @@ class scope(contextlib.ContextDecorator):
 
     ``metrics`` (name -> int, float or list of them) are added to the scope's frame on entry.
     Names ending ``(exc)`` are exclusive, ``(pty)`` overwrite, others are summed.
+
+    A ``name`` that is not a str, or ``metrics`` that are not a dict (or other mapping), is a
+    one-line ``TypeError`` naming the argument, raised on entry, with or without a session.
+    Empty or falsy ``metrics`` add nothing, as in triton.profiler.
     """
 
     __slots__ = ("name", "metrics")
@@ -36,9 +57,13 @@ class scope(contextlib.ContextDecorator):
         self.metrics = metrics
 
     def __enter__(self):
-        _enter(self.name)
+        try:  # no check up front: a wrong type costs nothing until the engine refuses it
+            _enter(self.name)
+        except TypeError:
+            _args.refused_name("proton.scope", self.name)
+            raise
         if self.metrics:
-            _add_metrics_or_leave(self.name, self.metrics)
+            _add_metrics_or_leave("proton.scope", self.name, self.metrics)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
@@ -69,13 +94,16 @@ class ScopeMismatchError(ValueError, RuntimeError):
 
 
 def enter_scope(name: str, *, triton_op: bool = False, metrics: Optional[dict] = None) -> int:
-    """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id."""
-    scope_id = _enter(name)
+    """Opens a scope on this thread; close it with :func:`exit_scope`. Returns its id.
+
+    ``name`` must be a str and ``metrics`` a dict (or other mapping): else ``TypeError``.
+    """
+    scope_id = _enter_named("proton.enter_scope", name)
     stack = getattr(_local, "names", None)
     if stack is None:
         stack = _local.names = []
     if metrics:
-        _add_metrics_or_leave(name, metrics)
+        _add_metrics_or_leave("proton.enter_scope", name, metrics)
     stack.append(name)
     return scope_id
 
@@ -104,7 +132,12 @@ def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict] = None,
             f"Scope name mismatch: exit_scope() would close '{stack[-1]}' (opened by "
             f"enter_scope) but the innermost open scope of this thread is '{innermost}'")
     if metrics:
-        _add_metrics(metrics)
+        try:
+            _add_metrics(metrics)
+        except TypeError:
+            if type(metrics) is dict:
+                raise
+            _add_metrics(_args.refused_metrics("proton.exit_scope", metrics))
     _exit(stack[-1])
     stack.pop()
     return 0

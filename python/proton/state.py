@@ -6,7 +6,7 @@ state as its leaf (``scope/s/kernel``), as in triton.profiler.
 
 import contextlib
 
-from . import _proton
+from . import _args, _proton
 
 _set_state = _proton.set_state
 
@@ -21,12 +21,14 @@ class state(contextlib.ContextDecorator):
     """Labels the kernels launched inside it, e.g. ``with proton.state("decode"):``.
 
     Usable as a context manager or decorator. States do not nest: the inner one replaces the
-    outer one until it exits.
+    outer one until it exits. A ``name`` that is not a str is a ``TypeError`` naming it.
     """
 
     __slots__ = ("name",)
 
     def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            _args.name("proton.state", name)
         self.name = name
 
     def __enter__(self):
@@ -66,6 +68,8 @@ class metadata_state(state):
 
 
 def enter_state(name: str) -> None:
+    if not isinstance(name, str):
+        _args.name("proton.enter_state", name)
     _set_state(name)
 
 

@@ -369,11 +369,26 @@ def test_record_cost_is_calibrated():
     assert "record_cycles" in instr.stats()
 
 
-def test_kernel_without_session_runs_uninstrumented():
-    out = run_loop(K.loop_one_region)
+def test_kernel_without_session_runs_uninstrumented(out_name):
+    # Compiled and launched once under a session (records in its IR), then with none: the
+    # launch must use a binary without records, instrument nothing and compute the same sums.
+    x, out, grid, kw = K.loop_args(torch, ctas=CTAS, iters=ITERS, block=BLOCK)
+    session = proton.start(out_name, backend="instrumentation")
+    instrumented = K.loop_one_region[grid](x, out, num_warps=WARPS, **kw)
     torch.cuda.synchronize()
-    x, _, _, _ = K.loop_args(torch, ctas=CTAS, iters=ITERS, block=BLOCK)
-    assert out.shape[0] == CTAS * BLOCK
+    proton.finalize(session)
+    assert "proton.record" in instrumented.asm["ttir"]  # the check below is not vacuous
+
+    before = instr.stats()
+    out.zero_()
+    plain = K.loop_one_region[grid](x, out, num_warps=WARPS, **kw)
+    torch.cuda.synchronize()
+    after = instr.stats()
+    assert "proton.record" not in plain.asm["ttir"], plain.asm["ttir"][:2000]
+    assert after["launches"] == before["launches"], (before, after)
+    assert after["bytes_copied"] == before["bytes_copied"], (before, after)
+    expected = sum(x[i * BLOCK:i * BLOCK + CTAS * BLOCK] for i in range(ITERS))
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")

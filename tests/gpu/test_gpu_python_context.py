@@ -1,5 +1,6 @@
 """context="python": kernels sit under the Python call path that launched them."""
 
+import os
 import re
 import threading
 
@@ -84,8 +85,17 @@ def test_triton_kernels_under_python_frames(out_name, read_profile):
     assert len(paths) == 1, prof.render()
     frames, kernel = paths[0]
     assert kernel["metrics"]["count"] == 5
-    assert any(f.endswith("@launch_it") for f in frames), frames
     assert all(FRAME.fullmatch(f) for f in frames), frames
+    # The launch line in launch_it, called from this test; below it only Triton's own launcher
+    # frames (jit.py, the driver's launcher), nothing of ours or of the test.
+    launch = f"{__file__}:{launch_it.__code__.co_firstlineno + 1}@launch_it"
+    assert frames.count(launch) == 1, frames
+    at = frames.index(launch)
+    assert frames[at - 1].startswith(__file__ + ":"), frames
+    assert frames[at - 1].endswith("@test_triton_kernels_under_python_frames"), frames
+    triton_dir = os.path.dirname(os.path.abspath(triton.__file__))
+    assert frames[at + 1:], frames
+    assert all(f.startswith(triton_dir + os.sep) for f in frames[at + 1:]), frames
 
 
 def test_state_is_the_frame_above_the_kernel(out_name, read_profile):
@@ -98,21 +108,40 @@ def test_state_is_the_frame_above_the_kernel(out_name, read_profile):
     assert frames[-1] == "decode" and frames[-2].endswith("@inner_step"), frames
 
 
-def test_threads_without_python_frames_fall_back_to_scopes(out_name, read_profile):
-    # Autograd's backward runs on a C++ thread with no Python frames: its kernels must still
-    # land somewhere sensible (the main thread's scopes), never be lost.
+def backward_in_scope(out_name, context):
+    """One backward pass inside scope train_step, its forward done before the session, so
+    every kernel of the session runs on autograd's device thread (no Python frames there)."""
+    torch.manual_seed(0)
     x = torch.randn(512, 512, device="cuda", requires_grad=True)
-    proton.start(out_name, context="python")
+    y = (x @ x).sum()
+    torch.cuda.synchronize()
+    proton.start(out_name, context=context)
     with proton.scope("train_step"):
-        y = (x @ x).sum()
         y.backward()
+        z = x.detach() + 1  # one launch from this (Python) thread
+    torch.cuda.synchronize()
     proton.finalize()
+    return z
+
+
+def test_threads_without_python_frames_fall_back_to_scopes(tmp_path, read_profile, out_name):
+    # Autograd's backward runs on a C++ thread with no Python frames: its kernels must land
+    # under the main thread's scope (the shadow fallback), every one of them.
+    backward_in_scope(str(tmp_path / "warm"), "shadow")  # cuBLAS and allocator warm-up
+    backward_in_scope(str(tmp_path / "shadow"), "shadow")
+    shadow = read_profile(str(tmp_path / "shadow"))
+    backward_in_scope(out_name, "python")
     prof = read_profile()
-    # Forward kernels: under Python frames. Backward kernels (autograd's thread): under the
-    # main thread's scope, the shadow fallback.
-    assert frames_to(prof, "gemm") or frames_to(prof, "Kernel"), prof.render()
-    assert prof.has("train_step"), prof.render()
-    assert prof.count(prof.node("train_step")) >= 1, prof.render()
+    # Shadow: the backward kernels and the add, all under train_step.
+    launches = shadow.count()
+    assert shadow.count(shadow.node("train_step")) == launches, shadow.render()
+    # Python: the backward kernels under train_step, the add under this test's frames.
+    assert prof.count() == launches, prof.render()
+    assert prof.count(prof.node("train_step")) == launches - 1, prof.render()
+    adds = [(p, k) for p, k in frames_to(prof, "elementwise")
+            if any(f.endswith("@backward_in_scope") for f in p)]
+    assert len(adds) == 1 and adds[0][1]["metrics"]["count"] == 1, prof.render()
+    assert "train_step" not in adds[0][0], adds[0][0]
 
 
 def test_python_threads_get_their_own_paths(out_name, read_profile):
@@ -129,7 +158,14 @@ def test_python_threads_get_their_own_paths(out_name, read_profile):
     t.join()
     proton.finalize()
     paths = frames_to(read_profile(), "elementwise")
-    assert any(any(f.endswith("@worker_fn") for f in p) for p, _ in paths), paths
+    # The worker's path starts at its own thread's outermost frame (threading's bootstrap),
+    # never at the main thread's frames (this test), and holds all three launches.
+    assert len(paths) == 1, paths
+    frames, kernel = paths[0]
+    assert kernel["metrics"]["count"] == 3
+    assert frames[-1].endswith("@inner_step") and frames[-2].endswith("@worker_fn"), frames
+    assert frames[0].endswith("@_bootstrap"), frames
+    assert not any(f.endswith("@test_python_threads_get_their_own_paths") for f in frames)
 
 
 def test_launch_loop_at_depth_20_resolves_no_frame(out_name, read_profile):

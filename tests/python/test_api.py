@@ -262,7 +262,7 @@ def test_processor_stats_are_exposed():
     ("PROTON_BUFFER_SIZE", "1MB"), ("PROTON_BUFFER_SIZE", "12"), ("PROTON_BUFFER_SIZE", "-4096"),
     ("PROTON_FLUSH_INTERVAL_MS", "fast"), ("PROTON_FLUSH_INTERVAL_MS", "90000"),
     ("PROTON_LAUNCH_CALLBACKS", "runtime"), ("PROTON_BUFFER_THREAD", "yes"),
-    ("PROTON_FLUSH_TAGS", "many"), ("PROTON_FLUSH_TAGS", "-1"),
+    ("PROTON_FLUSH_TAGS", "many"), ("PROTON_FLUSH_TAGS", "-1"), ("PROTON_MAX_BUFFERS", "0"),
 ])
 def test_bad_backend_environment_is_an_error_and_starts_nothing(out, monkeypatch, var, value):
     monkeypatch.setenv(var, value)
@@ -271,6 +271,6 @@ def test_bad_backend_environment_is_an_error_and_starts_nothing(out, monkeypatch
     assert not proton._proton.has_sessions()
     monkeypatch.setenv(var, {"PROTON_BUFFER_SIZE": "4096", "PROTON_FLUSH_INTERVAL_MS": "0",
                              "PROTON_LAUNCH_CALLBACKS": "all", "PROTON_BUFFER_THREAD": "1",
-                             "PROTON_FLUSH_TAGS": "0"}[var])
+                             "PROTON_FLUSH_TAGS": "0", "PROTON_MAX_BUFFERS": "1"}[var])
     proton.start(out.name)
     proton.finalize()

@@ -148,11 +148,112 @@ def test_pytest_target_profiles_the_tests_and_returns_pytest_status(tmp_path):
     assert (tmp_path / "out2.hatchet").exists()
 
 
-def test_python_context_and_options_are_accepted(tmp_path):
-    write(tmp_path / "s.py", MARK)
-    r = run(["-n", "out", "-c", "python", "-d", "tree", "--no-nvtx", "s.py"], cwd=tmp_path)
+# Runs the command with the engine's start() observed: what each session was started with, and
+# PROTON_NVTX as the backend reads it then (at backend start).
+SPY = """
+import json, os, sys
+from proton import _proton, cli
+
+seen = []
+real_start = _proton.start
+
+
+def spy(name, context, data, backend, mode, **kw):
+    seen.append({"name": name, "context": context, "data": data, "backend": backend,
+                 "mode": mode, "PROTON_NVTX": os.environ.get("PROTON_NVTX")})
+    return real_start(name, context, data, backend, mode, **kw)
+
+
+_proton.start = spy
+status = cli.main(sys.argv[1:])
+print("STARTS=" + json.dumps(seen))
+sys.exit(status)
+"""
+
+
+def run_spied(args, cwd, env=None):
+    write(cwd / "spy_driver.py", SPY)
+    full_env = {k: v for k, v in os.environ.items() if k != "PROTON_NVTX"}
+    full_env.update(env or {})
+    r = subprocess.run([sys.executable, str(cwd / "spy_driver.py"), *args], cwd=cwd,
+                       env=full_env, capture_output=True, text=True, timeout=120)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("STARTS=")), "STARTS=[]")
+    return r, json.loads(line[len("STARTS="):])
+
+
+@pytest.mark.parametrize("flags, context, nvtx", [
+    ([], "shadow", None),
+    (["-c", "python"], "python", None),
+    (["--context", "python", "--no-nvtx"], "python", "0"),
+    (["--no-nvtx"], "shadow", "0"),
+])
+def test_context_and_nvtx_options_reach_the_session(tmp_path, flags, context, nvtx):
+    # The option is in effect when the engine starts the session (NVTX is read then), and the
+    # target sees the same.
+    write(tmp_path / "s.py",
+          MARK + "import os\nprint('target nvtx', os.environ.get('PROTON_NVTX'))\n")
+    r, starts = run_spied(["-n", "out", "-d", "tree", *flags, "s.py"], tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "out.hatchet").exists()
+    got = [(s["context"], s["data"], s["PROTON_NVTX"]) for s in starts]
+    assert got == [(context, "tree", nvtx)], r.stderr
+    assert f"target nvtx {nvtx}" in r.stdout
+    assert "marked" in frames(tmp_path / "out.hatchet")
+
+
+def test_triton_hook_option_registers_the_launch_hook(tmp_path):
+    pytest.importorskip("triton")
+    check = """
+        import triton
+        from proton.hooks import HookManager
+        print("hooks", sorted(type(h).__name__ for h in HookManager.active_hooks))
+        print("enter hook set", triton.knobs.runtime.launch_enter_hook is not None)
+    """
+    write(tmp_path / "s.py", check)
+    r = run(["-n", "out", "-k", "triton", "s.py"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "hooks ['LaunchHook']" in r.stdout
+    assert "enter hook set True" in r.stdout
+    r = run(["-n", "out2", "s.py"], cwd=tmp_path)  # without -k: no hook
+    assert r.returncode == 0, r.stderr
+    assert "hooks []" in r.stdout
+
+
+def test_module_gets_every_argument_after_its_name(tmp_path):
+    # As `python -m NAME ARGS`: options after NAME, --help included, are the module's.
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    write(pkg / "__init__.py", "")
+    write(pkg / "tool.py", MARK + "import sys\nprint('argv', sys.argv[1:])\n")
+    for target in (["--module", "mypkg.tool"], ["--module=mypkg.tool"]):
+        for f in tmp_path.glob("*.hatchet"):
+            f.unlink()
+        r = run(["-n", "out", *target, "--sort-keys", "--help", "-n", "mine", "x.py"],
+                cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "argv ['--sort-keys', '--help', '-n', 'mine', 'x.py']" in r.stdout, r.stdout
+        assert "usage: proton" not in r.stdout + r.stderr
+        assert "marked" in frames(tmp_path / "out.hatchet")
+        assert not (tmp_path / "mine.hatchet").exists()
+
+
+@pytest.mark.parametrize("args", [["--module"], ["--module="]])
+def test_module_option_needs_a_name(tmp_path, args):
+    r = run(["-n", "out", *args], cwd=tmp_path)
+    assert r.returncode == 2 and "--module needs a module name" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pytest_target_without_pytest_is_a_usage_error_and_writes_nothing(tmp_path):
+    # This Python, with pytest made unimportable.
+    code = ("import sys; sys.modules['pytest'] = None\n"
+            "from proton.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    r = subprocess.run([sys.executable, "-c", code, "-n", "out", "pytest", "-q"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "pytest is not installed" in r.stderr and "pip install pytest" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bad_options_and_missing_target_are_usage_errors(tmp_path):
@@ -164,6 +265,19 @@ def test_bad_options_and_missing_target_are_usage_errors(tmp_path):
     assert r.returncode == 2 and "nothing to run" in r.stderr
     r = run(["-d", "nonsense", "-n", "x", "missing_but_checked_later.py"], cwd=tmp_path)
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["-b", "bogus"], "unknown backend 'bogus'"),
+    (["-n", ""], "names no file"),
+    (["-d", "nonsense"], "unknown data 'nonsense'"),
+])
+def test_values_start_refuses_are_usage_errors_that_write_nothing(tmp_path, flags, says):
+    write(tmp_path / "s.py", MARK)
+    r = run([*flags, "s.py"], cwd=tmp_path)
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.py"]
 
 
 def test_help_documents_every_option(tmp_path):

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -238,10 +237,12 @@ def test_ignored_sigterm_stays_ignored(tmp_path):
 # -- SIGKILL --------------------------------------------------------------------------------
 
 
-def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
-    # Each round writes a large profile over the last; killed at any moment, the file is
-    # always a whole profile (or absent before the first write finished).
-    body = """
+@pytest.mark.parametrize("writes", [1, 2, 5])
+def test_sigkill_during_writes_leaves_the_previous_profile(tmp_path, writes):
+    # Each round writes a large profile over the last and says so; killed once `writes` rounds
+    # are written, wherever the next write is, the file is a whole profile (no timing involved:
+    # the kill follows a line the program prints after its write).
+    proc = _spawn(tmp_path, """
         print("ready", flush=True)
         i = 0
         while True:
@@ -251,32 +252,33 @@ def test_sigkill_during_writes_leaves_the_previous_profile_or_none(tmp_path):
                     pass
             proton.finalize()
             i += 1
-        """
-    for delay in (0.05, 0.3, 0.7, 1.1, 1.6):
-        proc = _spawn(tmp_path, body)
-        time.sleep(delay)
-        proc.kill()
-        proc.wait(30)
-        path = tmp_path / "big.hatchet"
-        if path.exists():
-            names = _names(path)  # parses as a whole: never truncated
-            assert len(names) == 3001
+            print("written", i, flush=True)
+        """)
+    for i in range(1, writes + 1):
+        assert proc.stdout.readline().split() == ["written", str(i)]
+    proc.kill()
+    proc.wait(30)
+    names = _names(tmp_path / "big.hatchet")  # parses as a whole: never truncated
+    assert len(names) == 3001
 
 
-def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path):
-    # The second write is caught half way, deterministically: its temporary file is a FIFO made
+@pytest.mark.parametrize("earlier_writes", [0, 1])
+def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path, earlier_writes):
+    # A write is caught half way, deterministically: its temporary file is a FIFO made
     # beforehand, so the writer blocks once the pipe holds 64 KB; a thread reads the first bytes
-    # (the write is under way) and kills the process with SIGKILL.
-    proc = _spawn(tmp_path, """
+    # (the write is under way) and kills the process with SIGKILL. After one earlier write the
+    # file is that profile, whole; killed in the first write, there is no file, never a part.
+    proc = _spawn(tmp_path, f"""
         import threading
         def write_big():
             proton.start("big")
             for k in range(3000):
-                with proton.scope(f"scope_{k}", {"bytes": k}):
+                with proton.scope(f"scope_{{k}}", {{"bytes": k}}):
                     pass
             proton.finalize()
-        write_big()
-        tmp = f"big.hatchet.tmp.{os.getpid()}"
+        for _ in range({earlier_writes}):
+            write_big()
+        tmp = f"big.hatchet.tmp.{{os.getpid()}}"
         os.mkfifo(tmp)
         def kill_mid_write():
             with open(tmp, "rb") as fifo:
@@ -290,7 +292,10 @@ def test_sigkill_in_the_middle_of_a_write_keeps_the_previous_profile(tmp_path):
         """)
     assert proc.wait(120) == -signal.SIGKILL, proc.stdout.read()
     assert "read 4096" in proc.stdout.read()  # killed with the write under way
-    assert len(_names(tmp_path / "big.hatchet")) == 3001  # the previous profile, whole
+    if earlier_writes:
+        assert len(_names(tmp_path / "big.hatchet")) == 3001  # the previous profile, whole
+    else:
+        assert not (tmp_path / "big.hatchet").exists()
 
 
 def test_periodic_flushing_loses_at_most_the_current_phase_on_sigkill(tmp_path):
