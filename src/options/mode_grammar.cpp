@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
+#include <span>
 #include <stdexcept>
 
 #include "options/mode.h"
@@ -12,7 +14,7 @@ namespace proton {
 
 namespace {
 
-using Strings = std::initializer_list<std::string_view>;
+using Strings = std::span<const std::string_view>;
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -191,18 +193,19 @@ CounterConfig counters(const std::vector<std::string_view>& parts) {
 
 // Instrumentation ----------------------------------------------------------------------------
 
-constexpr Strings kInstrModes = {"default", "mma"};
-constexpr Strings kInstrKeys = {"metric_type", "sampling_strategy", "sampling_options",
-                                "granularity", "buffer_strategy",   "buffer_type",
-                                "buffer_size", "optimizations"};
-constexpr Strings kMetricTypes = {"cycle"};
-constexpr Strings kGranularities = {"cta",          "warp",         "warp_2",
-                                    "warp_4",       "warp_8",       "warp_group",
-                                    "warp_group_2", "warp_group_4", "warp_group_8"};
-constexpr Strings kBufferStrategies = {"circular", "flush"};
-constexpr Strings kBufferTypes = {"shared", "global"};
-constexpr Strings kSamplingStrategies = {"none", "selective"};
-constexpr Strings kOptimizations = {"time_shift", "sched_stores", "sched_barriers", "clock32"};
+constexpr std::string_view kInstrModes[] = {"default", "mma"};
+constexpr std::string_view kInstrKeys[] = {"metric_type", "sampling_strategy", "sampling_options",
+                                           "granularity", "buffer_strategy",   "buffer_type",
+                                           "buffer_size", "optimizations"};
+constexpr std::string_view kMetricTypes[] = {"cycle"};
+constexpr std::string_view kGranularities[] = {"cta",          "warp",         "warp_2",
+                                               "warp_4",       "warp_8",       "warp_group",
+                                               "warp_group_2", "warp_group_4", "warp_group_8"};
+constexpr std::string_view kBufferStrategies[] = {"circular", "flush"};
+constexpr std::string_view kBufferTypes[] = {"shared", "global"};
+constexpr std::string_view kSamplingStrategies[] = {"none", "selective"};
+constexpr std::string_view kOptimizations[] = {"time_shift", "sched_stores", "sched_barriers",
+                                               "clock32"};
 
 std::string valid_parts() {
   return "modes: default, mma, pcsampling, counters, graph, periodic_flushing; options: " +
@@ -299,7 +302,7 @@ InstrumentationMode instrumentation_short(std::string_view text) {
   size_t underscore = head.find('_');
   InstrumentationMode m;
   m.name = lower(head.substr(0, underscore));
-  if (std::find(kInstrModes.begin(), kInstrModes.end(), m.name) == kInstrModes.end()) {
+  if (std::find(std::begin(kInstrModes), std::end(kInstrModes), m.name) == std::end(kInstrModes)) {
     throw std::invalid_argument("unknown mode '" + m.name + "' in '" + std::string(text) + "' (" +
                                 valid_parts() + ")");
   }

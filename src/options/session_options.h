@@ -36,7 +36,7 @@ struct SessionConfig {
   /// while no session times kernels, the session ignores those it is handed, and its trace
   /// places regions by the GPU's global timer in boxes from the CTAs' extent.
   bool kernel_records = true;
-  TritonKnobs knobs;
+  TritonKnobs knobs = {};
 };
 
 /// What `data` asks for: "tree", "trace", or both ("tree,trace" / "trace,tree").
