@@ -152,15 +152,9 @@ NB_MODULE(_proton, m) {
       [](std::string name, std::string context, std::string data, std::string backend,
          std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
          std::string cupti_lib_dir) {
-        SessionConfig c;
-        c.name = std::move(name);
-        c.context = std::move(context);
-        c.data = std::move(data);
-        c.backend = std::move(backend);
-        c.mode = std::move(mode);
-        c.kernel_records = kernel_records;
-        c.knobs = {enable_nvtx, std::move(cupti_lib_dir)};
-        return Runtime::get().start(c);
+        return Runtime::get().start(python::session_config(
+            std::move(name), std::move(context), std::move(data), std::move(backend),
+            std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)));
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       nb::arg("kernel_records") = true, nb::arg("enable_nvtx") = nb::none(),

@@ -71,6 +71,20 @@ nb::dict mode_dict(const Mode& mode) {
 
 }  // namespace
 
+SessionConfig session_config(std::string name, std::string context, std::string data,
+                             std::string backend, std::string mode, bool kernel_records,
+                             std::optional<bool> enable_nvtx, std::string cupti_lib_dir) {
+  SessionConfig c;
+  c.name = std::move(name);
+  c.context = std::move(context);
+  c.data = std::move(data);
+  c.backend = std::move(backend);
+  c.mode = std::move(mode);
+  c.kernel_records = kernel_records;
+  c.knobs = {enable_nvtx, std::move(cupti_lib_dir)};
+  return c;
+}
+
 void register_options(nb::module_& m) {
   m.def(
       "parse_mode", [](std::string_view text) { return mode_dict(parse_mode(text)); },
@@ -88,15 +102,10 @@ void register_options(nb::module_& m) {
       [](std::string name, std::string context, std::string data, std::string backend,
          std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
          std::string cupti_lib_dir) {
-        SessionConfig c;
-        c.name = std::move(name);
-        c.context = std::move(context);
-        c.data = std::move(data);
-        c.backend = std::move(backend);
-        c.mode = std::move(mode);
-        c.kernel_records = kernel_records;
-        c.knobs = {enable_nvtx, std::move(cupti_lib_dir)};
-        SessionOptions o = make_session_options(c, read_environment());
+        SessionOptions o = make_session_options(
+            session_config(std::move(name), std::move(context), std::move(data), std::move(backend),
+                           std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)),
+            read_environment());
         nb::dict d;
         d["mode"] = mode_dict(o.mode);
         d["kernel_records"] = o.config.kernel_records;
