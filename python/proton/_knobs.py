@@ -7,21 +7,20 @@ working with ``import proton``. Each knob maps onto what Proton does:
 |-----------------------------------------------------------|---------------------------------|
 | ``disable`` (TRITON_PROTON_DISABLE)                       | ``start()`` records nothing     |
 | ``enable_nvtx`` (TRITON_ENABLE_NVTX)                      | False = ``PROTON_NVTX=0``       |
-| ``cupti_lib_dir`` (TRITON_CUPTI_LIB_PATH), when set       | = ``PROTON_CUPTI_PATH``         |
+| ``cupti_lib_dir`` (TRITON_CUPTI_LIB_PATH), when set       | as ``PROTON_CUPTI_PATH``        |
 | ``profile_metric_buffer_size`` (TRITON_PROFILE_METRIC_BUFFER_SIZE) | bytes of device tensor-metric accumulators |
 | ``profile_buffer_size`` (TRITON_PROFILE_BUFFER_SIZE)      | accepted; intra-kernel buffers  |
 | ``cupti_lib_blackwell_dir``, ``enable_hw_trace``          | accepted, no effect             |
 
-Our own ``PROTON_*`` variables win where both are set. Without Triton (or with a Triton whose
-knobs lack one, e.g. 3.6 has no buffer sizes), the environment variables are read directly.
+``start()`` passes them to the native module as arguments (``start_args``), where our own
+``PROTON_*`` variables win where both are set. Without Triton (or with a Triton whose knobs
+lack one, e.g. 3.6 has no buffer sizes), Triton's environment variables are read directly.
 """
 
 import os
 from typing import Optional
 
 _DEFAULT_BUFFER = 64 * 1024 * 1024
-# Environment variables this module set itself (so it can take them back when a knob changes).
-_set_by_us: dict = {}
 
 
 def _knobs():
@@ -85,12 +84,6 @@ def profile_metric_buffer_size() -> int:
                     _DEFAULT_BUFFER, _int_env))
 
 
-def instr_kernel_time() -> bool:
-    """Whether instrumentation sessions time kernels with CUPTI too (``PROTON_INSTR_KERNEL_TIME=1``;
-    off by default, as triton.profiler records region cycles only; ours alone)."""
-    return _bool_env("PROTON_INSTR_KERNEL_TIME", False)
-
-
 def cupti_lib_dir() -> Optional[str]:
     """The knob's folder when the user chose one, else None (we search as usual)."""
     k = _knobs()
@@ -101,20 +94,6 @@ def cupti_lib_dir() -> Optional[str]:
     return os.environ.get("TRITON_CUPTI_LIB_PATH")
 
 
-def _export(var: str, value: Optional[str]) -> None:
-    """Sets (or, with None, takes back) one of our variables, never over the user's own."""
-    if var in os.environ and var not in _set_by_us:
-        return  # the user's PROTON_* setting wins
-    if value is None:
-        if var in _set_by_us:
-            os.environ.pop(var, None)
-            del _set_by_us[var]
-        return
-    os.environ[var] = value
-    _set_by_us[var] = value
-
-
-def apply() -> None:
-    """Called by start(): hands the knobs to the engine, which reads PROTON_* at backend start."""
-    _export("PROTON_NVTX", None if enable_nvtx() else "0")
-    _export("PROTON_CUPTI_PATH", cupti_lib_dir())
+def start_args() -> dict:
+    """The knobs as ``_proton.start`` takes them (the engine lets PROTON_* variables win)."""
+    return dict(enable_nvtx=enable_nvtx(), cupti_lib_dir=cupti_lib_dir() or "")

@@ -118,7 +118,9 @@ def output_name(name: str, rank: Optional[Rank], pattern: Optional[str] = None) 
     if has_placeholder:
         pattern, name = name, ""
     elif pattern is None:
-        pattern = os.environ.get(PATTERN_ENV) or DEFAULT_PATTERN
+        from . import _proton  # PROTON_* variables are read by the native module
+
+        pattern = _proton.env_value(PATTERN_ENV) or DEFAULT_PATTERN
     _check_pattern(pattern)
     try:
         return pattern.format(name=name, rank=rank.rank, world_size=rank.world_size,

@@ -2,15 +2,19 @@
 
 Importable without Triton: the choices are our own enums, mapped to Triton's
 ``triton._C.libtriton.proton`` enums only when the instrumentation hook installs its compiler
-passes (``to_triton``). ``parse`` takes the strings Triton's parser takes
-(``"default:granularity=warp:buffer_size=4096:optimizations=clock32"``, ``"pcsampling:interval=N"``)
-and the paper's short form (``"mma_cycle::[warpgroup::circular::all]"``); anything else raises
-``ValueError`` naming the valid parts.
+passes (``to_triton``). Each mode object renders (``str()``) to the one mode grammar of the
+native module, and ``parse`` reads a mode string through that grammar
+(``"default:granularity=warp:buffer_size=4096:optimizations=clock32"``,
+``"pcsampling:interval=N"``, ``"counters:..."``, the paper's short form
+``"mma_cycle::[warpgroup::circular::all]"``); anything else raises ``ValueError`` naming the
+valid parts.
 """
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import List, Union
+from typing import List, Optional, Union
+
+from . import _proton
 
 
 class _Choice(Enum):
@@ -113,17 +117,39 @@ class BaseMode:
     name: str
 
 
+# The grammar's own defaults for what PCSampling() leaves out.
+_PC_DEFAULTS = _proton.parse_mode("pcsampling")
+
+
 @dataclass(frozen=True)
 class PCSampling(BaseMode):
+    """``pcsampling[:interval=N]...``; ``interval=None`` lets Proton choose the period."""
+
     name: str = field(default="pcsampling", init=False)
-    interval: int = 1000
+    interval: Optional[int] = 1000
+    buffer_mb: int = 0  # 0: sized from the period
+    sleep_ms: int = _PC_DEFAULTS["sleep_ms"]
+    drain_ms: int = _PC_DEFAULTS["drain_ms"]
+    adapt: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.interval, int) or self.interval <= 0:
+        if self.interval is not None and (not isinstance(self.interval, int) or self.interval <= 0):
             raise ValueError("Interval must be a positive integer.")
+        _proton.parse_mode(str(self))  # the grammar checks every option
 
     def __str__(self):
-        return f"{self.name}:interval={self.interval}"
+        parts = [self.name]
+        if self.interval is not None:
+            parts.append(f"interval={self.interval}")
+        if self.buffer_mb:
+            parts.append(f"buffer_mb={self.buffer_mb}")
+        if self.sleep_ms != _PC_DEFAULTS["sleep_ms"]:
+            parts.append(f"sleep_ms={self.sleep_ms}")
+        if self.drain_ms != _PC_DEFAULTS["drain_ms"]:
+            parts.append(f"drain_ms={self.drain_ms}")
+        if not self.adapt:
+            parts.append("adapt=0")
+        return ":".join(parts)
 
 
 @dataclass(frozen=True)
@@ -251,77 +277,39 @@ def sampled_warps(options: str) -> List[int]:
 
 
 _MODES = {"default": Default, "mma": MMA}
-_KEYS = ("metric_type", "sampling_strategy", "sampling_options", "granularity", "buffer_strategy",
-         "buffer_type", "buffer_size", "optimizations")
-# The paper's short form: "<mode>_<metric>::[<granularity>::<strategy>::<warps>]".
-_SHORT_GRANULARITY = {"warpgroup": "warp_group", "cta": "cta", "warp": "warp"}
 
 
-def _valid_parts() -> str:
-    return (f"modes: {', '.join(_MODES)}, pcsampling; options: {', '.join(_KEYS)}; "
-            f"granularity: {', '.join(granularities)}; buffer_strategy: "
-            f"{', '.join(buffer_strategies)}; buffer_type: {', '.join(buffer_types)}; "
-            f"sampling_strategy: {', '.join(sampling_strategies)}; optimizations: "
-            f"{', '.join(optimizations)}")
+def _from_grammar(text: str):
+    """The mode object of a mode string, as the native grammar reads it."""
+    d = _proton.parse_mode(text)
+    kind = d["kind"]
+    if kind == "instrumentation":
+        return _MODES[d["name"]](
+            metric_type=d["metric_type"], sampling_strategy=d["sampling_strategy"],
+            sampling_options=d["sampling_options"], granularity=d["granularity"],
+            buffer_strategy=d["buffer_strategy"], buffer_type=d["buffer_type"],
+            buffer_size=d["buffer_size"], optimizations=d["optimizations"])
+    if kind == "pcsampling":
+        return PCSampling(interval=d["interval"] or None, buffer_mb=d["buffer_mb"],
+                          sleep_ms=d["sleep_ms"], drain_ms=d["drain_ms"], adapt=d["adapt"])
+    if kind == "counters":
+        return Counters(d["metrics"], range=d["range"], replay=d["replay"],
+                        sampling=d["sampling"], interval_us=d["interval_us"])
+    return text  # graph, periodic_flushing: the string is the whole mode
 
 
-def _parse_short(text: str) -> InstrumentationMode:
-    head, _, rest = text.partition("::")
-    rest = rest.strip()
-    if not (rest.startswith("[") and rest.endswith("]")):
-        raise ValueError(f"malformed mode {text!r}: expected '<mode>_cycle::[<granularity>::"
-                         f"<strategy>::<warps|all>]' ({_valid_parts()})")
-    mode_name, _, metric = head.partition("_")
-    parts = [p.strip() for p in rest[1:-1].split("::")]
-    opts = {"metric_type": metric or "cycle"}
-    if len(parts) > 0 and parts[0]:
-        opts["granularity"] = _SHORT_GRANULARITY.get(parts[0], parts[0])
-    if len(parts) > 1 and parts[1]:
-        opts["buffer_strategy"] = parts[1]
-    if len(parts) > 2 and parts[2] and parts[2] != "all":
-        opts["sampling_strategy"] = "selective"
-        opts["sampling_options"] = parts[2].replace(";", ",")
-    if mode_name not in _MODES:
-        raise ValueError(f"unknown mode {mode_name!r} in {text!r} ({_valid_parts()})")
-    return _MODES[mode_name](**opts)
+def parse(mode_obj):
+    """A mode object from what ``proton.start(mode=...)`` accepts (None -> Default()).
 
-
-def parse(mode_obj) -> Union[InstrumentationMode, PCSampling]:
-    """A mode object from what ``proton.start(mode=...)`` accepts (None -> Default())."""
-    if isinstance(mode_obj, (InstrumentationMode, PCSampling)):
+    Instrumentation modes give ``Default``/``MMA``, ``"pcsampling..."`` a ``PCSampling``,
+    ``"counters..."`` a ``Counters``; ``"graph"`` and ``"periodic_flushing..."`` stay strings.
+    """
+    if isinstance(mode_obj, (InstrumentationMode, PCSampling, Counters)):
         return mode_obj
     if mode_obj is None or str(mode_obj).strip() == "":
         return Default()
-    text = str(mode_obj).strip()
-    if "::" in text:
-        return _parse_short(text)
-    name, *options = text.split(":")
-    opts = {}
-    for opt in options:
-        key, sep, value = opt.partition("=")
-        if not sep:
-            raise ValueError(f"malformed option {opt!r} in mode {text!r}: expected key=value "
-                             f"({_valid_parts()})")
-        opts[key.strip()] = value.strip()
-    if name == "pcsampling":
-        unknown = set(opts) - {"interval"}
-        if unknown:
-            raise ValueError(f"unknown pcsampling option(s) {sorted(unknown)} (valid: interval)")
-        try:
-            return PCSampling(interval=int(opts.get("interval", 1000)))
-        except ValueError as e:
-            raise ValueError(f"bad pcsampling interval in {text!r}: {e}") from None
-    if name not in _MODES:
-        raise ValueError(f"unknown mode {name!r} ({_valid_parts()})")
-    unknown = set(opts) - set(_KEYS)
-    if unknown:
-        raise ValueError(f"unknown option(s) {sorted(unknown)} in mode {text!r} ({_valid_parts()})")
-    if "buffer_size" in opts:
-        try:
-            opts["buffer_size"] = int(opts["buffer_size"] or 0)
-        except ValueError:
-            raise ValueError(f"buffer_size must be an integer in {text!r}") from None
-    return _MODES[name](**opts)
+    return _from_grammar(str(mode_obj).strip())
+
 
 # Hardware counters (mode="counters"): docs/counters.md.
 from ._counters_mode import Counters  # noqa: E402, F401  (proton.mode.Counters)

@@ -111,7 +111,6 @@ def start(
                          "proton.hooks.Hook instance)")
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
-    _knobs.apply()
     # backend="instrumentation": kernel timing (CUPTI) plus Triton's intra-kernel regions, the
     # mode being the instrumentation's (docs/instrumentation.md). Validated before the session.
     instrumented = backend == "instrumentation"
@@ -130,9 +129,10 @@ def start(
             # Region cycles only, as triton.profiler records them: the launches skip CUPTI's
             # kernel records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs
             # beside (docs/instrumentation.md, "Wall time").
-            kernel_records=not instrumented or _knobs.instr_kernel_time(),
+            kernel_records=not instrumented,
+            **_knobs.start_args(),
         )
-    except ValueError as e:  # an unknown context, data or mode: as StartError
+    except ValueError as e:  # an unknown context, data or mode, a bad PROTON_* value: StartError
         raise StartError(str(e)) from None
     if instrumented:
         try:

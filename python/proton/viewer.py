@@ -26,7 +26,9 @@ import sysconfig
 
 
 def _binary() -> str:
-    override = os.environ.get("PROTON_VIEWER")
+    from . import _proton  # PROTON_* variables are read by the native module
+
+    override = _proton.env_value("PROTON_VIEWER")
     if override:
         return override
     return os.path.join(sysconfig.get_path("scripts"), "proton-viewer")

@@ -42,7 +42,8 @@ struct BackendOptions {
   // Completed buffers are attributed on CUPTI's thread (or the flushing one). On: handed to a
   // worker thread of ours, so CUPTI's thread returns at once; measured on an H100 it did not
   // lower launch overhead beyond the host's noise and kept 1-2 more buffers in use (+2 MB RSS
-  // over 100k replays of a graph captured before start), so it is off (PROTON_BUFFER_THREAD=1).
+  // over 100k replays of a graph captured before start), so it is off (PROTON_BUFFER_THREAD=1
+  // turns it on).
   bool buffer_thread = false;
   // Which launch callbacks correlate kernels with their launch. Runtime launches also enter
   // the driver's launch callback, and since CUDA 13 with the runtime call's correlation id, so
@@ -62,6 +63,19 @@ struct BackendOptions {
   // This rank's local rank (io/run_info.h, published by proton/_ranks.py for torchrun, Open MPI,
   // MPICH and Slurm), -1 when unknown: PM sampling's device when no context is current yet.
   int local_rank = -1;
+  // NVTX push/pop ranges become scopes (PROTON_NVTX, triton.knobs.proton.enable_nvtx);
+  // nvtx_debug prints each on stderr (PROTON_NVTX_DEBUG).
+  bool nvtx = true;
+  bool nvtx_debug = false;
+  // The vendor library the user chose (PROTON_CUPTI_PATH, knobs.proton.cupti_lib_dir): a file or
+  // a folder; empty: the backend's own search.
+  std::string cupti_path;
+  // mode="graph": enable graph tracing at start instead of at the first graph made after it
+  // (PROTON_GRAPH_TRACE_EAGER, for comparisons).
+  bool graph_trace_eager = false;
+  // Detach the vendor library from the driver at stop (PROTON_CUPTI_FINALIZE; opt-in: it has
+  // been seen to crash while other threads launch kernels).
+  bool cupti_finalize = false;
 };
 
 class Backend {

@@ -1,5 +1,6 @@
 // nanobind module `proton._proton`: argument translation only; all logic lives in the core.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
@@ -13,6 +14,7 @@
 
 #include "bindings/counters_bindings.h"
 #include "bindings/launch_hook.h"
+#include "bindings/options_bindings.h"
 #include "bindings/python_context.h"
 #include "common/name_table.h"
 #include "context/context_tree.h"
@@ -147,14 +149,15 @@ NB_MODULE(_proton, m) {
   m.def(
       "start",
       [](std::string name, std::string context, std::string data, std::string backend,
-         std::string mode, bool kernel_records) {
-        SessionConfig c{std::move(name), std::move(context), std::move(data), std::move(backend),
-                        std::move(mode)};
-        c.kernel_records = kernel_records;
-        return Runtime::get().start(c);
+         std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
+         std::string cupti_lib_dir) {
+        return Runtime::get().start(python::session_config(
+            std::move(name), std::move(context), std::move(data), std::move(backend),
+            std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)));
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
-      nb::arg("kernel_records") = true, nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("kernel_records") = true, nb::arg("enable_nvtx") = nb::none(),
+      nb::arg("cupti_lib_dir") = "", nb::call_guard<nb::gil_scoped_release>());
   m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
   m.def("activate_all", [] { Runtime::get().activate_all(); });
   m.def(
@@ -259,6 +262,7 @@ NB_MODULE(_proton, m) {
   python::register_python_context(m);
   python::register_launch_hook(m);
   python::register_counters(m);  // hardware counters
+  python::register_options(m);   // the mode grammar, environment variables
 
 #ifdef PROTON_HAVE_CUPTI
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)

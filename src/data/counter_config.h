@@ -1,7 +1,8 @@
-// What mode="counters[:...]" asks for: which hardware metrics, from which CUPTI source.
+// What mode="counters[:...]" asks for: which hardware metrics, from which CUPTI source
+// (parsed by the mode grammar, options/mode_grammar.cpp).
 //
-// Vendor-neutral: the names are CUPTI's (the only backend with counters today), but parsing and
-// the default sets' fallbacks are plain strings, tested on the CPU. The backend checks the
+// Vendor-neutral: the names are CUPTI's (the only backend with counters today), but the
+// default sets' fallbacks are plain strings, tested on the CPU. The backend checks the
 // names against the GPU's own metric list when it starts.
 //
 // Two sources of per-kernel values:
@@ -48,6 +49,11 @@ struct CounterConfig {
   bool range_profiler = false;  // per-kernel values from the Range Profiler (opt-in)
   bool pm_sampling = true;      // PM sampling: per-kernel values by split, counter tracks
   uint32_t interval_us = kDefaultIntervalUs;
+  // Sizes the user may override (PROTON_COUNTER_BATCH, PROTON_PM_BUFFER_MB,
+  // PROTON_PM_IMAGE_SAMPLES; options/environment.h); 0: our choice.
+  uint32_t range_batch = 0;       // Range Profiler ranges per decode (512)
+  uint32_t pm_buffer_mb = 0;      // PM sampling's hardware buffer (sized from interval_us)
+  uint32_t pm_image_samples = 0;  // PM sampling's counter-data image (sized from interval_us)
 
   /// PM sampling period. On an H100 our thread spends 65-120 us decoding and evaluating each
   /// sample of the default set: every 100 us it was 65% busy (64 MB hardware buffer), every
@@ -57,13 +63,6 @@ struct CounterConfig {
   /// The mode string this config round-trips to (for messages and equality of sessions).
   std::string canonical() const;
 };
-
-/// True when `mode` is a counters mode ("counters" or "counters:...", any case of the head).
-bool is_counters_mode(std::string_view mode);
-
-/// Parses a counters mode. Throws std::invalid_argument naming the bad option and the accepted
-/// ones. A non-counters mode gives a disabled config.
-CounterConfig parse_counter_config(std::string_view mode);
 
 /// The Range Profiler's default set: DRAM bytes read and written, achieved occupancy, SM
 /// throughput, tensor-pipe utilisation (wgmma and mma.sync pipes on Hopper), L2 sectors.

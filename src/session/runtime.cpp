@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "attribution/launch_stage.h"
-#include "backends/pc_sampling_options.h"
+#include "backends/instrumentation/instr_runtime.h"
 #include "common/clock.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
@@ -30,68 +30,6 @@ void check_option(std::string_view what, const std::string& value,
     list += (list.empty() ? "'" : ", '") + std::string(a) + "'";
   throw std::invalid_argument("unknown " + std::string(what) + " '" + value + "' (expected " +
                               list + ")");
-}
-
-// An unsigned integer from environment variable `name`, within [lo, hi]; `fallback` when unset
-// or empty. Anything else is an error that names the variable, its value and what it takes.
-uint64_t env_uint(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi,
-                  const char* expects) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == 0) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s || *end != 0 || errno != 0 || *s == '-' || v < lo || v > hi) {
-    throw std::invalid_argument(std::string(name) + "='" + s + "' is not " + expects);
-  }
-  return v;
-}
-
-// One of `allowed` from environment variable `name`, or `fallback` when unset or empty.
-std::string env_choice(const char* name, std::string fallback,
-                       std::initializer_list<std::string_view> allowed) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == 0) return fallback;
-  check_option(name, s, allowed);
-  return s;
-}
-
-// The backend's options from PROTON_* variables. Read at every start, before anything changes,
-// so a bad value is an error from start() and nothing is half made.
-BackendOptions options_from_env() {
-  BackendOptions o;
-  o.buffer_bytes = env_uint("PROTON_BUFFER_SIZE", o.buffer_bytes, 1024, uint64_t{1} << 30,
-                            "a buffer size in bytes from 1024 to 1073741824");
-  // Buffers lent out at once before CUPTI drops records: lowered, it makes drops happen on
-  // purpose (the test that they are reported).
-  o.max_buffers = env_uint("PROTON_MAX_BUFFERS", o.max_buffers, 1, 1 << 20,
-                           "a number of buffers from 1 to 1048576");
-  o.flush_interval_ms =
-      static_cast<uint32_t>(env_uint("PROTON_FLUSH_INTERVAL_MS", o.flush_interval_ms, 0, 60'000,
-                                     "a period in ms from 0 (off) to 60000"));
-  o.flush_tags = env_uint("PROTON_FLUSH_TAGS", o.flush_tags, 0, uint64_t{1} << 32,
-                          "a number of launch tags from 0 (flush at every check) to 4294967296");
-  // Diagnostics: PROTON_BUFFER_THREAD=1 attributes on a thread of ours; PROTON_LAUNCH_CALLBACKS
-  // = all | driver overrides the automatic choice (backend.h).
-  o.buffer_thread = env_choice("PROTON_BUFFER_THREAD", "0", {"0", "1"}) == "1";
-  std::string callbacks = env_choice("PROTON_LAUNCH_CALLBACKS", "auto", {"auto", "all", "driver"});
-  if (callbacks == "all") o.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
-  if (callbacks == "driver") o.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
-  return o;
-}
-
-// PROTON_TRACE_BUDGET_MB: the flight-recorder size of trace sessions (read at start, never in
-// a callback). Unset or 0: stream the whole trace to disk.
-uint64_t trace_budget_from_env() {
-  const char* s = std::getenv("PROTON_TRACE_BUDGET_MB");
-  if (s == nullptr || *s == 0) return 0;
-  char* end = nullptr;
-  double mb = std::strtod(s, &end);
-  if (end == s || *end != 0 || !std::isfinite(mb) || mb < 0) {
-    throw std::invalid_argument("PROTON_TRACE_BUDGET_MB='" + std::string(s) +
-                                "' is not a size in MB (e.g. 256, or 0 for no budget)");
-  }
-  return static_cast<uint64_t>(mb * 1024 * 1024);
 }
 
 // The files finalize(output_format) writes for `s`: "" means the session's natural outputs.
@@ -139,22 +77,14 @@ Runtime& Runtime::get() {
 Runtime::Runtime() = default;
 
 SessionId Runtime::start(const SessionConfig& config) {
-  check_option("context", config.context, {"shadow", "python"});
-  // mode="pcsampling[:interval=N...]": PC sampling beside kernel timing (throws when malformed).
-  PcSamplingOptions pc_sampling = parse_pc_sampling_mode(config.mode);
-  if (!parse_periodic_flushing(config.mode).enabled && !pc_sampling.enabled &&
-      !is_counters_mode(config.mode)) {
-    check_option("mode", config.mode, {"", "graph", "pcsampling"});
-  }
-  SessionConfig effective = config;
-  if (effective.trace_budget_bytes == 0) effective.trace_budget_bytes = trace_budget_from_env();
-  // Throws for a bad PROTON_* value, before any state changes.
-  BackendOptions backend_options = options_from_env();
-  backend_options.graph_level = config.mode == "graph";
-  backend_options.kernel_records = config.kernel_records;
-  // Hardware counters: throws for a malformed counters mode before anything changes.
-  backend_options.counters = parse_counter_config(config.mode);
-  backend_options.local_rank = static_cast<int>(run_info().local_rank);
+  // Every argument, knob and PROTON_* variable is checked here, before any state changes.
+  SessionOptions options = make_session_options(config, read_environment());
+  options.backend.local_rank = static_cast<int>(run_info().local_rank);
+  instr::InstrRuntime::configure(options.instr);
+  // Copies: `options` moves into the session below.
+  const BackendOptions backend_options = options.backend;
+  const PcSamplingOptions pc_sampling =
+      options.pc_sampling() != nullptr ? *options.pc_sampling() : PcSamplingOptions{};
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
     if (s && s->config().name == config.name) {
@@ -166,7 +96,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   // mode="graph" swaps per-node kernel records for one record per graph launch.
   for (auto& s : sessions_) {
     if (!s) continue;
-    if ((s->config().mode == "graph") != (config.mode == "graph")) {
+    if (s->options().graph() != options.graph()) {
       throw std::invalid_argument(
           "mode='graph' records one node per CUDA graph launch for the whole process; session '" +
           s->config().name + "' runs with mode='" + s->config().mode +
@@ -194,7 +124,7 @@ SessionId Runtime::start(const SessionConfig& config) {
     throw std::invalid_argument("too many profiling sessions (at most 64); finalize some first");
   }
   auto session = std::make_unique<Session>(
-      id, effective, LaunchStage::phase_epoch.load(std::memory_order_relaxed));
+      id, std::move(options), LaunchStage::phase_epoch.load(std::memory_order_relaxed));
   if (std::string why = check_writable(session->output_path("hatchet")); !why.empty()) {
     throw std::invalid_argument("cannot write the profile of session '" + config.name +
                                 "': " + why);
@@ -204,7 +134,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   // leave the records they are handed alone (Session::add_kernel); off again when the last
   // session timing kernels is finalized (finalize). Last of the checks: a session refused
   // above leaves them as they were.
-  if (backend_running_ && config.kernel_records && !backend_kernel_records_) {
+  if (backend_running_ && backend_options.kernel_records && !backend_kernel_records_) {
     std::string why;
     if (!backend_->enable_kernel_records(why)) {
       throw std::runtime_error("session '" + config.name +
@@ -247,7 +177,7 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   if (pc_sampling.enabled) start_pc_sampling(pc_sampling);
   if (sessions_[id]->data().trace) start_trace(*sessions_[id]);
-  if (sessions_[id]->config().context == "python") {
+  if (sessions_[id]->options().python_context) {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
   }
   set_active(id, true);
@@ -485,7 +415,8 @@ void Runtime::set_backend_for_testing(std::unique_ptr<Backend> backend) {
   backend_running_ = false;
   if (backend_ && has_sessions()) {
     std::string why;
-    backend_running_ = backend_->start(&processor_, options_from_env(), why);
+    backend_running_ =
+        backend_->start(&processor_, make_session_options({}, read_environment()).backend, why);
   }
 }
 

@@ -1,7 +1,5 @@
 #include "session/session.h"
 
-#include "backends/pc_sampling_options.h"
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -28,68 +26,18 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-DataKinds parse_data(const std::string& data) {
-  DataKinds kinds;
-  size_t begin = 0;
-  while (begin <= data.size()) {
-    size_t end = std::min(data.find(',', begin), data.size());
-    std::string part = data.substr(begin, end - begin);
-    if (part == "tree") {
-      kinds.tree = true;
-    } else if (part == "trace") {
-      kinds.trace = true;
-    } else {
-      throw std::invalid_argument("unknown data '" + data +
-                                  "' (expected 'tree', 'trace' or 'tree,trace')");
-    }
-    begin = end + 1;
-  }
-  return kinds;
-}
-
-PeriodicFlushing parse_periodic_flushing(const std::string& mode) {
-  PeriodicFlushing p;
-  std::string head = mode.substr(0, mode.find(':'));
-  std::transform(head.begin(), head.end(), head.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (head != "periodic_flushing") return p;
-  p.enabled = true;
-  if (head.size() == mode.size()) return p;
-  std::string option = mode.substr(head.size() + 1);
-  if (option.rfind("format=", 0) != 0) {
-    throw std::invalid_argument("unknown periodic_flushing option '" + option +
-                                "' (expected 'format=hatchet' or 'format=hatchet_msgpack')");
-  }
-  p.format = option.substr(7);
-  if (p.format == "chrome_trace") {
-    throw std::invalid_argument(
-        "periodic_flushing writes one tree per phase; format=chrome_trace is not supported: a "
-        "data='trace' session already streams its timeline to one .chrome_trace file (bound it "
-        "with PROTON_TRACE_BUDGET_MB)");
-  }
-  if (p.format != "hatchet" && p.format != "hatchet_msgpack") {
-    throw std::invalid_argument("unknown periodic_flushing format '" + p.format +
-                                "' (expected 'hatchet' or 'hatchet_msgpack')");
-  }
-  return p;
-}
-
-Session::Session(SessionId id, SessionConfig config, uint32_t epoch)
+Session::Session(SessionId id, SessionOptions options, uint32_t epoch)
     : id_(id),
-      config_(std::move(config)),
-      data_(parse_data(config_.data)),
-      flushing_(parse_periodic_flushing(config_.mode)),
-      python_context_(config_.context == "python") {
-  if (parse_pc_sampling_mode(config_.mode).enabled) pc_ = std::make_unique<PcAttribution>();
-  if (flushing_.enabled && !data_.tree) {
-    throw std::invalid_argument(
-        "mode 'periodic_flushing' writes call trees; it needs data='tree' "
-        "or data='tree,trace', not '" +
-        config_.data + "'");
-  }
+      options_(std::move(options)),
+      flushing_(options_.periodic_flushing()),
+      python_context_(options_.python_context) {
+  if (options_.pc_sampling() != nullptr) pc_ = std::make_unique<PcAttribution>();
   phase_starts_.push_back(epoch);
-  if (data_.tree) trees_[0] = std::make_unique<CallTree>();
+  if (options_.data.tree) trees_[0] = std::make_unique<CallTree>();
 }
+
+Session::Session(SessionId id, const SessionConfig& config, uint32_t epoch)
+    : Session(id, make_session_options(config, Environment{}), epoch) {}
 
 Session::~Session() = default;
 

@@ -21,6 +21,7 @@
 #include "data/counter_track.h"
 #include "data/pc_attribution.h"
 #include "data/region_metrics.h"
+#include "options/session_options.h"
 #include "session/region_alignment.h"
 
 namespace proton {
@@ -29,50 +30,19 @@ class ChromeTraceWriter;
 class TraceStore;
 struct TraceClock;
 
-struct SessionConfig {
-  std::string name = "proton";  // output path without extension (an extension is kept)
-  std::string context = "shadow";
-  std::string data = "tree";
-  std::string backend;  // "" = pick the GPU backend of this machine
-  std::string mode;
-  /// data includes "trace": keep only the newest this-many bytes of events in memory (a flight
-  /// recorder); 0 streams the whole trace to disk. Runtime::start reads PROTON_TRACE_BUDGET_MB.
-  uint64_t trace_budget_bytes = 0;
-  /// CUPTI's kernel records (kernel time, kernel boxes). false: an instrumentation session that
-  /// keeps region cycles only (as Python starts one unless PROTON_INSTR_KERNEL_TIME=1): the
-  /// backend runs without them while no session times kernels, the session ignores those it is
-  /// handed, and its trace places regions by the GPU's global timer in boxes from the CTAs'
-  /// extent.
-  bool kernel_records = true;
-};
-
-/// What `data` asks for: "tree", "trace", or both ("tree,trace" / "trace,tree").
-struct DataKinds {
-  bool tree = false;
-  bool trace = false;
-};
-/// Throws std::invalid_argument naming the accepted spellings.
-DataKinds parse_data(const std::string& data);
-
-/// mode "periodic_flushing[:format=hatchet|hatchet_msgpack]" (as triton.profiler spells it):
-/// each completed phase is written to name.part_N.<format> and freed.
-struct PeriodicFlushing {
-  bool enabled = false;
-  std::string format = "hatchet";
-};
-/// Empty result for any other mode; throws std::invalid_argument for a malformed one.
-PeriodicFlushing parse_periodic_flushing(const std::string& mode);
-
 class Session {
  public:
-  /// Throws std::invalid_argument for an unknown `data` or malformed periodic-flushing mode.
   /// `epoch` is the record processor's phase epoch now: phase 0 starts there.
-  Session(SessionId id, SessionConfig config, uint32_t epoch = 0);
+  Session(SessionId id, SessionOptions options, uint32_t epoch = 0);
+  /// Tests: the options of `config` with no environment. Throws std::invalid_argument for a bad
+  /// argument.
+  Session(SessionId id, const SessionConfig& config, uint32_t epoch = 0);
   ~Session();
 
   SessionId id() const { return id_; }
-  const SessionConfig& config() const { return config_; }
-  const DataKinds& data() const { return data_; }
+  const SessionOptions& options() const { return options_; }
+  const SessionConfig& config() const { return options_.config; }
+  const DataKinds& data() const { return options_.data; }
   const PeriodicFlushing& periodic_flushing() const { return flushing_; }
   /// Output file for `format` ("hatchet" -> name + ".hatchet"; a known extension on the name is
   /// replaced). With `phase` >= 0: name.part_<phase>.<ext>, triton.profiler's phase files.
@@ -174,8 +144,9 @@ class Session {
   PcAttribution::TreeOf pc_tree_of();        // requires mu while the result is used
 
   SessionId id_;
-  SessionConfig config_;
-  DataKinds data_;
+  SessionOptions options_;
+  const SessionConfig& config_ = options_.config;
+  const DataKinds& data_ = options_.data;
   PeriodicFlushing flushing_;
   bool python_context_;  // context == "python", not compared per kernel (memcmp was ~9%)
   std::vector<uint32_t> phase_starts_;                   // phase -> first epoch

@@ -15,6 +15,7 @@
 #include "data/counter_track.h"
 #include "io/counter_track_writer.h"
 #include "io/run_info.h"
+#include "options/mode.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 
@@ -23,6 +24,13 @@ namespace {
 
 using json = nlohmann::json;
 using testing::id;
+
+// The mode grammar's counters options (options/mode.h); disabled for another mode.
+CounterConfig parse_counter_config(const std::string& mode) {
+  Mode m = parse_mode(mode);
+  const auto* c = std::get_if<CounterConfig>(&m);
+  return c != nullptr ? *c : CounterConfig{};
+}
 
 TEST(CounterConfig, DefaultSetAndOptions) {
   // The default: PM sampling, its one-pass set, per-kernel values by split.
@@ -70,8 +78,8 @@ TEST(CounterConfig, DefaultSetAndOptions) {
   EXPECT_EQ(parse_counter_config(c.canonical()).canonical(), c.canonical());
 
   EXPECT_FALSE(parse_counter_config("graph").enabled);
-  EXPECT_FALSE(is_counters_mode("countersx"));
-  EXPECT_TRUE(is_counters_mode("counters:range=auto"));
+  EXPECT_THROW(parse_counter_config("countersx"), std::invalid_argument);
+  EXPECT_TRUE(parse_counter_config("counters:range=auto").enabled);
 }
 
 TEST(CounterConfig, BadOptionsSayWhatIsAccepted) {

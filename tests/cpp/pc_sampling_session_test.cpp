@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "backends/pc_sampling_options.h"
+#include "options/mode.h"
 #include "runtime_fixture.h"
 
 namespace proton {
@@ -135,10 +136,17 @@ TEST_F(PcSessions, SamplesHandedOverAtDisableReachTheLastSessionsProfile) {
   EXPECT_EQ((*line)["metrics"]["num_samples"], 9);
 }
 
+// The mode grammar's PC sampling options (options/mode.h).
+PcSamplingOptions parse_pc_sampling_mode(const std::string& mode) {
+  Mode m = parse_mode(mode);
+  const auto* o = std::get_if<PcSamplingOptions>(&m);
+  return o != nullptr ? *o : PcSamplingOptions{};
+}
+
 TEST(PcSamplingMode, Parses) {
   EXPECT_FALSE(parse_pc_sampling_mode("").enabled);
   EXPECT_FALSE(parse_pc_sampling_mode("graph").enabled);
-  EXPECT_FALSE(parse_pc_sampling_mode("pcsamplingx").enabled);
+  EXPECT_THROW(parse_pc_sampling_mode("pcsamplingx"), std::invalid_argument);
   PcSamplingOptions o = parse_pc_sampling_mode("pcsampling");
   EXPECT_TRUE(o.enabled);
   EXPECT_EQ(o.period_log2, 0u);

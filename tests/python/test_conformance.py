@@ -286,26 +286,34 @@ def test_p6_disable_env_without_triton_knobs(tmp_path, monkeypatch):
     assert proton.start(str(tmp_path / "off")) is None
 
 
+def _effective(**start_args):
+    """The options a session started now would run with (the engine's own resolution)."""
+    from proton import _knobs
+    return _proton.session_options(**{**_knobs.start_args(), **start_args})
+
+
 def test_p6_enable_nvtx_knob_turns_proton_nvtx_off(tmp_path, monkeypatch):
     triton = pytest.importorskip("triton")
     monkeypatch.delenv("PROTON_NVTX", raising=False)
     monkeypatch.setattr(triton.knobs.proton, "enable_nvtx", False)
+    assert _effective()["nvtx"] is False
     proton.start(str(tmp_path / "p"))
-    assert os.environ.get("PROTON_NVTX") == "0"
+    assert "PROTON_NVTX" not in os.environ  # handed over as an argument, not the environment
     proton.finalize()
     monkeypatch.setattr(triton.knobs.proton, "enable_nvtx", True)
-    proton.start(str(tmp_path / "p"))
-    assert "PROTON_NVTX" not in os.environ  # taken back: it was ours
-    proton.finalize()
+    assert _effective()["nvtx"] is True
 
 
 def test_p6_our_own_variables_win(tmp_path, monkeypatch):
     triton = pytest.importorskip("triton")
     monkeypatch.setenv("PROTON_NVTX", "1")
     monkeypatch.setattr(triton.knobs.proton, "enable_nvtx", False)
+    assert _effective()["nvtx"] is True
     proton.start(str(tmp_path / "p"))
     assert os.environ["PROTON_NVTX"] == "1"
     proton.finalize()
+    monkeypatch.setenv("PROTON_CUPTI_PATH", str(tmp_path / "ours"))
+    assert _effective(cupti_lib_dir=str(tmp_path / "knob"))["cupti_path"] == str(tmp_path / "ours")
 
 
 def test_p6_cupti_lib_dir_knob_when_set(tmp_path, monkeypatch):
@@ -314,17 +322,18 @@ def test_p6_cupti_lib_dir_knob_when_set(tmp_path, monkeypatch):
     monkeypatch.delenv("PROTON_CUPTI_PATH", raising=False)
     monkeypatch.delenv("TRITON_CUPTI_LIB_PATH", raising=False)
     assert _knobs.cupti_lib_dir() is None  # default: we search as usual
+    assert _effective()["cupti_path"] == ""
     k = triton.knobs.proton
     try:
         k.cupti_lib_dir = str(tmp_path)  # Triton also exports TRITON_CUPTI_LIB_PATH
         assert _knobs.cupti_lib_dir() == str(tmp_path)
-        _knobs.apply()
-        assert os.environ["PROTON_CUPTI_PATH"] == str(tmp_path)
+        assert _knobs.start_args()["cupti_lib_dir"] == str(tmp_path)
+        assert _effective()["cupti_path"] == str(tmp_path)
+        assert "PROTON_CUPTI_PATH" not in os.environ  # an argument, not the environment
     finally:
         del k.cupti_lib_dir
         os.environ.pop("TRITON_CUPTI_LIB_PATH", None)
-    _knobs.apply()
-    assert "PROTON_CUPTI_PATH" not in os.environ  # taken back: it was ours
+    assert _effective()["cupti_path"] == ""
     monkeypatch.setenv("TRITON_CUPTI_LIB_PATH", str(tmp_path / "env"))
     assert _knobs.cupti_lib_dir() == str(tmp_path / "env")
 

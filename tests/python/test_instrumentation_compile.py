@@ -210,7 +210,8 @@ def test_kernel_time_is_asked_for_only_with_the_knob(tmp_path, monkeypatch):
     real = profile._proton.start
 
     def start(*args, **kwargs):
-        asked.append(kwargs["kernel_records"])
+        # What the session runs with: the engine adds PROTON_INSTR_KERNEL_TIME to the request.
+        asked.append(profile._proton.session_options(*args, **kwargs)["kernel_records"])
         return real(*args, **kwargs)
 
     monkeypatch.setattr(profile._proton, "start", start)

@@ -106,11 +106,11 @@ void* open_first(const std::vector<std::string>& candidates, CuptiApi& api, std:
 
 }  // namespace
 
-const CuptiApi* load_cupti(std::string& why) {
+const CuptiApi* load_cupti(std::string& why, const std::string& override_path) {
   std::lock_guard lock(g_mu);
   if (g_cupti != nullptr) return g_cupti;
   LibrarySearch search;
-  search.override_path = env("PROTON_CUPTI_PATH");
+  search.override_path = override_path;
   std::vector<std::string> candidates;
   if (search.override_path.empty()) {
     // A copy already resident (e.g. loaded by torch) wins over any file on disk.

@@ -83,9 +83,11 @@ struct DriverApi {
 #undef PROTON_DECLARE_ENTRY
 
 /// Loads libcupti (once per process; a failed attempt may be retried after the search paths
-/// change). Returns nullptr and sets `why` when no usable copy is found. Never call from a
-/// CUPTI callback: it reads the environment and takes a lock.
-const CuptiApi* load_cupti(std::string& why);
+/// change). `override_path`: the user's choice (BackendOptions::cupti_path), a file or a folder
+/// holding libcupti, searched alone; empty: the usual search (CUDA_HOME, CUDA_PATH, wheels).
+/// Returns nullptr and sets `why` when no usable copy is found. Never call from a CUPTI
+/// callback: it reads the environment (CUDA_HOME) and takes a lock.
+const CuptiApi* load_cupti(std::string& why, const std::string& override_path = {});
 
 /// Loads the CUDA driver (libcuda.so.1) the same way.
 const DriverApi* load_driver(std::string& why);

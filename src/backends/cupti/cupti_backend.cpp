@@ -38,11 +38,6 @@ std::string driver_error(const DriverApi& d, const char* call, CUresult r) {
 
 std::atomic<uint64_t> g_periodic_flushes{0};  // relaxed counter (diagnostics)
 
-bool env_true(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && (std::string_view(v) == "1" || std::string_view(v) == "true");
-}
-
 }  // namespace
 
 CuptiBackend::~CuptiBackend() {
@@ -64,7 +59,8 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     why = driver_error(*driver_, "cuInit", r);
     return false;
   }
-  api_ = load_cupti(why);
+  api_ = load_cupti(why, options.cupti_path);
+  cupti_finalize_ = options.cupti_finalize;
   if (api_ == nullptr) return false;
   if (!claim_activity(kOwner, why)) return false;
   processor_ = sink;
@@ -94,8 +90,9 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   set_graph_id_api({api_->cuptiGetGraphId, api_->cuptiGetGraphNodeId, api_->cuptiGetGraphExecId});
   // mode="graph" enables GRAPH_TRACE at the first graph made after start, not here: a graph
   // from before start launched first then never meets the trace (graph_callbacks.h).
-  // PROTON_GRAPH_TRACE_EAGER=1 enables it at start as before (for comparisons on a GPU).
-  bool eager_graph_trace = options.graph_level && env_true("PROTON_GRAPH_TRACE_EAGER");
+  // options.graph_trace_eager (PROTON_GRAPH_TRACE_EAGER=1) enables it at start as before (for
+  // comparisons on a GPU).
+  bool eager_graph_trace = options.graph_level && options.graph_trace_eager;
   set_graph_level(options.graph_level, api_->cuptiActivityDisable,
                   eager_graph_trace ? nullptr : api_->cuptiActivityEnable);
   std::string graph_error;
@@ -127,9 +124,10 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
       return false;
     }
   }
-  // NVTX push/pop ranges become scopes (nvtx_callbacks.h); PROTON_NVTX=0 turns them off. They
+  // NVTX push/pop ranges become scopes (nvtx_callbacks.h) unless options.nvtx is off. They
   // stay on while paused, so scopes stay balanced; a refusal only loses the ranges.
-  if (nvtx_enabled_from_env()) {
+  set_nvtx_debug(options.nvtx_debug);
+  if (options.nvtx) {
     inject_nvtx(api_->path);
     std::string nvtx_error;
     set_nvtx_callbacks(*api_, subscriber_, true, nvtx_error);
@@ -299,7 +297,7 @@ void CuptiBackend::stop() {
   subscriber_ = nullptr;
   // cuptiFinalize detaches CUPTI from the driver, so even the cost of its hooks goes away, but
   // it has been seen to crash while other threads launch kernels: opt-in only.
-  if (env_true("PROTON_CUPTI_FINALIZE")) api_->cuptiFinalize();
+  if (cupti_finalize_) api_->cuptiFinalize();
   release_activity(kOwner);
   processor_ = nullptr;
   running_ = false;

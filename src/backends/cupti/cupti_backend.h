@@ -61,7 +61,8 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool running_ = false;
   bool paused_ = false;
-  bool driver_only_ = false;  // launch callbacks of the driver domain only (backend.h)
+  bool driver_only_ = false;     // launch callbacks of the driver domain only (backend.h)
+  bool cupti_finalize_ = false;  // BackendOptions::cupti_finalize, for stop()
   // Checks every BackendOptions::flush_interval_ms while running whether to hand partly
   // filled buffers over (periodic_flush, flush_policy.h).
   Ticker flusher_;

@@ -133,13 +133,6 @@ void on_register_string(const CUpti_NvtxData* nvtx, bool wide) {
 
 }  // namespace
 
-bool nvtx_enabled_from_env() {
-  const char* v = std::getenv("PROTON_NVTX");
-  if (v == nullptr) return true;
-  std::string_view s(v);
-  return !(s == "0" || s == "false" || s == "False" || s == "off" || s == "OFF");
-}
-
 void inject_nvtx(const std::string& cupti_path) {
   // Never override a tool the user chose (Nsight Systems sets this for its own injection).
   if (!cupti_path.empty()) setenv("NVTX_INJECTION64_PATH", cupti_path.c_str(), 0);

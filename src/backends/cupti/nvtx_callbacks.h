@@ -16,7 +16,7 @@
 // start/end ranges may end on another thread and do not nest. How ranges become scopes, per
 // domain, and what happens to mismatched or lost pops: nvtx_ranges.h.
 //
-// PROTON_NVTX=0 turns it off (read at backend start).
+// BackendOptions::nvtx (PROTON_NVTX=0, or triton.knobs.proton.enable_nvtx=False) turns it off.
 #pragma once
 
 #include <cupti.h>
@@ -28,9 +28,6 @@
 #include "backends/cupti/nvtx_ranges.h"
 
 namespace proton::cupti {
-
-/// Whether NVTX ranges become scopes: PROTON_NVTX unset, or anything but 0/false/off.
-bool nvtx_enabled_from_env();
 
 /// Points NVTX_INJECTION64_PATH at `cupti_path` unless the user set it already.
 void inject_nvtx(const std::string& cupti_path);

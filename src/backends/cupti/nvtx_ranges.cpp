@@ -27,13 +27,12 @@ struct OpenRange {
 };
 thread_local std::vector<OpenRange> tls_nvtx;
 
-// PROTON_NVTX_DEBUG=1: every push and pop on stderr, with what was done about it.
+// BackendOptions::nvtx_debug (PROTON_NVTX_DEBUG=1): every push and pop on stderr, with what
+// was done about it. Set at backend start, read (relaxed) in the NVTX callbacks.
+std::atomic<bool> g_debug_log{false};
+
 bool debug_log() {
-  static const bool on = [] {
-    const char* v = std::getenv("PROTON_NVTX_DEBUG");
-    return v != nullptr && *v != 0 && std::string_view(v) != "0";
-  }();
-  return on;
+  return g_debug_log.load(std::memory_order_relaxed);
 }
 
 void log_range(const char* what, uintptr_t domain, std::string_view name, const char* note) {
@@ -45,6 +44,10 @@ void log_range(const char* what, uintptr_t domain, std::string_view name, const 
 }
 
 }  // namespace
+
+void set_nvtx_debug(bool on) noexcept {
+  g_debug_log.store(on, std::memory_order_relaxed);
+}
 
 void nvtx_count_mismatch() noexcept {
   g_mismatches.fetch_add(1, std::memory_order_relaxed);

@@ -7,7 +7,8 @@
 // domain but the default one) still open when the user opens a scope on the thread lost their
 // pops (NCCL's init and finalize ranges never pop): they are closed then, since no Python code
 // runs inside a library call. Mismatches are counted, never thrown through CUPTI.
-// PROTON_NVTX_DEBUG=1 prints every push and pop (thread, domain, name, what was done) on stderr.
+// BackendOptions::nvtx_debug (PROTON_NVTX_DEBUG=1) prints every push and pop (thread, domain,
+// name, what was done) on stderr.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,8 @@ uint64_t nvtx_lost_pops();
 /// Pops that closed nothing (no NVTX range open, or a user scope innermost) and callbacks that
 /// failed (out of memory): counted, not raised.
 uint64_t nvtx_mismatches();
+/// Every push and pop on stderr (or not), from BackendOptions::nvtx_debug at backend start.
+void set_nvtx_debug(bool on) noexcept;
 void nvtx_count_mismatch() noexcept;
 
 }  // namespace proton::cupti

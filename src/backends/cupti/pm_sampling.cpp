@@ -62,7 +62,7 @@ bool PmSampler::start(const CountersApi& api, RecordProcessor* sink, const Count
     metric_ptrs_.push_back(m.c_str());
   schema_ = CounterSchema(metrics_);
 
-  const PmSizes sizes = pm_sizes(config.interval_us);
+  const PmSizes sizes = pm_sizes(config.interval_us, config.pm_buffer_mb, config.pm_image_samples);
   interval_us_ = sizes.interval_us;
   object_ = pm_sampling_begin(api, device_, config_image_, metric_ptrs_, sizes, image_, why);
   if (object_ == nullptr) return false;

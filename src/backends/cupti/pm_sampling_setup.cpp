@@ -25,24 +25,15 @@ uint32_t image_samples(uint32_t interval_us) {
   return static_cast<uint32_t>(std::clamp<uint64_t>(2 * per_period + 1, 32, 1024));
 }
 
-uint64_t size_from_env(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == 0) return fallback;
-  long v = std::strtol(s, nullptr, 10);
-  return v >= static_cast<long>(lo) && v <= static_cast<long>(hi) ? static_cast<uint64_t>(v)
-                                                                  : fallback;
-}
-
 }  // namespace
 
-PmSizes pm_sizes(uint32_t interval_us) {
+PmSizes pm_sizes(uint32_t interval_us, uint32_t buffer_mb, uint32_t samples) {
   interval_us = std::max<uint32_t>(interval_us, 1);
   PmSizes s;
   s.interval_us = interval_us;
-  s.hardware_buffer_bytes =
-      size_from_env("PROTON_PM_BUFFER_MB", hardware_buffer_mb(interval_us), 1, 4096) << 20;
-  s.image_samples = static_cast<uint32_t>(
-      size_from_env("PROTON_PM_IMAGE_SAMPLES", image_samples(interval_us), 16, 1 << 20));
+  s.hardware_buffer_bytes = uint64_t{buffer_mb != 0 ? buffer_mb : hardware_buffer_mb(interval_us)}
+                            << 20;
+  s.image_samples = samples != 0 ? samples : image_samples(interval_us);
   return s;
 }
 

@@ -19,9 +19,9 @@ struct PmSizes {
   uint64_t hardware_buffer_bytes = 0;
   uint32_t image_samples = 0;
 };
-/// Our sizes for `interval_us`; PROTON_PM_BUFFER_MB and PROTON_PM_IMAGE_SAMPLES override them
-/// (read here, at start, never in a callback).
-PmSizes pm_sizes(uint32_t interval_us);
+/// Our sizes for `interval_us`; a non-zero `buffer_mb` or `image_samples` (CounterConfig's,
+/// from PROTON_PM_BUFFER_MB and PROTON_PM_IMAGE_SAMPLES) overrides ours.
+PmSizes pm_sizes(uint32_t interval_us, uint32_t buffer_mb = 0, uint32_t image_samples = 0);
 /// How often the decoding thread empties the hardware buffer.
 inline constexpr uint32_t kPmDecodePeriodMs = 20;
 

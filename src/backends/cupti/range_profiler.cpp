@@ -24,14 +24,9 @@ std::mutex g_last_range_mu;
 RangeProfiler::Stats g_last_range_stats;  // guarded by g_last_range_mu
 thread_local bool tl_pushed = false;
 
-size_t batch_from_env() {
-  // Ranges per decode: larger batches sync less often but hold more counter data. 512 ranges of
-  // the default set are well under a MB of image.
-  const char* s = std::getenv("PROTON_COUNTER_BATCH");
-  if (s == nullptr || *s == 0) return 512;
-  long v = std::strtol(s, nullptr, 10);
-  return v >= 1 && v <= (1 << 20) ? static_cast<size_t>(v) : 512;
-}
+// Ranges per decode: larger batches sync less often but hold more counter data. 512 ranges of
+// the default set are well under a MB of image (CounterConfig::range_batch overrides it).
+constexpr size_t kRangeBatch = 512;
 
 }  // namespace
 
@@ -92,7 +87,7 @@ bool RangeProfiler::start(const CountersApi& api, RecordProcessor* sink,
   for (const std::string& m : metrics_)
     metric_ptrs_.push_back(m.c_str());
   schema_ = CounterSchema(metrics_);
-  batch_ = batch_from_env();
+  batch_ = config.range_batch != 0 ? config.range_batch : kRangeBatch;
   notice = "proton: hardware counters on " + chip + " by the Range Profiler (" +
            std::to_string(metrics_.size()) + " metrics, " + std::to_string(passes) + " pass" +
            (passes == 1 ? "" : "es") + "): ";

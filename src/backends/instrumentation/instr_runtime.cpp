@@ -23,25 +23,24 @@ std::unique_ptr<DeviceApi> make_device_api() {
 
 namespace {
 
+// Set by configure() (the session layer, at every start); read when the runtime is made and
+// when a pool is opened.
+std::mutex g_options_mu;
+InstrOptions g_options;  // guarded by g_options_mu
+
+InstrOptions current_options() {
+  std::lock_guard lock(g_options_mu);
+  return g_options;
+}
+
 uint64_t default_pool_bytes() {
-  if (const char* mb = std::getenv("PROTON_INSTR_POOL_MB")) {
-    uint64_t v = std::strtoull(mb, nullptr, 10);
-    if (v > 0) return v << 20;
-  }
+  if (uint64_t bytes = current_options().pool_bytes; bytes != 0) return bytes;
   // 256 MB of device memory (no host twin): batches of ~100 launches of a 132-CTA kernel with
   // room to spare while one is copied back. Fewer, larger batches mean fewer of the consumer's
   // driver calls beside the launching thread, which block it about once per batch (an H100:
   // the median per-launch gap over a Python allocator 1.38 us with 64 MB batches of ~30
   // launches, 0.82 us with these).
   return uint64_t{256} << 20;
-}
-
-// A positive integer from the environment, clamped to [1, most]; `fallback` when unset or bad.
-uint64_t env_count(const char* name, uint64_t fallback, uint64_t most) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  uint64_t n = std::strtoull(v, nullptr, 10);
-  return n == 0 ? fallback : std::min(n, most);
 }
 
 // Half the CPUs this process may run on, within [kMinDecoders, kMaxDecoders]: helpers run
@@ -56,13 +55,21 @@ uint64_t default_decoders() {
 
 }  // namespace
 
-InstrRuntime::InstrRuntime()
-    : staging_first_bytes(env_count("PROTON_INSTR_STAGING_MB", kStagingMb, 4096) << 20),
-      decoder_threads(env_count("PROTON_INSTR_DECODERS", default_decoders(), kMaxDecoders)),
+InstrRuntime::InstrRuntime() : InstrRuntime(current_options()) {}
+
+InstrRuntime::InstrRuntime(const InstrOptions& o)
+    : staging_first_bytes(o.staging_bytes != 0 ? o.staging_bytes : kStagingMb << 20),
+      decoder_threads(o.decoders != 0 ? std::min<size_t>(o.decoders, kMaxDecoders)
+                                      : default_decoders()),
       decode_cvs_(std::make_unique<std::condition_variable[]>(decoder_threads)),
-      gather_ms_(static_cast<int>(env_count("PROTON_INSTR_GATHER_MS", kGatherMs, 1000))),
-      wake_batch_(env_count("PROTON_INSTR_WAKE_BATCH", kWakeBatch, kMaxBatch)),
+      gather_ms_(o.gather_ms != 0 ? static_cast<int>(o.gather_ms) : kGatherMs),
+      wake_batch_(o.wake_batch != 0 ? std::min<size_t>(o.wake_batch, kMaxBatch) : kWakeBatch),
       decoder_held_(decoder_threads, 0) {}
+
+void InstrRuntime::configure(const InstrOptions& options) {
+  std::lock_guard lock(g_options_mu);
+  g_options = options;
+}
 
 InstrRuntime& InstrRuntime::get() {
   // Leaked on purpose: launches and the consumer may outlive static destruction order.

@@ -37,6 +37,7 @@
 
 #include "backends/instrumentation/compact_copy.h"
 #include "backends/instrumentation/device_api.h"
+#include "backends/instrumentation/instr_options.h"
 #include "backends/instrumentation/launch_queue.h"
 #include "backends/instrumentation/scratch_decoder.h"
 #include "backends/instrumentation/slice_ring.h"
@@ -122,13 +123,17 @@ class RegionSink {
 class InstrRuntime {
  public:
   static InstrRuntime& get();
+  /// The options of the runtime made by the first get() (sizes, threads) and of pools opened
+  /// with pool_bytes 0 from now on. The session layer calls it at every start, so the options
+  /// of the first session reach the runtime it opens.
+  static void configure(const InstrOptions& options);
 
   /// Tests: a fake device and sink. Call before open().
   void set_device_api(std::unique_ptr<DeviceApi> api);
   void set_sink(RegionSink* sink);
 
-  /// Opens session `session`'s pool of `pool_bytes` (0: PROTON_INSTR_POOL_MB or 256 MB). Its
-  /// device memory is allocated here when the calling thread has a GPU context and the process
+  /// Opens session `session`'s pool of `pool_bytes` (0: the configured size, 256 MB by default).
+  /// Its device memory is allocated here when the calling thread has a GPU context and the process
   /// sees one GPU, else on the first launch, on the launching thread (its context); alloc()
   /// throws std::runtime_error when there is no driver.
   /// `deliver_mask`: the bit(s) of the session runtime's SessionMask that this session's regions
@@ -157,9 +162,8 @@ class InstrRuntime {
   /// is half full, which it looks at every kGatherLookUs) before it copies: launches wake it
   /// only when it sleeps with nothing queued or the pool is three quarters full (a wake is a
   /// futex call on the launching thread), and the consumer's driver calls (event record,
-  /// waits, copies) come once per batch. Defaults kGatherMs and kWakeBatch;
-  /// PROTON_INSTR_GATHER_MS and PROTON_INSTR_WAKE_BATCH (at most kMaxBatch) change them when
-  /// the runtime is first used.
+  /// waits, copies) come once per batch. Defaults kGatherMs and kWakeBatch; InstrOptions
+  /// (PROTON_INSTR_GATHER_MS, PROTON_INSTR_WAKE_BATCH, at most kMaxBatch) change them.
   static constexpr size_t kWakeBatch = 256;
   static constexpr int kGatherMs = 3;
 
@@ -174,7 +178,7 @@ class InstrRuntime {
   /// wait for it).
   std::unique_lock<std::mutex> hold_mutex_for_test() { return std::unique_lock(mu_); }
   uint32_t overflow_wait_ms = 1000;
-  /// The staging arena's size (PROTON_INSTR_STAGING_MB, default kStagingMb), pinned with the
+  /// The staging arena's size (InstrOptions::staging_bytes, default kStagingMb), pinned with the
   /// first pool (tests set it right after set_device_api()).
   static constexpr size_t kStagingMb = 32;
   size_t staging_first_bytes;
@@ -182,7 +186,8 @@ class InstrRuntime {
   /// full pool's tail, is given up (its thread is stuck in between; counted in
   /// abandoned_slices). Its launch, should it come after all, is dropped.
   uint32_t abandon_after_ms = 2000;
-  /// Decoder threads (PROTON_INSTR_DECODERS, default half the CPUs, kMinDecoders..kMaxDecoders):
+  /// Decoder threads (InstrOptions::decoders, default half the CPUs,
+  /// kMinDecoders..kMaxDecoders):
   /// the first decodes every batch, the others only while work waits (see decode_batches).
   static constexpr size_t kMinDecoders = 3;
   static constexpr size_t kMaxDecoders = 8;
@@ -202,6 +207,7 @@ class InstrRuntime {
   struct Job;
   struct Copied;
   InstrRuntime();
+  explicit InstrRuntime(const InstrOptions& options);
   ~InstrRuntime();
   bool ensure_device(std::string& why);  // requires mu_
   // The pool's device memory (and the first staging); `at_launch` false at the session's start,
@@ -302,8 +308,8 @@ class InstrRuntime {
   std::vector<void*> stream_events_;
   std::vector<uint64_t> batch_streams_;
   std::atomic<bool> exit_via_callback_{false};
-  const int gather_ms_;               // read once from PROTON_INSTR_GATHER_MS
-  const size_t wake_batch_;           // read once from PROTON_INSTR_WAKE_BATCH
+  const int gather_ms_;               // InstrOptions::gather_ms, fixed when made
+  const size_t wake_batch_;           // InstrOptions::wake_batch, fixed when made
   std::vector<size_t> decoder_held_;  // mu_: held_bytes of each decoder's result when it idled
   // Buffers for launches whose records are not kept (a full pool, a paused session, another
   // device): one per GPU context, so that a kernel always writes its own device's memory.

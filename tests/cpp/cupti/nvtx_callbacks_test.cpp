@@ -1,5 +1,6 @@
 // NVTX ranges as scopes, driven with hand-built CUpti_NvtxData: no libcupti, NVTX or GPU.
 #include "backends/cupti/nvtx_callbacks.h"
+#include "options/session_options.h"
 
 #include <gtest/gtest.h>
 
@@ -304,10 +305,15 @@ TEST_F(Nvtx, MissingParametersAreIgnored) {
   pop();
 }
 
+// The backend's option as the session options build it from PROTON_NVTX.
+bool nvtx_enabled_from_env() {
+  return make_session_options({}, read_environment()).backend.nvtx;
+}
+
 TEST(NvtxEnv, OnUnlessTurnedOff) {
   unsetenv("PROTON_NVTX");
   EXPECT_TRUE(nvtx_enabled_from_env());
-  for (const char* off : {"0", "false", "off"}) {
+  for (const char* off : {"0", "false", "off", "False", "OFF"}) {
     setenv("PROTON_NVTX", off, 1);
     EXPECT_FALSE(nvtx_enabled_from_env()) << off;
   }

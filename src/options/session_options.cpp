@@ -1,0 +1,108 @@
+#include "options/session_options.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace proton {
+
+namespace {
+
+void check_context(const std::string& context) {
+  if (context != "shadow" && context != "python") {
+    throw std::invalid_argument("unknown context '" + context + "' (expected 'shadow', 'python')");
+  }
+}
+
+BackendOptions backend_options(const SessionOptions& o, const Environment& env) {
+  BackendOptions b;
+  b.buffer_bytes = env.buffer_bytes.value_or(b.buffer_bytes);
+  b.max_buffers = env.max_buffers.value_or(b.max_buffers);
+  b.flush_interval_ms = env.flush_interval_ms.value_or(b.flush_interval_ms);
+  b.flush_tags = env.flush_tags.value_or(b.flush_tags);
+  b.buffer_thread = env.buffer_thread.value_or(b.buffer_thread);
+  if (env.launch_callbacks == "all") b.launch_callbacks = BackendOptions::LaunchCallbacks::kAll;
+  if (env.launch_callbacks == "driver") {
+    b.launch_callbacks = BackendOptions::LaunchCallbacks::kDriver;
+  }
+  b.graph_level = o.graph();
+  b.graph_trace_eager = env.graph_trace_eager.value_or(false);
+  b.kernel_records = o.config.kernel_records;
+  // Our own variable wins over Triton's knob, which wins over the default.
+  b.nvtx = env.nvtx.value_or(o.config.knobs.enable_nvtx.value_or(true));
+  b.nvtx_debug = env.nvtx_debug.value_or(false);
+  b.cupti_path = !env.cupti_path.empty() ? env.cupti_path : o.config.knobs.cupti_lib_dir;
+  b.cupti_finalize = env.cupti_finalize.value_or(false);
+  if (const auto* counters = std::get_if<CounterConfig>(&o.mode)) {
+    b.counters = *counters;
+    b.counters.range_batch = env.counter_batch.value_or(0);
+    b.counters.pm_buffer_mb = env.pm_buffer_mb.value_or(0);
+    b.counters.pm_image_samples = env.pm_image_samples.value_or(0);
+  }
+  return b;
+}
+
+instr::InstrOptions instr_options(const Environment& env) {
+  instr::InstrOptions i;
+  i.pool_bytes = env.instr_pool_mb.value_or(0) << 20;
+  i.staging_bytes = env.instr_staging_mb.value_or(0) << 20;
+  i.decoders = env.instr_decoders.value_or(0);
+  i.gather_ms = env.instr_gather_ms.value_or(0);
+  i.wake_batch = env.instr_wake_batch.value_or(0);
+  return i;
+}
+
+}  // namespace
+
+DataKinds parse_data(const std::string& data) {
+  DataKinds kinds;
+  size_t begin = 0;
+  while (begin <= data.size()) {
+    size_t end = std::min(data.find(',', begin), data.size());
+    std::string part = data.substr(begin, end - begin);
+    if (part == "tree") {
+      kinds.tree = true;
+    } else if (part == "trace") {
+      kinds.trace = true;
+    } else {
+      throw std::invalid_argument("unknown data '" + data +
+                                  "' (expected 'tree', 'trace' or 'tree,trace')");
+    }
+    begin = end + 1;
+  }
+  return kinds;
+}
+
+PeriodicFlushing SessionOptions::periodic_flushing() const {
+  const auto* p = std::get_if<PeriodicFlushing>(&mode);
+  return p != nullptr ? *p : PeriodicFlushing{};
+}
+
+SessionOptions make_session_options(const SessionConfig& config, const Environment& env) {
+  SessionOptions o;
+  o.config = config;
+  check_context(config.context);
+  o.python_context = config.context == "python";
+  o.data = parse_data(config.data);
+  o.mode = parse_mode(config.mode);
+  if (std::holds_alternative<InstrumentationMode>(o.mode)) {
+    throw std::invalid_argument("mode '" + config.mode +
+                                "' is an instrumentation mode: start the session with "
+                                "backend='instrumentation'");
+  }
+  if (o.periodic_flushing().enabled && !o.data.tree) {
+    throw std::invalid_argument(
+        "mode 'periodic_flushing' writes call trees; it needs data='tree' "
+        "or data='tree,trace', not '" +
+        config.data + "'");
+  }
+  if (o.config.trace_budget_bytes == 0) {
+    o.config.trace_budget_bytes = env.trace_budget_bytes.value_or(0);
+  }
+  // Instrumentation sessions keep region cycles only unless the user asks for kernel time too.
+  o.config.kernel_records = config.kernel_records || env.instr_kernel_time.value_or(false);
+  o.backend = backend_options(o, env);
+  o.instr = instr_options(env);
+  return o;
+}
+
+}  // namespace proton
