@@ -123,7 +123,7 @@ void RankMerger::write_json(const std::string& path) const {
     bool first = true;
     for (const Column& c : cols) {
       double v = value(i, c);
-      if (std::isnan(v)) continue;
+      if (is_absent(v)) continue;
       if (!first) out.push_back(',');
       first = false;
       put_string(out, c.name);
