@@ -176,3 +176,38 @@ def test_every_entry_point_checks_values(out):
             pass
     one_line_error(e, "metric 't' in scope 'complex_tensor'", "complex")
     assert proton.context.depth() == 0
+
+
+@pytest.mark.triton
+def test_launch_metadata_values_are_checked(tmp_path):
+    triton = pytest.importorskip("triton")
+    LazyDict = pytest.importorskip("triton.compiler").LazyDict
+    from proton import _proton, hooks
+
+    def lazy(kernel, md):
+        d = LazyDict({"name": kernel, "function": 0x1234, "stream": 0})
+        d.add(md, ((1, 1, 1), None, {}))
+        return d
+
+    proton.start(str(tmp_path / "p"), hook="triton")
+    try:
+        with pytest.raises(OverflowError) as e:
+            triton.knobs.runtime.launch_enter_hook(
+                lazy("big_kernel", lambda *a: {"bytes": 2 ** 70}))
+        one_line_error(e, "launch_metadata metric 'bytes' of kernel 'big_kernel'", "64-bit")
+        triton.knobs.runtime.launch_exit_hook(lazy("big_kernel", lambda *a: {}))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                triton.knobs.runtime.launch_enter_hook(
+                    lazy("nan_kernel", lambda *a: {"flops": NAN, "util": -INF}))
+                op = _proton._pending_launch_op()
+                triton.knobs.runtime.launch_exit_hook(lazy("nan_kernel", lambda *a: {}))
+        _, metrics = _proton._launch_op(op)
+        assert math.isnan(metrics["flops"]) and metrics["util"] == -INF
+        messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(messages) == 2, messages
+        assert "metric 'flops' of kernel 'nan_kernel' is nan" in messages[0]
+    finally:
+        hooks.LaunchHook().configure()
+        proton.finalize()
