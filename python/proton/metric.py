@@ -160,7 +160,8 @@ def convert(name: str, value, scope: str = "ROOT"):
 
     Errors are one line naming the metric, its scope and what is accepted.
     """
-    where = f"metric '{name}' in scope '{scope}'"
+    shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in name)
+    where = f"metric '{shown}' in scope '{scope}'"  # `scope` comes escaped so
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
         if value.numel() != 1:

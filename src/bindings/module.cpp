@@ -64,10 +64,27 @@ nb::object& metric_converter() {
   return *fn;
 }
 
+// A name as messages show it: on one line, ASCII control characters as \xNN.
+std::string printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // Where a metric lands, for messages: the context's innermost name ("ROOT" at the top).
 std::string site_name(ContextId ctx) {
   NameId n = ctx == kRootContext ? kNoName : ContextTree::global().node(ctx).name;
-  return n == kNoName ? std::string("ROOT") : std::string(NameTable::global().name(n));
+  return n == kNoName ? std::string("ROOT") : printable(NameTable::global().name(n));
 }
 
 constexpr const char* kAccepted =
@@ -76,8 +93,8 @@ constexpr const char* kAccepted =
 
 [[noreturn]] void metric_error(PyObject* type, std::string_view name, ContextId ctx,
                                const std::string& what) {
-  std::string msg = "metric '" + std::string(name) + "' in scope '" + site_name(ctx) +
-                    "': " + what + " (" + kAccepted + ")";
+  std::string msg = "metric '" + printable(name) + "' in scope '" + site_name(ctx) + "': " + what +
+                    " (" + kAccepted + ")";
   PyErr_SetString(type, msg.c_str());
   throw nb::python_error();
 }
@@ -88,7 +105,7 @@ constexpr const char* kAccepted =
 void warn_nonfinite(std::string_view name, ContextId ctx, double v) {
   static auto* warned = new std::set<std::pair<NameId, ContextId>>();  // leaked: no exit order
   if (!warned->emplace(intern(name), ctx).second) return;
-  std::string msg = "proton: metric '" + std::string(name) + "' in scope '" + site_name(ctx) +
+  std::string msg = "proton: metric '" + printable(name) + "' in scope '" + site_name(ctx) +
                     "' is " + (std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf")) +
                     "; it is recorded as such, and every inclusive sum that contains it is " +
                     (std::isnan(v) ? "nan" : "infinite or nan") +

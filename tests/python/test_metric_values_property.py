@@ -67,8 +67,8 @@ def combine(current, incoming):
     if current is None:
         return incoming
     if isinstance(incoming, list):
-        out = list(current) + [0 if isinstance(incoming[0], int) else 0.0] * max(
-            0, len(incoming) - len(current))
+        zero = 0.0 if any(isinstance(x, float) for x in current + incoming) else 0
+        out = list(current) + [zero] * max(0, len(incoming) - len(current))
         for i, v in enumerate(incoming):
             out[i] = wrap64(out[i] + v) if isinstance(v, int) else out[i] + v
         return out
@@ -195,6 +195,25 @@ def test_what_is_recorded_is_what_every_reader_reads(tmp_path, cases):
         r = subprocess.run([VIEWER, "--diff-profile", part0 + ".hatchet",
                             base + ".part_1.hatchet"], capture_output=True)
         assert r.returncode == 0, r.stderr.decode(errors="replace")
+        # Per-rank files through the compact rank reader and the merge writer: two ranks of the
+        # same tree sum to twice each value.
+        ranks = [f"{base}.rank{i}.hatchet" for i in (0, 1)]
+        for rank in ranks:
+            shutil.copyfile(part0 + ".hatchet", rank)
+        r = subprocess.run([VIEWER, "merge", *ranks, "-o", base + ".merged.hatchet"],
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        with open(base + ".merged.hatchet") as f:
+            json.load(f)
+        merged = profiles.read(base + ".merged.hatchet")
+        for scope, values in expected.items():
+            own = merged.find(("case", scope)).exclusive
+            for k, v in values.items():
+                want, read = 2 * as_double(v), own.get(k)
+                if math.isnan(want):
+                    assert isinstance(read, float) and math.isnan(read), (scope, k, read)
+                else:
+                    assert read == want, (scope, k, read, want)
 
     try:
         import hatchet as ht
