@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
 #include "viewer/text_render.h"
 
@@ -215,6 +216,22 @@ TEST(Viewer, PrintsNanAndInfinities) {
   EXPECT_EQ(format_value(std::numeric_limits<double>::infinity(), false), "inf");
   EXPECT_EQ(format_value(-std::numeric_limits<double>::infinity(), true), "-inf");
   EXPECT_EQ(format_value(kAbsent, false), "-");
+}
+
+// The viewer's own writer (-o, merge) keeps what the reader read: NaN null, +-inf +-1e999. A
+// name that happens to hold the writer's marker text only costs the sign (null).
+TEST(Reader, ProfileWriterRoundTripsNonFiniteValues) {
+  Profile p = parse_hatchet(kNonFinite);
+  Profile back = parse_hatchet(to_hatchet_json(p));
+  int32_t up = back.find_metric("up");
+  EXPECT_EQ(back.stored(up)[find_node(back, "nan")], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.stored(up)[find_node(back, "inf")], -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(back.stored(back.find_metric("loss"))[find_node(back, "nan")]));
+
+  p.nodes[static_cast<size_t>(find_node(p, "b"))].name = "\x01proton:+inf\x01";
+  Profile odd = parse_hatchet(to_hatchet_json(p));
+  EXPECT_TRUE(std::isnan(odd.stored(odd.find_metric("up"))[find_node(odd, "nan")]));
+  EXPECT_EQ(find_node(odd, "\x01proton:+inf\x01"), find_node(p, "\x01proton:+inf\x01"));
 }
 
 }  // namespace
