@@ -151,20 +151,30 @@ def _accumulate(torch, name: str, value) -> None:
         _proton.set_state(outer)
 
 
-def convert(name: str, value):
-    """Called by the engine for a metric value that is not an int, float, str or list."""
+_ACCEPTED = ("accepted: an int in [-2**63, 2**63-1], a float, a str, a list of ints or floats, "
+             "or a one-element tensor")
+
+
+def convert(name: str, value, scope: str = "ROOT"):
+    """Called by the engine for a metric value that is not an int, float, str or list.
+
+    Errors are one line naming the metric, its scope and what is accepted.
+    """
+    shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in name)
+    where = f"metric '{shown}' in scope '{scope}'"  # `scope` comes escaped so
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise ValueError(
-                f"metric '{name}': a tensor metric must hold exactly one value (a 0-d tensor), "
-                f"got shape {tuple(value.shape)}")
+            raise TypeError(f"{where}: a tensor metric must hold exactly one value (a 0-d tensor), "
+                            f"got shape {tuple(value.shape)} ({_ACCEPTED})")
         if value.device.type == "meta":
-            raise ValueError(f"metric '{name}': a meta tensor has no value")
+            raise ValueError(f"{where}: a meta tensor has no value")
+        if value.is_complex():
+            raise TypeError(f"{where}: a complex tensor is not a metric value ({_ACCEPTED})")
+        if value.dtype == torch.bool:
+            value = value.to(torch.int64)  # as on the device: a count, not a bool
         if value.device.type in _HOST_DEVICES:
             return value.item()
-        if value.dtype == torch.bool:
-            value = value.to(torch.int64)
         _accumulate(torch, name, value)
         # A 0 of the right type: creates the node and checks the type now (the sum comes
         # from the device later); a property gets its value at the read-back.
@@ -174,13 +184,12 @@ def convert(name: str, value):
         try:
             v = item()
         except Exception as e:
-            raise ValueError(f"metric '{name}': {type(value).__name__}.item() failed: {e}") from e
+            raise ValueError(f"{where}: {type(value).__name__}.item() failed: {e}") from e
         if isinstance(v, (bool, int, float)):
             return v
-        raise TypeError(f"metric '{name}': {type(value).__name__}.item() returned "
-                        f"{type(v).__name__}, not a number")
-    raise TypeError(f"metric '{name}' must be an int, a float, a str, a list of numbers or a "
-                    f"one-element tensor, not {type(value).__name__}")
+        raise TypeError(f"{where}: {type(value).__name__}.item() returned "
+                        f"{type(v).__name__}, not a number ({_ACCEPTED})")
+    raise TypeError(f"{where}: a {type(value).__name__} is not a metric value ({_ACCEPTED})")
 
 
 def fold() -> None:

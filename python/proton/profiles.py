@@ -27,6 +27,7 @@ functions of ``triton.profiler.viewer``; this module is its dependency-free sibl
 import math
 import os
 import re
+import struct
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _proton
@@ -76,9 +77,18 @@ def parse(text: Union[str, bytes], show_metadata: bool = False) -> "Profile":
     return Profile(data, None)
 
 
+# The reader's "no value here" (src/viewer/profile.h kAbsentBits): a NaN with its own payload, so
+# that a metric whose value is NaN reads back as float("nan") and an absent one as None.
+_ABSENT = struct.pack("<Q", 0x7FF80000AB5E0001)
+
+
+def _absent(x: float) -> bool:
+    return x != x and struct.pack("<d", x) == _ABSENT
+
+
 def _value(x: float, integral: bool):
-    if math.isnan(x):
-        return None
+    if x != x:
+        return None if struct.pack("<d", x) == _ABSENT else math.nan
     return int(x) if integral and x.is_integer() else x
 
 
@@ -134,7 +144,7 @@ class Node:
         out = {}
         for m, (name, _, integral) in enumerate(self._profile._metric_info):
             v = self._profile._shown(m)[self.index]
-            if not math.isnan(v):
+            if not _absent(v):
                 out[name] = _value(v, integral)
         return out
 
@@ -144,7 +154,7 @@ class Node:
         out = {}
         for m, (name, _, integral) in enumerate(self._profile._metric_info):
             v = self._profile._stored(m)[self.index]
-            if not math.isnan(v):
+            if not _absent(v):
                 out[name] = _value(v, integral)
         return out
 

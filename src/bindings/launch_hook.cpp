@@ -19,6 +19,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,7 +53,8 @@ struct HookState {
   PyObject* filter = nullptr;  // callable(name) -> bool, or null for "every kernel"
   std::unordered_map<std::string, bool, StringHash, std::equal_to<>> decisions;
   std::unordered_map<NameId, MetricType> metric_types;
-  std::unordered_set<std::string, StringHash, std::equal_to<>> warned;  // clashing keys
+  std::unordered_set<std::string, StringHash, std::equal_to<>>
+      warned;  // clashing keys; non-finite (metric, kernel)
 };
 HookState& state() {
   static auto* s = new HookState();
@@ -109,21 +111,53 @@ bool clashes_with_kernel_column(std::string_view key) {
   return true;
 }
 
+// An int of launch metadata, range-checked: 2**70 is a one-line OverflowError naming the metric
+// and the kernel, not a failed cast. Bools stay 0/1 counts, as triton.profiler records them.
+int64_t metadata_int(std::string_view name, std::string_view kernel, nb::handle v) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0) {
+    std::string msg = "launch_metadata metric '" + std::string(name) + "' of kernel '" +
+                      std::string(kernel) +
+                      "': the value is an int outside the 64-bit signed range (accepted: an int "
+                      "in [-2**63, 2**63-1] or a float)";
+    PyErr_SetString(PyExc_OverflowError, msg.c_str());
+    throw nb::python_error();
+  }
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  return static_cast<int64_t>(x);
+}
+
+// A NaN or infinite metadata value is recorded; the user hears of it once per metric and kernel.
+double metadata_float(std::string_view name, std::string_view kernel, nb::handle v) {
+  double d = nb::cast<double>(v);
+  if (!std::isfinite(d) &&
+      state().warned.emplace(std::string(name) + '\0' + std::string(kernel)).second) {
+    std::string msg = "proton: launch_metadata metric '" + std::string(name) + "' of kernel '" +
+                      std::string(kernel) + "' is " +
+                      (std::isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf")) +
+                      "; it is recorded as such, and every inclusive sum that contains it is "
+                      "too (warned once per metric and kernel)";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) throw nb::python_error();
+  }
+  return d;
+}
+
 // A metadata value as a metric; false for values that are not numbers (ignored, as Triton
 // does). Scalars of numpy/torch convert through item().
-bool to_metric(std::string_view name, nb::handle v, MetricValue& out) {
-  if (nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v)) {
-    out = nb::cast<int64_t>(v);
+bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
+  if (nb::isinstance<nb::int_>(v)) {
+    out = metadata_int(name, kernel, v);
   } else if (nb::isinstance<nb::float_>(v)) {
-    out = nb::cast<double>(v);
+    out = metadata_float(name, kernel, v);
   } else if (v.is_none() || !nb::hasattr(v, "item")) {
     return false;
   } else {
     nb::object item = v.attr("item")();
-    if (nb::isinstance<nb::bool_>(item) || nb::isinstance<nb::int_>(item)) {
-      out = nb::cast<int64_t>(item);
+    if (nb::isinstance<nb::int_>(item)) {
+      out = metadata_int(name, kernel, item);
     } else if (nb::isinstance<nb::float_>(item)) {
-      out = nb::cast<double>(item);
+      out = metadata_float(name, kernel, item);
     } else {
       return false;
     }
@@ -170,7 +204,7 @@ void launch_enter(nb::handle lazy) {
     }
     if (reserved(key) || clashes_with_kernel_column(key)) continue;
     MetricValue value;
-    if (!to_metric(key, v, value)) continue;
+    if (!to_metric(key, std::string_view(text, static_cast<size_t>(len)), v, value)) continue;
     NameId metric = NameTable::global().intern(key);
     check_type(metric, key, value);
     metrics.emplace_back(metric, std::move(value));

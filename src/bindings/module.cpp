@@ -6,8 +6,10 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,57 +65,143 @@ nb::object& metric_converter() {
   return *fn;
 }
 
-MetricValue to_metric(std::string_view name, nb::handle v) {
-  if (nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v)) {
-    return nb::cast<int64_t>(v);
+// A name as messages show it: on one line, ASCII control characters as \xNN.
+std::string printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
   }
-  if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
+  return out;
+}
+
+// Where a metric lands, for messages: the context's innermost name ("ROOT" at the top).
+std::string site_name(ContextId ctx) {
+  NameId n = ctx == kRootContext ? kNoName : ContextTree::global().node(ctx).name;
+  return n == kNoName ? std::string("ROOT") : printable(NameTable::global().name(n));
+}
+
+constexpr const char* kAccepted =
+    "accepted: an int in [-2**63, 2**63-1], a float, a str, a list of ints or floats, or a "
+    "one-element tensor";
+
+[[noreturn]] void metric_error(PyObject* type, std::string_view name, ContextId ctx,
+                               const std::string& what) {
+  std::string msg = "metric '" + printable(name) + "' in scope '" + site_name(ctx) + "': " + what +
+                    " (" + kAccepted + ")";
+  PyErr_SetString(type, msg.c_str());
+  throw nb::python_error();
+}
+
+// A NaN or an infinity is recorded as it is (the writers keep it readable); it usually means a
+// bug upstream (a diverging loss, a 0/0 rate), so the user hears of it once per metric and scope.
+// Called with the GIL held, which guards `warned`.
+void warn_nonfinite(std::string_view name, ContextId ctx, double v) {
+  static auto* warned = new std::set<std::pair<NameId, ContextId>>();  // leaked: no exit order
+  if (!warned->emplace(intern(name), ctx).second) return;
+  std::string msg = "proton: metric '" + printable(name) + "' in scope '" + site_name(ctx) +
+                    "' is " + (std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf")) +
+                    "; it is recorded as such, and every inclusive sum that contains it is " +
+                    (std::isnan(v) ? "nan" : "infinite or nan") +
+                    " too (warned once per metric and scope)";
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) throw nb::python_error();
+}
+
+int64_t int_metric(std::string_view name, ContextId ctx, nb::handle v, const char* what) {
+  if (nb::isinstance<nb::bool_>(v)) {
+    metric_error(PyExc_TypeError, name, ctx,
+                 std::string(what) + " is a bool; pass int(x) to record it as a number");
+  }
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0) {
+    metric_error(PyExc_OverflowError, name, ctx,
+                 std::string(what) + " is an int outside the 64-bit signed range");
+  }
+  if (x == -1 && PyErr_Occurred()) throw nb::python_error();
+  return static_cast<int64_t>(x);
+}
+
+double float_metric(std::string_view name, ContextId ctx, nb::handle v) {
+  double d = PyFloat_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+  if (!std::isfinite(d)) warn_nonfinite(name, ctx, d);
+  return d;
+}
+
+MetricValue to_metric(std::string_view name, nb::handle v, ContextId ctx) {
+  if (nb::isinstance<nb::int_>(v)) return int_metric(name, ctx, v, "the value");
+  if (nb::isinstance<nb::float_>(v)) return float_metric(name, ctx, v);
   if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
     bool all_int = true;
+    size_t i = 0;
     for (nb::handle e : v) {
+      std::string what = "element " + std::to_string(i++);
       if (nb::isinstance<nb::float_>(e)) {
         all_int = false;
-      } else if (!nb::isinstance<nb::int_>(e)) {
-        throw nb::type_error(
-            ("metric '" + std::string(name) + "': list elements must be int or float").c_str());
+      } else if (nb::isinstance<nb::int_>(e)) {
+        int_metric(name, ctx, e, what.c_str());  // bool and range checks
+      } else {
+        metric_error(PyExc_TypeError, name, ctx,
+                     what + " is a " + nb::type_name(e.type()).c_str() + ", not an int or float");
       }
     }
-    if (all_int) return nb::cast<std::vector<int64_t>>(v);
-    return nb::cast<std::vector<double>>(v);
+    if (all_int) {
+      std::vector<int64_t> out;
+      for (nb::handle e : v)
+        out.push_back(int_metric(name, ctx, e, "an element"));
+      return out;
+    }
+    std::vector<double> out;
+    for (nb::handle e : v)
+      out.push_back(float_metric(name, ctx, e));  // ints convert, as in triton.profiler
+    return out;
   }
   // Anything else (torch tensors, numpy scalars) goes through python/proton/metric.py: CPU
   // values become numbers, device tensors are summed on the device and stand here as a 0 of
   // their type (so the node exists and a type change is caught now, not at finalize).
   if (!metric_converter().is_none()) {
-    nb::object converted = metric_converter()(nb::str(name.data(), name.size()), v);
+    std::string scope = site_name(ctx);
+    nb::object converted = metric_converter()(nb::str(name.data(), name.size()), v,
+                                              nb::str(scope.data(), scope.size()));
     if (nb::isinstance<nb::bool_>(converted) || nb::isinstance<nb::int_>(converted) ||
         nb::isinstance<nb::float_>(converted) || nb::isinstance<nb::str>(converted)) {
-      return to_metric(name, converted);
+      return to_metric(name, converted, ctx);
     }
   } else if (nb::hasattr(v, "item")) {
-    return to_metric(name, v.attr("item")());
+    return to_metric(name, v.attr("item")(), ctx);
   }
-  throw nb::type_error(("metric '" + std::string(name) +
-                        "' must be an int, a float, a str, a list of numbers or a "
-                        "0-d tensor, not " +
-                        nb::type_name(v.type()).c_str())
-                           .c_str());
+  metric_error(PyExc_TypeError, name, ctx,
+               std::string("a ") + nb::type_name(v.type()).c_str() + " is not a metric value");
 }
 
-std::vector<std::pair<NameId, MetricValue>> convert_metrics(nb::dict metrics) {
+std::vector<std::pair<NameId, MetricValue>> convert_metrics(nb::dict metrics, ContextId ctx) {
   std::vector<std::pair<NameId, MetricValue>> converted;
   converted.reserve(metrics.size());
   for (auto [k, v] : metrics) {
     if (!nb::isinstance<nb::str>(k)) throw nb::type_error("metric names must be strings");
     std::string_view name = nb::cast<std::string_view>(k);
-    converted.emplace_back(intern(name), to_metric(name, v));
+    converted.emplace_back(intern(name), to_metric(name, v, ctx));
   }
   return converted;
 }
 
+// The context add_metrics writes to: the innermost open scope of this thread.
+ContextId current_site() {
+  ThreadContext& t = ThreadContext::current();
+  return t.open_scopes() == 0 ? kRootContext : t.scope_context();
+}
+
 void add_metrics(nb::dict metrics) {
-  Runtime::get().add_metrics(convert_metrics(metrics));
+  Runtime::get().add_metrics(convert_metrics(metrics, current_site()));
 }
 
 }  // namespace
@@ -253,7 +341,7 @@ NB_MODULE(_proton, m) {
   m.def("_metric_context", [] { return ThreadContext::launch_context(); });
   m.def("_active_sessions", [] { return Runtime::get().active_session_ids(); });
   m.def("_add_metrics_to", [](SessionId id, ContextId ctx, nb::dict metrics) {
-    return Runtime::get().add_metrics_to(id, ctx, convert_metrics(metrics));
+    return Runtime::get().add_metrics_to(id, ctx, convert_metrics(metrics, ctx));
   });
   m.def("state", [] {
     NameId s = ThreadContext::current().state();

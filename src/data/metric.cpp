@@ -1,6 +1,8 @@
 #include "data/metric.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
 
 namespace proton {
 
@@ -10,11 +12,22 @@ bool ends_with_tag(std::string_view name, std::string_view tag) {
   return name.size() >= tag.size() && name.substr(name.size() - tag.size()) == tag;
 }
 
+// Int sums wrap around at 64 bits (two's complement, as triton.profiler's uint64 sums do) rather
+// than overflow, which is undefined behaviour for signed integers.
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 template <typename T>
 void add_vectors(std::vector<T>& into, const std::vector<T>& from) {
   if (from.size() > into.size()) into.resize(from.size(), T{});
-  for (size_t i = 0; i < from.size(); ++i)
-    into[i] += from[i];
+  for (size_t i = 0; i < from.size(); ++i) {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      into[i] = wrapping_add(into[i], from[i]);
+    } else {
+      into[i] += from[i];
+    }
+  }
 }
 
 }  // namespace
@@ -80,7 +93,9 @@ void combine_metric(MetricRule rule, MetricValue& current, const MetricValue& in
       [&](auto& cur) {
         using T = std::decay_t<decltype(cur)>;
         const T& in = std::get<T>(incoming);
-        if constexpr (std::is_arithmetic_v<T>) {
+        if constexpr (std::is_same_v<T, int64_t>) {
+          cur = wrapping_add(cur, in);
+        } else if constexpr (std::is_arithmetic_v<T>) {
           cur += in;
         } else if constexpr (std::is_same_v<T, std::string>) {
           cur = in;  // not reached: strings are replaced above

@@ -18,8 +18,11 @@ std::string ts_us(uint64_t ns, int64_t offset, uint64_t base) {
   return buf;
 }
 
+// Non-finite values as JsonWriter writes every metric: NaN as null (a viewer skips it rather than
+// drawing a made-up 0), +-inf as +-1e999.
 std::string number(double v) {
-  if (!std::isfinite(v)) return "0";
+  if (std::isnan(v)) return "null";
+  if (std::isinf(v)) return v > 0 ? "1e999" : "-1e999";
   char buf[48];
   std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;

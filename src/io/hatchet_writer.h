@@ -32,7 +32,7 @@ struct CollectionStats {
 std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,
                          const CollectionStats& stats);
 /// The same tree as MessagePack (triton.profiler's "hatchet_msgpack"): decodes to exactly
-/// what hatchet_json parses to.
+/// what hatchet_json parses to, except that a NaN metric is a float64 NaN here and null there.
 std::string hatchet_msgpack(const CallTree& tree, std::span<const DeviceInfo> devices,
                             const CollectionStats& stats);
 

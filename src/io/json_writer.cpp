@@ -71,8 +71,16 @@ JsonWriter& JsonWriter::value(uint64_t v) {
 }
 
 JsonWriter& JsonWriter::value(double v) {
-  if (!std::isfinite(v)) return null();
+  // JSON has no NaN or infinity. NaN is null, as triton.profiler (nlohmann::json) writes it.
+  // Infinities are +-1e999: valid JSON number syntax that Python's json, JavaScript and our
+  // reader take as +-inf (Triton writes null, losing the sign). Parsers that bound the range
+  // (nlohmann::json, orjson) refuse it: docs/metrics.md says so.
+  if (std::isnan(v)) return null();
   separate();
+  if (std::isinf(v)) {
+    out_.append(v > 0 ? "1e999" : "-1e999");
+    return *this;
+  }
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip form
   std::string_view text(buf, static_cast<size_t>(end - buf));

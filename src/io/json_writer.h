@@ -25,7 +25,7 @@ class JsonWriter {
   JsonWriter& value(uint64_t v);
   JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
   JsonWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
-  JsonWriter& value(double v);  // non-finite values are written as null
+  JsonWriter& value(double v);  // NaN as null, +-inf as +-1e999
   JsonWriter& value(bool v);
   JsonWriter& null();
 

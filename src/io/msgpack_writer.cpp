@@ -106,7 +106,8 @@ MsgpackWriter& MsgpackWriter::value(int64_t v) {
 }
 
 MsgpackWriter& MsgpackWriter::value(double v) {
-  if (!std::isfinite(v)) return null();
+  // Every double as float64, NaN and infinities included (msgpack has them; triton.profiler's
+  // msgpack writer writes them the same way).
   count();
   out_.push_back(static_cast<char>(0xcb));
   put_be(std::bit_cast<uint64_t>(v), 8);

@@ -28,7 +28,7 @@ class MsgpackWriter {
   MsgpackWriter& value(uint64_t v);
   MsgpackWriter& value(int v) { return value(static_cast<int64_t>(v)); }
   MsgpackWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
-  MsgpackWriter& value(double v);  // non-finite values are written as nil, as JSON has null
+  MsgpackWriter& value(double v);  // always float64: NaN and +-inf as themselves
   MsgpackWriter& value(bool v);
   MsgpackWriter& null();
 

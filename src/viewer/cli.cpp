@@ -138,7 +138,7 @@ void add_imbalance_column(const Profile& tree, const std::string& request,
   std::vector<double> count = tree.stored(ranks);
   bool varies = false;
   for (double v : count)
-    varies |= !std::isnan(v) && v != count[0];
+    varies |= !is_absent(v) && v != count[0];
   if (!varies) return;
   Column r;
   r.header = "ranks";

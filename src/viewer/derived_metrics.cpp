@@ -100,7 +100,7 @@ class Deriver {
       column.additive = true;
     } else {
       for (double v : column.values) {
-        if (!std::isnan(v)) total += v;
+        if (!is_absent(v)) total += v;
       }
     }
     for (double& v : column.values)
@@ -115,9 +115,9 @@ class Deriver {
     std::vector<double> total = profile_.inclusive(metric);
     column.values.assign(profile_.nodes.size(), kAbsent);
     for (size_t i = 0; i < profile_.nodes.size(); ++i) {
-      if (std::isnan(own[i])) continue;
+      if (is_absent(own[i])) continue;
       int32_t k = profile_.nodes[i].parent;
-      while (k >= 0 && !std::isnan(own[static_cast<size_t>(k)]))
+      while (k >= 0 && !is_absent(own[static_cast<size_t>(k)]))
         k = profile_.nodes[k].parent;
       if (k < 0) continue;
       double base = total[static_cast<size_t>(k)];
@@ -164,8 +164,8 @@ class Deriver {
     for (int32_t m : sources) {
       auto values = profile_.inclusive(m);
       for (size_t i = 0; i < amount.size(); ++i) {
-        if (std::isnan(values[i])) continue;
-        amount[i] = std::isnan(amount[i]) ? values[i] : amount[i] + values[i];
+        if (is_absent(values[i])) continue;
+        amount[i] = is_absent(amount[i]) ? values[i] : amount[i] + values[i];
       }
     }
     auto seconds = time_seconds(request);
@@ -243,7 +243,7 @@ class Deriver {
       bool any = false;
       bool known = true;
       for (const auto& [w, values] : flops) {
-        if (std::isnan(values[i])) continue;
+        if (is_absent(values[i])) continue;
         auto peak = peak_for(*device, w);
         if (!peak) {
           known = false;
@@ -253,7 +253,7 @@ class Deriver {
         any = true;
       }
       double byte_time = 0;
-      if (known && !bytes.empty() && !std::isnan(bytes[i])) {
+      if (known && !bytes.empty() && !is_absent(bytes[i])) {
         auto peak = peak_for(*device, 8);
         known = peak.has_value();
         if (known) byte_time = bytes[i] / peak->bytes_per_s;

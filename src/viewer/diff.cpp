@@ -29,10 +29,10 @@ DiffResult diff_profiles(const Profile& main, const std::vector<Column>& main_co
       int32_t b = aligned.sources[i][1];
       double x = a >= 0 ? main_columns[c].values[static_cast<size_t>(a)] : kAbsent;
       double y = b >= 0 ? other_columns[c].values[static_cast<size_t>(b)] : kAbsent;
-      if (std::isnan(x) && std::isnan(y)) {
+      if (is_absent(x) && is_absent(y)) {
         column.values[i] = kAbsent;
       } else {
-        column.values[i] = (std::isnan(x) ? 0 : x) - (std::isnan(y) ? 0 : y);
+        column.values[i] = (is_absent(x) ? 0 : x) - (is_absent(y) ? 0 : y);
       }
     }
     result.columns.push_back(std::move(column));

@@ -30,13 +30,13 @@ std::vector<double> self_values(const Profile& profile, const Column& column,
   std::vector<double> own(n, 0);
   for (size_t i = 0; i < n; ++i) {
     double v = column.values[i];
-    own[i] = std::isnan(v) ? 0 : v;
+    own[i] = std::isfinite(v) ? v : 0;  // absent, NaN or infinite: nothing to draw
   }
   for (size_t i = 1; i < n; ++i) {
     if (!visible[i]) continue;
     auto parent = static_cast<size_t>(profile.nodes[i].parent);
     double v = column.values[i];
-    if (!std::isnan(v)) own[parent] -= v;
+    if (std::isfinite(v)) own[parent] -= v;
   }
   for (size_t i = 0; i < n; ++i) {
     if (!visible[i] || own[i] < 0) own[i] = 0;

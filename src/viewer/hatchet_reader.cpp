@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace proton::viewer {
@@ -159,10 +160,14 @@ class HatchetParser {
       } else if (next == '[') {
         parse_array_metric(id, name);
       } else if (next == '-' || (next >= '0' && next <= '9')) {
-        JsonNumber number = cursor_.read_number();
+        JsonNumber number = cursor_.read_number(/*metric_value=*/true);
         int32_t metric = profile_.metric_id(name);
         profile_.metrics[static_cast<size_t>(metric)].integral &= number.integral;
         profile_.add_value(id, metric, number.value);
+      } else if (next == 'n') {
+        // null: a NaN (JSON has none; triton.profiler writes every non-finite value so).
+        cursor_.skip_value();
+        profile_.add_value(id, profile_.metric_id(name), std::numeric_limits<double>::quiet_NaN());
       } else {
         cursor_.fail("metric \"" + name + "\" must be a number, an array of numbers or a " +
                      "string, found " + std::string(cursor_.next_type_name()));
@@ -179,11 +184,16 @@ class HatchetParser {
     if (!cursor_.consume(']')) {
       do {
         char next = cursor_.peek();
+        if (next == 'n') {  // null: a NaN element, as for scalars
+          cursor_.skip_value();
+          sum += std::numeric_limits<double>::quiet_NaN();
+          continue;
+        }
         if (next != '-' && (next < '0' || next > '9')) {
           cursor_.fail("array metric \"" + name + "\" must hold numbers, found " +
                        std::string(cursor_.next_type_name()));
         }
-        JsonNumber number = cursor_.read_number();
+        JsonNumber number = cursor_.read_number(/*metric_value=*/true);
         sum += number.value;
         integral &= number.integral;
       } while (cursor_.consume(','));

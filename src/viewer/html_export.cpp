@@ -40,7 +40,7 @@ std::string to_html(const Profile& profile, const Column& column, const std::vec
     if (!visible[i]) continue;
     const Node& node = profile.nodes[i];
     double v = column.values[i];
-    Json json = {{"n", display_name(node.name, names)}, {"v", std::isnan(v) ? 0.0 : v}};
+    Json json = {{"n", display_name(node.name, names)}, {"v", std::isfinite(v) ? v : 0.0}};
     if (node.is_kernel()) json["k"] = 1;
     Json children = Json::array();
     for (int32_t child : node.children) {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include "common/utf8.h"
 
@@ -163,7 +164,7 @@ void JsonCursor::read_string_into(std::string& out) {
   }
 }
 
-JsonNumber JsonCursor::read_number() {
+JsonNumber JsonCursor::read_number(bool metric_value) {
   peek();
   size_t start = pos_;
   JsonNumber number;
@@ -196,6 +197,13 @@ JsonNumber JsonCursor::read_number() {
   const char* first = text_.data() + start;
   const char* last = text_.data() + pos_;
   auto [ptr, ec] = std::from_chars(first, last, number.value);
+  if (ec == std::errc::result_out_of_range && metric_value) {
+    // Beyond the double range: 1e999 is how our writers spell an infinity; a tiny magnitude
+    // rounds to a signed zero (strtod says which, its caller's text being valid JSON here).
+    std::string text(first, last);
+    number.value = std::strtod(text.c_str(), nullptr);
+    return number;
+  }
   if (ec != std::errc() || ptr != last || !std::isfinite(number.value)) {
     fail_at(start, "number out of range");
   }
@@ -241,7 +249,7 @@ void JsonCursor::skip_value(int depth) {
       read_literal("null");
       return;
     default:
-      read_number();
+      read_number(/*metric_value=*/true);  // a skipped value may be +-1e999 (trace args)
       return;
   }
 }

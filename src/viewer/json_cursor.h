@@ -44,7 +44,9 @@ class JsonCursor {
   std::string read_string();
   // Appends the decoded string to `out` (no allocation when `out` has room): for arenas.
   void read_string_into(std::string& out);
-  JsonNumber read_number();
+  // `metric_value`: a number beyond the double range reads as +-inf (or a signed zero when tiny)
+  // instead of failing; metric values may be infinite, device fields and offsets may not.
+  JsonNumber read_number(bool metric_value = false);
   // Consumes any value, refusing nesting deeper than kMaxSkipDepth.
   void skip_value(int depth = 0);
   // Fails unless only whitespace is left.

@@ -55,7 +55,7 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
       for (size_t i = 0; i < nodes; ++i) {
         for (size_t k = 0; k < n; ++k) {
           int32_t src = aligned.sources[i][k];
-          if (src < 0 || stored[k].empty() || std::isnan(stored[k][static_cast<size_t>(src)]))
+          if (src < 0 || stored[k].empty() || is_absent(stored[k][static_cast<size_t>(src)]))
             continue;
           out.add_value(static_cast<int32_t>(i), sum_id, stored[k][static_cast<size_t>(src)]);
           break;
@@ -78,12 +78,12 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
         int32_t src = aligned.sources[i][k];
         double own = src < 0 || stored[k].empty() ? kAbsent : stored[k][static_cast<size_t>(src)];
         double inc = src < 0 || rolled[k].empty() ? kAbsent : rolled[k][static_cast<size_t>(src)];
-        if (!std::isnan(own)) {
+        if (!is_absent(own)) {
           sum += own;
           any_stored = true;
         }
-        any_value |= !std::isnan(inc);
-        double v = std::isnan(inc) ? 0 : inc;
+        any_value |= !is_absent(inc);
+        double v = is_absent(inc) ? 0 : inc;
         total += v;
         low = std::min(low, v);
         if (v > high) {

@@ -59,6 +59,7 @@ int32_t Profile::find_metric(std::string_view name) const {
 }
 
 void Profile::add_value(int32_t node, int32_t metric, double value) {
+  if (std::isnan(value)) value = std::numeric_limits<double>::quiet_NaN();  // never kAbsent
   auto& values = nodes[static_cast<size_t>(node)].values;
   for (auto& v : values) {
     if (v.metric == metric) {
@@ -94,9 +95,9 @@ const DeviceInfo* Profile::device(std::string_view type, std::string_view id) co
 
 std::vector<double> roll_up(const Profile& profile, std::vector<double> column) {
   for (size_t i = profile.nodes.size(); i-- > 1;) {
-    if (std::isnan(column[i])) continue;
+    if (is_absent(column[i])) continue;
     auto parent = static_cast<size_t>(profile.nodes[i].parent);
-    column[parent] = std::isnan(column[parent]) ? column[i] : column[parent] + column[i];
+    column[parent] = is_absent(column[parent]) ? column[i] : column[parent] + column[i];
   }
   return column;
 }

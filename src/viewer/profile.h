@@ -4,6 +4,7 @@
 // memory proportional to its size, not to nodes x metrics.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -70,7 +71,15 @@ struct RunMeta {
   std::string version;  // "proton_version"; empty for files that do not say
 };
 
-constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+// "No value here": a NaN whose payload no arithmetic or parser produces, so that a metric whose
+// value is NaN (read from a file) stays a value: it is shown as "nan" and propagates into sums,
+// while absent values are skipped. Test with is_absent, never std::isnan. Arithmetic on kAbsent
+// keeps its payload on the hosts we build for (x86-64, AArch64), so "absent / x" stays absent.
+inline constexpr uint64_t kAbsentBits = 0x7ff80000ab5e0001ull;
+inline constexpr double kAbsent = std::bit_cast<double>(kAbsentBits);
+inline bool is_absent(double v) {
+  return std::bit_cast<uint64_t>(v) == kAbsentBits;
+}
 
 // Invariant kept by every producer (reader, filters, diff, merge): a parent's index is smaller
 // than its children's, so one reverse sweep over the nodes is a post-order walk.

@@ -17,9 +17,41 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json number(double value, bool integral) {
+// nlohmann::json writes every non-finite number as null. Infinities keep their sign as +-1e999,
+// as in Proton's other writers: they go into the document as these strings and are replaced in
+// the text after dump (if a name in the profile holds one, the document is written again with
+// null for them instead).
+constexpr std::string_view kPosInf = R"("\u0001proton:+inf\u0001")";
+constexpr std::string_view kNegInf = R"("\u0001proton:-inf\u0001")";
+
+// `infinities` counts the markers written; without it, infinities are plain doubles (null).
+Json number(double value, bool integral, size_t* infinities) {
+  if (std::isinf(value) && infinities != nullptr) {
+    ++*infinities;
+    return value > 0 ? "\x01proton:+inf\x01" : "\x01proton:-inf\x01";
+  }
   if (integral && std::fabs(value) < 9.0e18) return static_cast<int64_t>(value);
   return value;
+}
+
+size_t count(const std::string& text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+// False when the text holds more markers than were written (a name holds one).
+bool restore_infinities(std::string& text, size_t infinities) {
+  if (infinities == 0) return true;
+  if (count(text, kPosInf) + count(text, kNegInf) != infinities) return false;
+  for (auto [marker, number] : {std::pair{kPosInf, std::string_view("1e999")},
+                                std::pair{kNegInf, std::string_view("-1e999")}}) {
+    for (size_t at = text.find(marker); at != std::string::npos;
+         at = text.find(marker, at + number.size()))
+      text.replace(at, marker.size(), number);
+  }
+  return true;
 }
 
 Json device_map(const Profile& profile) {
@@ -27,10 +59,11 @@ Json device_map(const Profile& profile) {
   for (const DeviceInfo& d : profile.devices) {
     Json device = Json::object();
     device["arch"] = d.arch;
-    device["num_sms"] = number(d.num_sms, true);
-    device["clock_rate"] = number(d.clock_rate_khz, true);
-    device["memory_clock_rate"] = number(d.memory_clock_rate_khz, true);
-    device["bus_width"] = number(d.bus_width_bits, true);
+    // Device fields are finite: the reader refuses others.
+    device["num_sms"] = number(d.num_sms, true, nullptr);
+    device["clock_rate"] = number(d.clock_rate_khz, true, nullptr);
+    device["memory_clock_rate"] = number(d.memory_clock_rate_khz, true, nullptr);
+    device["bus_width"] = number(d.bus_width_bits, true, nullptr);
     map[d.type][d.id] = std::move(device);
   }
   return map;
@@ -38,7 +71,9 @@ Json device_map(const Profile& profile) {
 
 }  // namespace
 
-std::string to_hatchet_json(const Profile& profile) {
+namespace {
+
+std::string hatchet_text(const Profile& profile, size_t* infinities) {
   // Children have larger indices than parents, so a reverse sweep builds each subtree before
   // its parent needs it.
   std::vector<Json> built(profile.nodes.size());
@@ -49,7 +84,7 @@ std::string to_hatchet_json(const Profile& profile) {
     Json metrics = Json::object();
     for (const auto& v : node.values) {
       const MetricInfo& info = profile.metrics[static_cast<size_t>(v.metric)];
-      metrics[info.name] = number(v.value, info.integral);
+      metrics[info.name] = number(v.value, info.integral, infinities);
     }
     for (const auto& [key, value] : node.text)
       metrics[key] = value;
@@ -65,6 +100,15 @@ std::string to_hatchet_json(const Profile& profile) {
   document.push_back(device_map(profile));
   // Names come from files and may hold invalid UTF-8; replace rather than throw.
   return document.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string to_hatchet_json(const Profile& profile) {
+  size_t infinities = 0;
+  std::string text = hatchet_text(profile, &infinities);
+  if (restore_infinities(text, infinities)) return text;
+  return hatchet_text(profile, nullptr);
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -1,6 +1,7 @@
 #include "viewer/rank_file.h"
 
 #include <cmath>
+#include <limits>
 
 #include "viewer/hatchet_reader.h"
 #include "viewer/json_cursor.h"
@@ -162,11 +163,16 @@ class RankFileParser {
         bool integral = true;
         if (!c_.consume(']')) {
           do {
+            if (c_.peek() == 'n') {  // null: a NaN element
+              c_.skip_value();
+              sum += std::numeric_limits<double>::quiet_NaN();
+              continue;
+            }
             if (!is_number_start(c_.peek())) {
               c_.fail("array metric \"" + name_ + "\" must hold numbers, found " +
                       std::string(c_.next_type_name()));
             }
-            JsonNumber n = c_.read_number();
+            JsonNumber n = c_.read_number(/*metric_value=*/true);
             sum += n.value;
             integral &= n.integral;
           } while (c_.consume(','));
@@ -177,10 +183,13 @@ class RankFileParser {
         f_.metrics[static_cast<size_t>(m)].from_array = true;
         f_.values.push_back({id, m, sum});
       } else if (is_number_start(next)) {
-        JsonNumber n = c_.read_number();
+        JsonNumber n = c_.read_number(/*metric_value=*/true);
         int32_t m = metric_id(name_);
         f_.metrics[static_cast<size_t>(m)].integral &= n.integral;
         f_.values.push_back({id, m, n.value});
+      } else if (next == 'n') {  // null: a NaN, as in the Hatchet reader
+        c_.skip_value();
+        f_.values.push_back({id, metric_id(name_), std::numeric_limits<double>::quiet_NaN()});
       } else {
         c_.fail("metric \"" + name_ + "\" must be a number, an array of numbers or a string, " +
                 "found " + std::string(c_.next_type_name()));
@@ -254,7 +263,7 @@ std::vector<double> RankFile::stored(int32_t metric) const {
   for (const Value& v : values) {
     if (v.metric != metric) continue;
     double& slot = out[static_cast<size_t>(v.node)];
-    slot = std::isnan(slot) ? v.value : slot + v.value;
+    slot = is_absent(slot) ? v.value : slot + v.value;
   }
   return out;
 }
@@ -264,9 +273,9 @@ std::vector<double> RankFile::inclusive(int32_t metric) const {
   if (metrics[static_cast<size_t>(metric)].kind != MetricKind::kInclusive) return out;
   for (size_t i = nodes.size(); i-- > 1;) {
     double v = out[i];
-    if (std::isnan(v)) continue;
+    if (is_absent(v)) continue;
     double& up = out[static_cast<size_t>(nodes[i].parent)];
-    up = std::isnan(up) ? v : up + v;
+    up = is_absent(up) ? v : up + v;
   }
   return out;
 }

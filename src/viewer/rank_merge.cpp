@@ -254,7 +254,7 @@ bool RankMerger::add_source(const Source& src, const std::string& label, std::st
     if (st.kind == MetricKind::kProperty) {
       for (size_t i = 0; i < own.size(); ++i) {
         Stat& s = st.stats[static_cast<size_t>(to[i])];
-        if (!std::isnan(own[i]) && !s.stored) {
+        if (!is_absent(own[i]) && !s.stored) {
           s.sum = own[i];
           s.stored = true;
         }
@@ -264,12 +264,12 @@ bool RankMerger::add_source(const Source& src, const std::string& label, std::st
     std::vector<double> inc = src.inclusive(static_cast<int32_t>(m));
     for (size_t i = 0; i < own.size(); ++i) {
       Stat& s = st.stats[static_cast<size_t>(to[i])];
-      if (!std::isnan(own[i])) {
+      if (!is_absent(own[i])) {
         s.sum += own[i];
         s.stored = true;
       }
       double v = inc[i];
-      if (std::isnan(v)) continue;
+      if (is_absent(v)) continue;
       s.total += v;
       if (s.present == 0 || v < s.low) s.low = v;
       if (s.present == 0 || v > s.high) {
@@ -339,7 +339,7 @@ Profile RankMerger::result() const {
     out.metrics[static_cast<size_t>(id)].integral = c.integral;
     for (size_t i = 0; i < out.nodes.size(); ++i) {
       double v = value(i, c);
-      if (!std::isnan(v)) out.add_value(static_cast<int32_t>(i), id, v);
+      if (!is_absent(v)) out.add_value(static_cast<int32_t>(i), id, v);
     }
   }
   return out;

@@ -81,8 +81,12 @@ void put_string(std::string& out, std::string_view s) {
 void put_number(std::string& out, double v, bool integral) {
   char buf[32];
   std::to_chars_result r{};
-  if (!std::isfinite(v)) {
+  if (std::isnan(v)) {  // as Proton's own writers: NaN null, +-inf +-1e999
     out += "null";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "1e999" : "-1e999";
     return;
   }
   if (integral && std::fabs(v) < 9.0e18) {
@@ -123,7 +127,7 @@ void RankMerger::write_json(const std::string& path) const {
     bool first = true;
     for (const Column& c : cols) {
       double v = value(i, c);
-      if (std::isnan(v)) continue;
+      if (is_absent(v)) continue;
       if (!first) out.push_back(',');
       first = false;
       put_string(out, c.name);

@@ -39,8 +39,8 @@ constexpr FlopCounter kFlopCounters[] = {
 }
 
 double add(double a, double b) {
-  if (std::isnan(a)) return b;
-  if (std::isnan(b)) return a;
+  if (is_absent(a)) return b;
+  if (is_absent(b)) return a;
   return a + b;
 }
 
@@ -87,7 +87,7 @@ std::vector<double> sass_flops(const Profile& p, std::string_view request) {
     any = true;
     auto v = p.inclusive(m);
     for (size_t i = 0; i < out.size(); ++i)
-      out[i] = add(out[i], std::isnan(v[i]) ? kAbsent : v[i] * c.flops);
+      out[i] = add(out[i], is_absent(v[i]) ? kAbsent : v[i] * c.flops);
   }
   if (!any) needs(request, "SASS instruction counters (sm__sass_thread_inst_executed_op_*)");
   return out;
@@ -120,14 +120,14 @@ Column rate_column(std::string header, const std::vector<double>& amount,
   c.values.resize(amount.size());
   for (size_t i = 0; i < amount.size(); ++i)
     c.values[i] =
-        seconds[i] > 0 && !std::isnan(amount[i]) ? amount[i] / seconds[i] / scale : kAbsent;
+        seconds[i] > 0 && !is_absent(amount[i]) ? amount[i] / seconds[i] / scale : kAbsent;
   return c;
 }
 
 }  // namespace
 
 double mismatch(double declared_value, double measured, double factor) {
-  if (std::isnan(declared_value) || std::isnan(measured) || declared_value <= 0 || measured <= 0) {
+  if (is_absent(declared_value) || is_absent(measured) || declared_value <= 0 || measured <= 0) {
     return kAbsent;
   }
   double ratio = declared_value / measured;
@@ -152,7 +152,7 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     c.header = std::string(request);
     c.values.resize(n.size());
     for (size_t i = 0; i < n.size(); ++i)
-      c.values[i] = d[i] > 0 && !std::isnan(n[i]) ? n[i] / d[i] : kAbsent;
+      c.values[i] = d[i] > 0 && !is_absent(n[i]) ? n[i] / d[i] : kAbsent;
     return c;
   }
   for (auto [stem, scale] : {std::pair{"dram_byte/s", 1.0}, std::pair{"dram_gbyte/s", 1e9},
@@ -184,7 +184,7 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     std::vector<double> min_time(p.nodes.size(), kAbsent);
     std::set<std::string> unknown;
     for (size_t i = 0; i < p.nodes.size(); ++i) {
-      if (!p.nodes[i].is_kernel() || std::isnan(stored_bytes[i])) continue;
+      if (!p.nodes[i].is_kernel() || is_absent(stored_bytes[i])) continue;
       const DeviceInfo* d =
           p.device(p.nodes[i].text_of("device_type"), p.nodes[i].text_of("device_id"));
       auto peak = d == nullptr ? std::nullopt : peak_for(*d, 8);
@@ -203,7 +203,7 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     c.values.resize(min_time.size());
     for (size_t i = 0; i < min_time.size(); ++i)
       c.values[i] =
-          seconds[i] > 0 && !std::isnan(min_time[i]) ? 100.0 * min_time[i] / seconds[i] : kAbsent;
+          seconds[i] > 0 && !is_absent(min_time[i]) ? 100.0 * min_time[i] / seconds[i] : kAbsent;
     return c;
   }
   if (request == "l2_hit%") {
@@ -219,7 +219,7 @@ std::optional<Column> counter_column(const Profile& p, std::string_view request,
     c.header = "l2_hit%";
     c.values.resize(s.size());
     for (size_t i = 0; i < s.size(); ++i) {
-      c.values[i] = s[i] > 0 && !std::isnan(r[i])
+      c.values[i] = s[i] > 0 && !is_absent(r[i])
                         ? 100.0 * std::clamp(1.0 - r[i] / 32.0 / s[i], 0.0, 1.0)
                         : kAbsent;
     }

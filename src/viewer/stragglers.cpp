@@ -59,7 +59,7 @@ void render_stragglers(std::ostream& out, const RankMerger& merger, const Profil
   std::vector<double> arg = column("argmax");
   std::vector<double> imbalance = column("imbalance");
   size_t inputs = merger.size();
-  double root = std::isnan(total[0]) ? 0 : total[0];
+  double root = is_absent(total[0]) ? 0 : total[0];
 
   struct Row {
     size_t node;

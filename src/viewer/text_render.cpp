@@ -119,7 +119,7 @@ class TreePrinter {
   const char* heat(int32_t node) const {
     if (columns_.empty()) return nullptr;
     double v = columns_[0].values[static_cast<size_t>(node)];
-    if (std::isnan(v)) return nullptr;
+    if (is_absent(v)) return nullptr;
     if (options_.diff) return v > 0 ? kRed : (v < 0 ? kGreen : nullptr);
     double total = columns_[0].values[0];
     if (!columns_[0].additive || !(total > 0)) return nullptr;
@@ -168,7 +168,7 @@ class TreePrinter {
     out += '\n';
   }
 
-  // Every shown frame but the root, by the first metric, largest first (absent values last).
+  // Every shown frame but the root, by the first metric, largest first (NaN, then absent last).
   void emit_sorted(std::string& out) {
     if (columns_.empty()) return;
     std::vector<int32_t> order;
@@ -179,7 +179,10 @@ class TreePrinter {
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       double x = key[static_cast<size_t>(a)];
       double y = key[static_cast<size_t>(b)];
-      if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+      // Numbers largest first, then NaN, then absent: NaN must not reach `>` (no strict order).
+      int rx = is_absent(x) ? 2 : (std::isnan(x) ? 1 : 0);
+      int ry = is_absent(y) ? 2 : (std::isnan(y) ? 1 : 0);
+      if (rx != 0 || ry != 0) return rx < ry;
       return x > y;
     });
     out += "\nSorted frames by " + columns_[0].header + ":\n";
@@ -198,7 +201,9 @@ class TreePrinter {
 }  // namespace
 
 std::string format_value(double value, bool integral) {
-  if (std::isnan(value)) return "-";
+  if (is_absent(value)) return "-";
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   char buffer[64];
   if (std::fabs(value) >= 1e15) {
     std::snprintf(buffer, sizeof buffer, "%.4e", value);

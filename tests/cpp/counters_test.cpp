@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -254,6 +255,17 @@ TEST(CounterTrack, ChromeCounterEvents) {
   json e = json::parse(counter_track_events(rate, 0, 0).at(0));
   EXPECT_EQ(e["name"], "dram__bytes_read.sum.per_second");
   EXPECT_DOUBLE_EQ(e["args"]["value"].get<double>(), 5000 / 100e-6);
+
+  // Non-finite samples as every metric is written (not a made-up 0): NaN null, +-inf +-1e999.
+  CounterTrack odd;
+  odd.add(samples(schema, {0, 100000, 200000}, 100000,
+                  {std::nan(""), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()}));
+  std::vector<std::string> odd_events = counter_track_events(odd, 0, 0);
+  ASSERT_EQ(odd_events.size(), 3u);
+  EXPECT_NE(odd_events[0].find(R"("args":{"value":null})"), std::string::npos) << odd_events[0];
+  EXPECT_NE(odd_events[1].find(R"("args":{"value":1e999})"), std::string::npos) << odd_events[1];
+  EXPECT_NE(odd_events[2].find(R"("args":{"value":-1e999})"), std::string::npos) << odd_events[2];
 }
 
 class Counters : public testing::RuntimeFixture {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "io/json_writer.h"
@@ -21,6 +23,33 @@ TEST(JsonWriter, EscapesAndSeparates) {
   EXPECT_EQ(out, R"({"a\"b":"x\n\u0001y","n":[-3,2.0,0.5,null]})");
   auto j = json::parse(out);
   EXPECT_EQ(j["a\"b"], "x\n\x01y");
+}
+
+// JSON has no NaN or infinity: NaN is null (as triton.profiler writes it), +-inf is +-1e999, a
+// number every JSON reader of ours and Python's json take as +-inf; -0.0 keeps its sign.
+TEST(JsonWriter, NonFiniteNumbersStayValidJson) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_array().value(std::numeric_limits<double>::quiet_NaN());
+  w.value(std::numeric_limits<double>::infinity()).value(-std::numeric_limits<double>::infinity());
+  w.value(-0.0).end_array();
+  EXPECT_EQ(out, "[null,1e999,-1e999,-0.0]");
+}
+
+TEST(HatchetWriter, NonFiniteMetricsAreWrittenReadably) {
+  CallTree t;
+  auto s = t.child(CallTree::kRoot, id("step"));
+  t.add_metric(s, id("loss"), std::numeric_limits<double>::quiet_NaN());
+  t.add_metric(s, id("up"), std::numeric_limits<double>::infinity());
+  t.add_metric(s, id("down"), -std::numeric_limits<double>::infinity());
+  t.add_metric(s, id("vec"),
+               std::vector<double>{1.5, std::numeric_limits<double>::quiet_NaN(),
+                                   -std::numeric_limits<double>::infinity()});
+  std::string text = hatchet_json(t, {}, {});
+  EXPECT_NE(text.find(R"("loss":null)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("up":1e999)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("down":-1e999)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("vec":[1.5,null,-1e999])"), std::string::npos) << text;
 }
 
 // ROOT -> scope -> kernel (one launch of `ns` on CUDA device `device`): {scope, kernel}.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace proton {
 namespace {
 
@@ -62,6 +65,23 @@ TEST(Metric, StringsReplaceWhateverTheRule) {
   EXPECT_EQ(std::get<std::string>(v), "fp8");
   combine_metric(MetricRule::kExclusive, v, std::string("tf32"));
   EXPECT_EQ(std::get<std::string>(v), "tf32");
+}
+
+// Int sums at the 64-bit edge wrap (defined behaviour, checked by UBSan in the test build);
+// float sums keep NaN and infinities.
+TEST(Metric, SumsAtTheEdgesAreDefined) {
+  MetricValue v = std::numeric_limits<int64_t>::max();
+  combine_metric(MetricRule::kSum, v, MetricValue(int64_t{1}));
+  EXPECT_EQ(std::get<int64_t>(v), std::numeric_limits<int64_t>::min());
+  MetricValue vec = std::vector<int64_t>{std::numeric_limits<int64_t>::min()};
+  combine_metric(MetricRule::kSum, vec, MetricValue(std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(std::get<std::vector<int64_t>>(vec),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), 2}));
+  MetricValue f = std::numeric_limits<double>::infinity();
+  combine_metric(MetricRule::kSum, f, MetricValue(1.0));
+  EXPECT_EQ(std::get<double>(f), std::numeric_limits<double>::infinity());
+  combine_metric(MetricRule::kSum, f, MetricValue(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_TRUE(std::isnan(std::get<double>(f)));
 }
 
 }  // namespace

@@ -398,7 +398,7 @@ def test_p8_cpu_tensors_and_numpy_scalars_are_numbers(out):
 def test_p8_non_scalar_tensors_are_an_error_naming_the_metric(out):
     torch = pytest.importorskip("torch")
     proton.start(out.name)
-    with pytest.raises(ValueError, match="metric 'hist'.*one value.*\\(2, 2\\)"):
+    with pytest.raises(TypeError, match="metric .hist. in scope .s.*one value.*\\(2, 2\\)"):
         with proton.scope("s", {"hist": torch.ones(2, 2)}):
             pass
     assert proton.context.depth() == 0

@@ -79,5 +79,20 @@ TEST_F(Export, HtmlIsSelfContainedAndEscapesScriptEnds) {
   EXPECT_EQ(html.find("src="), std::string::npos);
 }
 
+// A flame graph has no width for NaN or infinity: such frames draw nothing, and their parents
+// keep their other children's widths.
+TEST(ExportNonFinite, FoldedStacksLeaveNonFiniteValuesOut) {
+  Profile p = parse_hatchet(R"J([{"frame":{"name":"ROOT"},"metrics":{},"children":[
+    {"frame":{"name":"a"},"metrics":{"m":2},"children":[
+      {"frame":{"name":"inf"},"metrics":{"m":1e999}},{"frame":{"name":"nan"},"metrics":{"m":null}},
+      {"frame":{"name":"ok"},"metrics":{"m":3}}]}]},{}])J");
+  std::vector<std::string> w;
+  Column column = derive_columns(p, {"m"}, w)[0];
+  std::vector<char> visible(p.nodes.size(), 1);
+  EXPECT_EQ(to_folded(p, column, visible, {}), "a;ok 3\n");
+  auto doc = nlohmann::json::parse(to_speedscope(p, column, visible, {}, "t"));
+  EXPECT_FALSE(doc.dump().empty());
+}
+
 }  // namespace
 }  // namespace proton::viewer

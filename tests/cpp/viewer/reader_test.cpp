@@ -2,10 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "test_util.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/profile_writer.h"
+#include "viewer/rank_file.h"
+#include "viewer/text_render.h"
 
 namespace proton::viewer {
 namespace {
@@ -125,7 +129,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{R"([{"frame":{"name":"a"}}] x)", 25, "after the end of the profile"},
         BadInput{R"([{"frame":{"name":"a)", 20, "unterminated string"},
         BadInput{"[{\"frame\":{\"name\":\"a\x01\"}}]", 20, "control character"},
-        BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":1e999}}])", 38, "out of range"},
+        // Metric values may be +-1e999 (an infinity); device fields may not.
+        BadInput{R"([{"frame":{"name":"a"},"metrics":{}},{"CUDA":{"0":{"num_sms":1e999}}}])", 61,
+                 "out of range"},
         BadInput{R"([{"frame":{"name":"a"},"metrics":{"t":01}}])", 39, "expected ',' or '}'"},
         BadInput{R"([{"frame":{"name":"\x"}}])", 20, "bad escape"}));
 
@@ -159,6 +165,73 @@ TEST(Reader, FileErrorsNamePathAndOffset) {
   } catch (const FileError& e) {
     EXPECT_NE(std::string(e.what()).find("truncated.json:"), std::string::npos) << e.what();
   }
+}
+
+// NaN and infinities as our writers spell them (null, +-1e999) and as triton.profiler does
+// (null for all three): the file reads, the values are NaN / +-inf, distinct from "absent", and
+// a NaN propagates into the inclusive sums above it.
+constexpr const char* kNonFinite = R"J([{"frame":{"name":"ROOT"},"metrics":{"loss":0.0},
+  "children":[{"frame":{"name":"a"},"metrics":{},"children":[
+    {"frame":{"name":"nan"},"metrics":{"loss":null,"up":1e999,"vec":[1,null,2]}},
+    {"frame":{"name":"inf"},"metrics":{"loss":1.5,"up":-1e999,"tiny":1e-999}}]},
+  {"frame":{"name":"b"},"metrics":{"loss":2.5}}]},{}])J";
+
+TEST(Reader, NonFiniteMetricValuesReadBack) {
+  Profile p = parse_hatchet(kNonFinite);
+  int32_t loss = p.find_metric("loss"), up = p.find_metric("up"), vec = p.find_metric("vec");
+  auto stored = p.stored(loss);
+  EXPECT_TRUE(std::isnan(stored[find_node(p, "nan")]));
+  EXPECT_FALSE(is_absent(stored[find_node(p, "nan")]));
+  EXPECT_TRUE(is_absent(stored[find_node(p, "a")]));
+  EXPECT_EQ(p.stored(up)[find_node(p, "nan")], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(p.stored(up)[find_node(p, "inf")], -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(p.stored(vec)[find_node(p, "nan")]));  // an array shows its sum
+  double tiny = p.stored(p.find_metric("tiny"))[find_node(p, "inf")];
+  EXPECT_EQ(tiny, 0.0);
+  auto inc = p.inclusive(loss);
+  EXPECT_TRUE(std::isnan(inc[find_node(p, "a")]) && !is_absent(inc[find_node(p, "a")]));
+  EXPECT_TRUE(std::isnan(inc[0]) && !is_absent(inc[0]));
+  EXPECT_EQ(inc[find_node(p, "b")], 2.5);       // a sibling subtree without NaN keeps its number
+  EXPECT_TRUE(std::isnan(p.inclusive(up)[0]));  // inf + -inf
+
+  RankFile f = parse_rank_file(kNonFinite);
+  int32_t rloss = -1;
+  for (size_t m = 0; m < f.metrics.size(); ++m) {
+    if (f.metrics[m].name == "loss") rloss = static_cast<int32_t>(m);
+  }
+  ASSERT_GE(rloss, 0);
+  auto rinc = f.inclusive(rloss);
+  EXPECT_TRUE(std::isnan(rinc[0]) && !is_absent(rinc[0]));
+}
+
+TEST(Reader, NonFiniteNumbersOutsideMetricsAreStillRefused) {
+  EXPECT_THROW(parse_hatchet(R"J([{"frame":{"name":"ROOT"},"metrics":{}},
+    {"CUDA":{"0":{"arch":"90","num_sms":1e999}}}])J"),
+               InputError);
+}
+
+TEST(Viewer, PrintsNanAndInfinities) {
+  EXPECT_EQ(format_value(std::numeric_limits<double>::quiet_NaN(), false), "nan");
+  EXPECT_EQ(format_value(-std::numeric_limits<double>::quiet_NaN(), true), "nan");
+  EXPECT_EQ(format_value(std::numeric_limits<double>::infinity(), false), "inf");
+  EXPECT_EQ(format_value(-std::numeric_limits<double>::infinity(), true), "-inf");
+  EXPECT_EQ(format_value(kAbsent, false), "-");
+}
+
+// The viewer's own writer (-o, merge) keeps what the reader read: NaN null, +-inf +-1e999. A
+// name that happens to hold the writer's marker text only costs the sign (null).
+TEST(Reader, ProfileWriterRoundTripsNonFiniteValues) {
+  Profile p = parse_hatchet(kNonFinite);
+  Profile back = parse_hatchet(to_hatchet_json(p));
+  int32_t up = back.find_metric("up");
+  EXPECT_EQ(back.stored(up)[find_node(back, "nan")], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.stored(up)[find_node(back, "inf")], -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(back.stored(back.find_metric("loss"))[find_node(back, "nan")]));
+
+  p.nodes[static_cast<size_t>(find_node(p, "b"))].name = "\x01proton:+inf\x01";
+  Profile odd = parse_hatchet(to_hatchet_json(p));
+  EXPECT_TRUE(std::isnan(odd.stored(odd.find_metric("up"))[find_node(odd, "nan")]));
+  EXPECT_EQ(find_node(odd, "\x01proton:+inf\x01"), find_node(p, "\x01proton:+inf\x01"));
 }
 
 }  // namespace
