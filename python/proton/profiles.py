@@ -1,7 +1,7 @@
 """Reading profiles from Python, without pandas or hatchet.
 
-``read(path)`` parses a Hatchet JSON profile (ours or triton.profiler's) with the viewer's own
-C++ reader and returns a :class:`Profile`: a tree of :class:`Node` objects with names, paths and
+``read(path)`` parses a Hatchet profile (JSON or ``.hatchet_msgpack``, ours or
+triton.profiler's) with the viewer's own C++ reader and returns a :class:`Profile`: a tree of :class:`Node` objects with names, paths and
 metrics. Metric names are those of ``proton-viewer -m``: raw names such as ``"time (ns)"``
 (``"time"`` finds it too: case and unit are ignored) and derived ones such as ``"time/ms"``,
 ``"avg_time/us"``, ``"tflop16/s"``, ``"util"`` or ``"time/%"``; the values are the ones the
@@ -52,7 +52,8 @@ def _error(e: ValueError, path: Optional[str]) -> ProfileError:
 
 
 def read(path: Union[str, "os.PathLike[str]"]) -> "Profile":
-    """Reads a Hatchet JSON profile. Raises :class:`ProfileError` for a bad file."""
+    """Reads a Hatchet profile (JSON or msgpack). Raises :class:`ProfileError` for a bad file
+    and for a path that is not a profile (a directory, a FIFO, compressed or binary data)."""
     path = os.fspath(path)
     try:
         data = _proton.ProfileData.load(path)
@@ -62,7 +63,8 @@ def read(path: Union[str, "os.PathLike[str]"]) -> "Profile":
 
 
 def parse(text: Union[str, bytes]) -> "Profile":
-    """Parses Hatchet JSON held in memory (errors carry the byte offset, no path)."""
+    """Parses a Hatchet profile (JSON or msgpack bytes) held in memory (errors carry the byte
+    offset, no path)."""
     raw = text.encode() if isinstance(text, str) else bytes(text)
     try:
         data = _proton.ProfileData.parse(raw)
