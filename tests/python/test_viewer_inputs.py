@@ -159,7 +159,10 @@ def _pack(v, width):
             return bytes([v])
         return b"\xd3" + struct.pack(">q", v) if v < 0 else b"\xcf" + struct.pack(">Q", v)
     if isinstance(v, float):
-        return b"\xca" + struct.pack(">f", v) if width == "16" else b"\xcb" + struct.pack(">d", v)
+        # float32 where it holds the value exactly (the C++ tests cover every width).
+        if width == "16" and struct.unpack(">f", struct.pack(">f", v))[0] == v:
+            return b"\xca" + struct.pack(">f", v)
+        return b"\xcb" + struct.pack(">d", v)
     if isinstance(v, str):
         b = v.encode()
         if width == "short" and len(b) < 32:
