@@ -76,7 +76,7 @@ wait || true
     cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$line")
     ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$line")
     corp=$(sed -nE 's/.*corp: ([0-9]+).*/\1/p' <<<"$line")
-    rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$line")
+    rate=$(sed -nE 's/.*exec\/s:? ([0-9]+).*/\1/p' <<<"$line")  # the fork driver has no ':'
     crashes=$(find "build/fuzz/long/$f" -maxdepth 1 -name 'crash-*' | wc -l)
     echo "| $f | ${execs:-?} | ${rate:-?} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $crashes |"
   done
