@@ -6,7 +6,7 @@
 #   bench/fuzz_long.sh [-m MINUTES] [-j PARALLEL] [-o SUMMARY.md] [--save-corpus] [FUZZER...]
 #
 #   -m  minutes per fuzzer (default 60)        -j  fuzzers side by side (default 2)
-#   -o  summary file (default bench/results/fuzz_long_<date>.md)
+#   -o  summary file (default bench/results/<date>-fuzz-<minutes>min.md)
 #   --save-corpus  merge what each run found, coverage-minimised, into its seed directory
 #
 # Crashes are kept as build/fuzz/long/<fuzzer>/crash-* (reproduce: build/fuzz/.../<fuzzer> FILE).
@@ -26,7 +26,7 @@ done
 ((${#fuzzers[@]})) || fuzzers=(proton_viewer_reader_fuzzer proton_viewer_rank_fuzzer
   proton_viewer_msgpack_fuzzer proton_scratch_decoder_fuzzer proton_pc_records_fuzzer
   proton_counter_config_fuzzer proton_counter_split_fuzzer)
-summary=${summary:-bench/results/fuzz_long_$(date -u +%Y%m%d_%H%M).md}
+summary=${summary:-bench/results/$(date -u +%Y-%m-%d)-fuzz-${minutes}min.md}
 
 if [[ ! -f build/fuzz/build.ninja ]]; then
   CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DPROTON_BUILD_FUZZERS=ON -DCMAKE_UNITY_BUILD=ON \
@@ -50,7 +50,8 @@ run_one() {  # fuzzer: runs it, leaves build/fuzz/long/NAME/{log,rc}
   echo "$rc" >"$dir/rc"
   if ((save)); then
     mkdir -p "tests/fixtures/fuzz/$f"
-    "$bin" -merge=1 -max_len=8192 "tests/fixtures/fuzz/$f" "$dir/corpus" >>"$dir/log" 2>&1 || true
+    "$bin" -merge=1 -max_len=8192 "tests/fixtures/fuzz/$f" "$dir/corpus" >"$dir/merge.log" 2>&1 ||
+      true
   fi
 }
 
@@ -70,8 +71,8 @@ wait || true
   echo "|---|---:|---:|---:|---:|---:|---:|"
   for f in "${fuzzers[@]}"; do
     log=build/fuzz/long/$f/log
-    # The last status line of the fork driver or the worker: "#N ... cov: C ft: F corp: K".
-    line=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+    # The fork driver's last status line: "#N: cov: C ft: F corp: K exec/s R ...".
+    line=$(grep -E '^#[0-9]+: cov' "$log" | tail -n 1 || true)
     execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$line")
     cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$line")
     ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$line")
