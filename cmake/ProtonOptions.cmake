@@ -31,6 +31,28 @@ if(PROTON_SANITIZE)
   endif()
 endif()
 
+# libFuzzer builds (PROTON_BUILD_FUZZERS, clang): the fuzzers and the code they fuzz carry
+# AddressSanitizer and UndefinedBehaviorSanitizer, and undefined behaviour aborts (a finding)
+# instead of printing and carrying on.
+set(PROTON_FUZZ_SANITIZE address,undefined)
+set(PROTON_FUZZ_FLAGS -fsanitize=${PROTON_FUZZ_SANITIZE} -fno-sanitize-recover=undefined
+    -fno-omit-frame-pointer)
+
+# Instruments a library a fuzzer links (coverage for libFuzzer's guidance, the sanitizers).
+function(proton_fuzz_instrument TARGET)
+  target_compile_options(${TARGET} PRIVATE -fsanitize=fuzzer-no-link ${PROTON_FUZZ_FLAGS})
+endfunction()
+
+# Adds a libFuzzer executable, compiled with the project's warnings like every other target.
+#   proton_add_fuzzer(NAME name SOURCES a.cpp LIBS lib1)
+function(proton_add_fuzzer)
+  cmake_parse_arguments(F "" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${F_NAME} ${F_SOURCES})
+  target_compile_options(${F_NAME} PRIVATE -fsanitize=fuzzer ${PROTON_FUZZ_FLAGS})
+  target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer ${PROTON_FUZZ_FLAGS})
+  target_link_libraries(${F_NAME} PRIVATE ${F_LIBS} proton_options)
+endfunction()
+
 # Adds a GoogleTest executable registered with ctest.
 #   proton_add_test(NAME name SOURCES a.cpp b.cpp LIBS lib1 lib2)
 function(proton_add_test)

@@ -1,7 +1,7 @@
 """Reading profiles from Python, without pandas or hatchet.
 
-``read(path)`` parses a Hatchet JSON profile (ours or triton.profiler's) with the viewer's own
-C++ reader and returns a :class:`Profile`: a tree of :class:`Node` objects with names, paths and
+``read(path)`` parses a Hatchet profile (JSON or ``.hatchet_msgpack``, ours or
+triton.profiler's) with the viewer's own C++ reader and returns a :class:`Profile`: a tree of :class:`Node` objects with names, paths and
 metrics. It shows what ``proton-viewer`` shows: launch-metadata frames are hidden (unless
 ``show_metadata=True``, as ``--show-metadata``), ``node.name`` is the viewer's short name
 (demangled C++ kernels without template and parameter lists) and ``node.full_name`` the whole
@@ -58,7 +58,8 @@ def _error(e: ValueError, path: Optional[str]) -> ProfileError:
 
 
 def read(path: Union[str, "os.PathLike[str]"], show_metadata: bool = False) -> "Profile":
-    """Reads a Hatchet JSON profile. Raises :class:`ProfileError` for a bad file."""
+    """Reads a Hatchet profile (JSON or msgpack). Raises :class:`ProfileError` for a bad file
+    and for a path that is not a profile (a directory, a FIFO, compressed or binary data)."""
     path = os.fspath(path)
     try:
         data = _proton.ProfileData.load(path, show_metadata)
@@ -68,7 +69,8 @@ def read(path: Union[str, "os.PathLike[str]"], show_metadata: bool = False) -> "
 
 
 def parse(text: Union[str, bytes], show_metadata: bool = False) -> "Profile":
-    """Parses Hatchet JSON held in memory (errors carry the byte offset, no path)."""
+    """Parses a Hatchet profile (JSON or msgpack bytes) held in memory (errors carry the byte
+    offset, no path)."""
     raw = text.encode() if isinstance(text, str) else bytes(text)
     try:
         data = _proton.ProfileData.parse(raw, show_metadata)

@@ -76,9 +76,10 @@ void note_default_metric(const std::string& metric, std::ostream& err) {
 }
 
 // Streams `paths` through a RankMerger (rank_merge.h). Files that cannot be read or merged are
-// left out with a warning naming them; throws FileError when none can be merged.
+// left out with a warning naming them and counted in `left_out`; throws FileError when none can
+// be merged.
 RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::string>& warnings,
-                       bool presence) {
+                       bool presence, size_t& left_out) {
   RankMerger merger;
   if (presence) merger.track_presence();
   // One text buffer and one parsed file, reused for every input: memory stays one input's.
@@ -88,18 +89,20 @@ RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::s
     std::string why;
     try {
       read_file_into(path, text);
-      if (!text.empty() && (static_cast<unsigned char>(text[0]) == 0x92 ||
-                            static_cast<unsigned char>(text[0]) == 0xdc)) {
-        throw FileError(path + ":0: a msgpack profile; merge the JSON (.hatchet) files");
-      }
+      std::string what = not_a_profile(text);
+      if (!what.empty()) throw FileError(path + ": " + what);
       try {
         parse_rank_file(text, file);
       } catch (const InputError& e) {
         throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
       }
-      if (!merger.add_file(file, path, why)) warnings.push_back(why);
+      if (!merger.add_file(file, path, why)) {
+        warnings.push_back(why);
+        ++left_out;
+      }
     } catch (const FileError& e) {
       warnings.push_back(std::string(e.what()) + " (left out of the merge)");
+      ++left_out;
     }
   }
   if (merger.size() == 0) {
@@ -258,7 +261,9 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
   bool ranks = options.files.size() > 1 || options.stragglers.has_value();
   Prepared main;
   if (ranks) {
-    RankMerger merger = merge_files(options.files, warnings, options.stragglers.has_value());
+    size_t left_out = 0;
+    RankMerger merger =
+        merge_files(options.files, warnings, options.stragglers.has_value(), left_out);
     Profile merged = merger.result();
     profile_warnings(merged, "the merge of " + std::to_string(merger.size()) + " files", warnings);
     if (options.stragglers) {
@@ -367,10 +372,12 @@ int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err)
       out << "  " << n << "\n";
     for (const auto& w : r.left_out)
       err << "proton-viewer: warning: " << w << " (left out of the merge)\n";
-    return 0;
+    // The merge was written, but not of everything asked for: scripts must notice.
+    return r.left_out.empty() ? 0 : 1;
   }
   std::vector<std::string> warnings;
-  RankMerger merger = merge_files(options.inputs, warnings, false);
+  size_t left_out = 0;
+  RankMerger merger = merge_files(options.inputs, warnings, false, left_out);
   merger.write_json(options.output_path);
   out << "merged " << merger.size() << (merger.size() == 1 ? " profile" : " profiles") << " into "
       << options.output_path << "\n";
@@ -379,7 +386,7 @@ int run_merge(const MergeOptions& options, std::ostream& out, std::ostream& err)
   }
   for (const auto& w : warnings)
     err << "proton-viewer: warning: " << w << "\n";
-  return 0;
+  return left_out == 0 ? 0 : 1;
 }
 
 }  // namespace

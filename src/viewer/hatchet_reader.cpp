@@ -1,16 +1,22 @@
 #include "viewer/hatchet_reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <new>
+
+#include "viewer/outside_number.h"
 
 namespace proton::viewer {
 
 namespace {
 
+template <class Cursor>
 class HatchetParser {
  public:
   explicit HatchetParser(std::string_view text) : cursor_(text) {}
@@ -61,7 +67,7 @@ class HatchetParser {
       } while (cursor_.consume(','));
       cursor_.expect('}', "',' or '}' in a node");
     }
-    if (!has_frame) JsonCursor::fail_at(start, "node has no \"frame\"");
+    if (!has_frame) Cursor::fail_at(start, "node has no \"frame\"");
   }
 
   // Proton's root key {"<metric>": "exc" | "pty"}: the rule of metrics whose "(exc)"/"(pty)"
@@ -115,7 +121,7 @@ class HatchetParser {
       } while (cursor_.consume(','));
       cursor_.expect('}', "',' or '}' in a frame");
     }
-    if (!has_name) JsonCursor::fail_at(start, "frame has no \"name\"");
+    if (!has_name) Cursor::fail_at(start, "frame has no \"name\"");
   }
 
   // Reads one key of the root frame's rank block; false for keys that are not part of it (or
@@ -261,9 +267,11 @@ class HatchetParser {
       if (key == "arch" && next == '"') {
         device.arch = cursor_.read_string();
       } else if (next == '-' || (next >= '0' && next <= '9')) {
+        size_t at = cursor_.offset();
         JsonNumber number = cursor_.read_number();
         if (key == "arch") {
-          device.arch = std::to_string(static_cast<long long>(number.value));
+          device.arch = std::to_string(whole_number(
+              number.value, at, "device \"" + device.id + "\" \"arch\"", 0, kMaxExactInteger));
         } else if (key == "num_sms") {
           device.num_sms = number.value;
         } else if (key == "clock_rate") {
@@ -280,14 +288,16 @@ class HatchetParser {
     cursor_.expect('}', "',' or '}' in a device");
   }
 
-  JsonCursor cursor_;
+  Cursor cursor_;
   Profile profile_;
 };
 
 }  // namespace
 
 Profile parse_hatchet(std::string_view text) {
-  return HatchetParser(text).parse();
+  return parse_either(text, [](auto cursor_tag, std::string_view body) {
+    return HatchetParser<typename decltype(cursor_tag)::type>(body).parse();
+  });
 }
 
 std::string read_file(const std::string& path) {
@@ -297,33 +307,94 @@ std::string read_file(const std::string& path) {
 }
 
 void read_file_into(const std::string& path, std::string& text) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. The file's type
+  // is then checked on the open descriptor, so nothing can be swapped in between.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw FileError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int error = errno;
+    ::close(fd);
+    throw FileError(path + ": cannot read: " + std::strerror(error));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "not a regular file";
+    throw FileError(path + ": " + what + ", not a profile file");
+  }
   // Straight into one buffer of the file's size: merging many rank files keeps one at a time,
   // and a stream copy would hold it twice.
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw FileError(path + ": cannot open: " + std::strerror(errno));
   text.clear();
-  char chunk[1 << 16];
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long size = std::ftell(f);
-    if (size > 0) text.reserve(static_cast<size_t>(size));
-    std::rewind(f);
+  try {
+    if (st.st_size > 0) text.reserve(static_cast<size_t>(st.st_size));
+    char chunk[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n == 0) break;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        int error = errno;
+        ::close(fd);
+        throw FileError(path + ": cannot read: " + std::strerror(error));
+      }
+      text.append(chunk, static_cast<size_t>(n));
+    }
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    throw FileError(path + ": cannot read: " + std::to_string(st.st_size) +
+                    " bytes do not fit in memory");
   }
-  size_t n = 0;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
-    text.append(chunk, n);
-  bool failed = std::ferror(f) != 0;
-  int error = errno;
-  std::fclose(f);
-  if (failed) throw FileError(path + ": cannot read: " + std::strerror(error));
+  ::close(fd);
+}
+
+std::string not_a_profile(std::string_view text) {
+  if (text.empty()) return "an empty file, not a profile";
+  auto byte = [&](size_t i) { return i < text.size() ? static_cast<uint8_t>(text[i]) : 0; };
+  if (byte(0) == 0x1f && byte(1) == 0x8b) {
+    return "gzip-compressed data, not a profile (decompress it first: gunzip)";
+  }
+  if (byte(0) == 0x28 && byte(1) == 0xb5 && byte(2) == 0x2f && byte(3) == 0xfd) {
+    return "zstd-compressed data, not a profile (decompress it first: unzstd)";
+  }
+  if (text.starts_with("PK\x03\x04")) return "a zip archive, not a profile (unzip it first)";
+  std::string_view body = text.starts_with("\xef\xbb\xbf") ? text.substr(3) : text;
+  size_t first = body.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "only whitespace, not a profile";
+  auto c = static_cast<uint8_t>(body[first]);
+  if (looks_like_msgpack(body) || c == '[') {
+    // A Chrome trace is an object, or (an older form) an array of events with "ph".
+    if (c == '[' && body.substr(first, 4096).find("\"ph\"") != std::string_view::npos &&
+        body.substr(first, 4096).find("\"frame\"") == std::string_view::npos) {
+      return "a Chrome trace (an array of events), not a Hatchet profile; view it in Perfetto "
+             "or chrome://tracing, or merge per-rank traces with `proton-viewer merge "
+             "--output-format trace`";
+    }
+    return "";
+  }
+  if (c == '{') {
+    if (body.substr(first, 4096).find("\"traceEvents\"") != std::string_view::npos) {
+      return "a Chrome trace, not a Hatchet profile; view it in Perfetto or chrome://tracing, "
+             "or merge per-rank traces with `proton-viewer merge --output-format trace`";
+    }
+    return "";  // the parser names the object
+  }
+  if (c < 0x20 || c >= 0x7f) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    return std::string("binary data (first byte 0x") + kHex[c >> 4] + kHex[c & 15] +
+           "), not a Hatchet profile (JSON or msgpack)";
+  }
+  return "";
 }
 
 Profile load_hatchet(const std::string& path) {
   std::string text = read_file(path);
-  if (!text.empty() && (static_cast<unsigned char>(text[0]) == 0x92 ||
-                        static_cast<unsigned char>(text[0]) == 0xdc)) {
-    throw FileError(path + ":0: this looks like a msgpack profile; write it as JSON " +
-                    "(finalize(output_format=\"hatchet\")) to view it");
-  }
+  std::string what = not_a_profile(text);
+  if (!what.empty()) throw FileError(path + ": " + what);
   try {
     return parse_hatchet(text);
   } catch (const InputError& e) {

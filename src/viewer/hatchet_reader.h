@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "viewer/json_cursor.h"
+#include "viewer/msgpack_cursor.h"
 #include "viewer/profile.h"
 
 namespace proton::viewer {
@@ -13,8 +14,34 @@ namespace proton::viewer {
 // bound keeps the recursive reader's stack use small whatever the input.
 constexpr int kMaxTreeDepth = 1000;
 
-// Parses `text`; throws InputError (byte offset + reason) on anything it cannot read.
+// Calls parse(tag, body) with tag's ::type the cursor `text` needs: MsgpackCursor for a
+// `.hatchet_msgpack` document, JsonCursor otherwise. A leading UTF-8 byte-order mark is skipped
+// (as editors on some systems write one); error offsets still count from the start of `text`.
+template <class Cursor>
+struct CursorTag {
+  using type = Cursor;
+};
+template <class Parse>
+auto parse_either(std::string_view text, Parse&& parse) {
+  constexpr std::string_view kBom = "\xef\xbb\xbf";
+  size_t skip = text.starts_with(kBom) ? kBom.size() : 0;
+  std::string_view body = text.substr(skip);
+  try {
+    if (looks_like_msgpack(body)) return parse(CursorTag<MsgpackCursor>{}, body);
+    return parse(CursorTag<JsonCursor>{}, body);
+  } catch (const InputError& e) {
+    if (skip == 0) throw;
+    throw InputError(e.offset() + skip, e.what());
+  }
+}
+
+// Parses `text`, Hatchet JSON or msgpack; throws InputError (byte offset + reason) on anything
+// it cannot read.
 Profile parse_hatchet(std::string_view text);
+
+// What `text` is when it is plainly not a profile (empty, compressed, a Chrome trace, binary
+// data), as a phrase with a hint; empty when it may be one and the parser should say.
+std::string not_a_profile(std::string_view text);
 
 // Reads and parses a file. Throws FileError whose what() is "path:offset: reason".
 class FileError : public std::runtime_error {
@@ -23,7 +50,9 @@ class FileError : public std::runtime_error {
 };
 Profile load_hatchet(const std::string& path);
 
-// Reads a whole file into memory; throws FileError naming the path on failure.
+// Reads a whole regular file into memory; throws FileError naming the path on failure and for
+// anything that is not a regular file (a directory, a FIFO, a device), which is never opened
+// for reading (a FIFO would block).
 std::string read_file(const std::string& path);
 // The same into `text` (replacing its contents, reusing its capacity).
 void read_file_into(const std::string& path, std::string& text);

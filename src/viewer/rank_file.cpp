@@ -5,6 +5,7 @@
 
 #include "viewer/hatchet_reader.h"
 #include "viewer/json_cursor.h"
+#include "viewer/outside_number.h"
 
 namespace proton::viewer {
 
@@ -14,6 +15,7 @@ bool is_number_start(char c) {
   return c == '-' || (c >= '0' && c <= '9');
 }
 
+template <class Cursor>
 class RankFileParser {
  public:
   RankFileParser(std::string_view text, RankFile& out) : c_(text), f_(out) {
@@ -42,8 +44,11 @@ class RankFileParser {
 
  private:
   RankFile::Span string_span() {
+    // Spans are 32-bit: names beyond 4 GiB in all are refused rather than wrapped.
+    if (f_.arena.size() > UINT32_MAX) c_.fail("names longer than 4 GiB in all");
     auto offset = static_cast<uint32_t>(f_.arena.size());
     c_.read_string_into(f_.arena);
+    if (f_.arena.size() > UINT32_MAX) c_.fail("names longer than 4 GiB in all");
     return {offset, static_cast<uint32_t>(f_.arena.size() - offset)};
   }
 
@@ -91,7 +96,7 @@ class RankFileParser {
       } while (c_.consume(','));
       c_.expect('}', "',' or '}' in a node");
     }
-    if (!has_frame) JsonCursor::fail_at(start, "node has no \"frame\"");
+    if (!has_frame) Cursor::fail_at(start, "node has no \"frame\"");
   }
 
   void parse_frame(int32_t id) {
@@ -138,7 +143,7 @@ class RankFileParser {
       } while (c_.consume(','));
       c_.expect('}', "',' or '}' in a frame");
     }
-    if (!has_name) JsonCursor::fail_at(start, "frame has no \"name\"");
+    if (!has_name) Cursor::fail_at(start, "frame has no \"name\"");
   }
 
   void parse_metrics(int32_t id) {
@@ -231,8 +236,12 @@ class RankFileParser {
             if (key == "arch" && next == '"') {
               d.arch = c_.read_string();
             } else if (is_number_start(next)) {
+              size_t at = c_.offset();
               double v = c_.read_number().value;
-              if (key == "arch") d.arch = std::to_string(static_cast<long long>(v));
+              if (key == "arch") {
+                d.arch = std::to_string(
+                    whole_number(v, at, "device \"" + d.id + "\" \"arch\"", 0, kMaxExactInteger));
+              }
               if (key == "num_sms") d.num_sms = v;
               if (key == "clock_rate") d.clock_rate_khz = v;
               if (key == "memory_clock_rate") d.memory_clock_rate_khz = v;
@@ -250,7 +259,7 @@ class RankFileParser {
     c_.expect('}', "',' or '}' in the device map");
   }
 
-  JsonCursor c_;
+  Cursor c_;
   RankFile& f_;
   std::string key_, name_;
   std::unordered_map<std::string, int32_t> metric_of_;
@@ -281,7 +290,10 @@ std::vector<double> RankFile::inclusive(int32_t metric) const {
 }
 
 void parse_rank_file(std::string_view text, RankFile& out) {
-  RankFileParser(text, out).parse();
+  parse_either(text, [&out](auto cursor_tag, std::string_view body) {
+    RankFileParser<typename decltype(cursor_tag)::type>(body, out).parse();
+    return 0;
+  });
 }
 
 RankFile parse_rank_file(std::string_view text) {

@@ -1,6 +1,7 @@
 #include "viewer/source_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -39,6 +40,13 @@ double value_of(const Profile& p, const Node& n, std::string_view metric) {
     if (v.metric == id) return v.value;
   }
   return 0;
+}
+
+// A sample count read from the file, as a whole number (any double prints; no integer cast).
+std::string sample_count(double samples) {
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%.0f", std::floor(samples));
+  return buf;
 }
 
 std::string percent(double part, double whole) {
@@ -129,9 +137,9 @@ std::vector<KernelSource> collect_source(const Profile& p, const std::string& ke
 std::string render_source(const std::vector<KernelSource>& kernels, bool read_files) {
   std::ostringstream o;
   for (const KernelSource& k : kernels) {
-    o << "kernel " << terminal_safe(k.kernel) << ": " << static_cast<uint64_t>(k.samples)
-      << " samples, " << percent(k.stalled, k.samples) << " stalled, " << k.call_paths
-      << " call path" << (k.call_paths == 1 ? "" : "s") << "\n";
+    o << "kernel " << terminal_safe(k.kernel) << ": " << sample_count(k.samples) << " samples, "
+      << percent(k.stalled, k.samples) << " stalled, " << k.call_paths << " call path"
+      << (k.call_paths == 1 ? "" : "s") << "\n";
     o << "stall families:";
     for (auto& [f, v] : k.families)
       o << "  " << f << percent(v, k.samples);
@@ -164,8 +172,7 @@ std::string render_source(const std::vector<KernelSource>& kernels, bool read_fi
         if (it == at.end() && !have_text) continue;
         char head[64];
         if (it != at.end()) {
-          std::snprintf(head, sizeof(head), "  %7llu %s %6d  ",
-                        static_cast<unsigned long long>(it->second->samples),
+          std::snprintf(head, sizeof(head), "  %7.0f %s %6d  ", std::floor(it->second->samples),
                         percent(it->second->samples, k.samples).c_str(), line);
         } else {
           std::snprintf(head, sizeof(head), "  %7s %6s %6d  ", "", "", line);
@@ -187,8 +194,7 @@ std::string render_source(const std::vector<KernelSource>& kernels, bool read_fi
         const SourceLine& l = k.lines[i];
         std::string loc = l.location.substr(0, l.location.find('@'));
         char head[64];
-        std::snprintf(head, sizeof(head), "  %7llu %s  ",
-                      static_cast<unsigned long long>(l.samples),
+        std::snprintf(head, sizeof(head), "  %7.0f %s  ", std::floor(l.samples),
                       percent(l.samples, k.samples).c_str());
         o << head << terminal_safe(loc) << "  | " << top_stalls(l, 3) << "\n";
       }

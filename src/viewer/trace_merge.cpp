@@ -12,6 +12,7 @@
 #include "viewer/errors.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/json_cursor.h"
+#include "viewer/outside_number.h"
 
 namespace proton::viewer {
 
@@ -45,6 +46,11 @@ std::string args_name(std::string_view raw) {
 // two ranks' slices.
 constexpr double kIdStride = 4294967296.0;
 
+// Bounds of the header's numbers: two clock bases (or offsets) subtract without overflow, and a
+// rank is what the profile reader accepts as one.
+constexpr int64_t kMaxTraceNs = 4'000'000'000'000'000'000;
+constexpr int64_t kMaxRank = 999'999'999'999'999;
+
 }  // namespace
 
 TraceHeader read_trace_header(const std::string& text) {
@@ -67,7 +73,9 @@ TraceHeader read_trace_header(const std::string& text) {
         events = true;
         c.skip_value(0);  // validates every event's JSON before anything is written
       } else if (key == "baseTimeNanoseconds" && number) {
-        h.base_ns = static_cast<long long>(c.read_number().value);
+        size_t at = c.offset();
+        h.base_ns = whole_number(c.read_number().value, at, "\"baseTimeNanoseconds\"", -kMaxTraceNs,
+                                 kMaxTraceNs);
       } else if (key == "otherData" && next == '{') {
         c.expect('{', "'{'");
         if (c.consume('}')) continue;
@@ -77,9 +85,13 @@ TraceHeader read_trace_header(const std::string& text) {
           char v = c.peek();
           bool num = v == '-' || (v >= '0' && v <= '9');
           if (k == "proton_rank" && num) {
-            h.rank = static_cast<long long>(c.read_number().value);
+            size_t at = c.offset();
+            h.rank =
+                whole_number(c.read_number().value, at, "\"proton_rank\"", -kMaxRank, kMaxRank);
           } else if (k == "proton_gpu_offset_ns" && num) {
-            h.gpu_offset_ns = static_cast<long long>(c.read_number().value);
+            size_t at = c.offset();
+            h.gpu_offset_ns = whole_number(c.read_number().value, at, "\"proton_gpu_offset_ns\"",
+                                           -kMaxTraceNs, kMaxTraceNs);
           } else if (k == "proton_host" && v == '"') {
             h.host = c.read_string();
           } else if (k == "proton_device" && v == '"') {

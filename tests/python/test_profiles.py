@@ -116,11 +116,12 @@ def test_missing_and_msgpack_files(tmp_path):
     with pytest.raises(profiles.ProfileError, match="cannot open") as e:
         profiles.read(tmp_path / "nope.hatchet")
     assert e.value.offset is None
+    # msgpack is read like JSON, and its errors name the byte: here the root map (byte 1).
     packed = tmp_path / "p.hatchet_msgpack"
     packed.write_bytes(b"\x92\x80\x80")
-    with pytest.raises(profiles.ProfileError, match="msgpack") as e:
+    with pytest.raises(profiles.ProfileError, match='node has no "frame"') as e:
         profiles.read(packed)
-    assert e.value.offset == 0
+    assert e.value.offset == 1
 
 
 def test_parse_from_memory_reports_byte_offsets():

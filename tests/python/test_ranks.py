@@ -219,7 +219,7 @@ def test_bad_rank_files_are_left_out_by_name(tmp_path):
     shutil.copy(good[1], dup)
     r = subprocess.run([VIEWER, "merge", "-o", str(tmp_path / "m.hatchet"), *good, str(cut),
                         str(dup)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0
+    assert r.returncode == 1  # written, but without two of the inputs: a script must notice
     assert "job.rank2.hatchet:" in r.stderr and "left out" in r.stderr
     assert "other.rank1.hatchet: claims rank 1" in r.stderr
     assert "rank 2 of 3 missing" in r.stderr

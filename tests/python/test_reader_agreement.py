@@ -28,7 +28,8 @@ DERIVED = ["time/s", "time/ms", "time/us", "time/ns", "time/%", "avg_time/us", "
 
 
 def fixture_files():
-    files = sorted(FIXTURES.glob("*.json")) + sorted((FIXTURES / "fuzz_corpus").glob("*.json"))
+    seeds = FIXTURES.parent / "fuzz" / "proton_viewer_reader_fuzzer"
+    files = sorted(FIXTURES.glob("*.json")) + sorted(seeds.glob("*.json"))
     return [f for f in files if _readable(f)]
 
 
