@@ -145,6 +145,7 @@ def main():
     print(f"triton {triton.__version__}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}")
     out = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="nonfinite_")
+    os.makedirs(out, exist_ok=True)
     for which in ("triton", "proton"):
         run(which, os.path.join(out, which))
     return 0

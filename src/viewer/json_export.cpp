@@ -25,9 +25,11 @@ std::string to_json_tree(const Profile& profile, const std::vector<Column>& colu
     Json values = Json::array();
     for (const auto& c : columns) {
       double v = c.values[static_cast<size_t>(node)];
-      if (std::isnan(v)) {
+      if (is_absent(v)) {
         values.push_back(nullptr);
-      } else if (std::isinf(v)) {  // JSON has no infinity
+      } else if (std::isnan(v)) {  // JSON has no NaN or infinity: their names, as printed
+        values.push_back("nan");
+      } else if (std::isinf(v)) {
         values.push_back(v > 0 ? "inf" : "-inf");
       } else {
         values.push_back(v);

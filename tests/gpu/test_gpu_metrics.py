@@ -163,7 +163,7 @@ def test_property_tensor_metric_keeps_the_last_value(out_name, read_profile):
 
 def test_bad_device_tensors_name_the_metric(out_name):
     proton.start(out_name)
-    with pytest.raises(ValueError, match="metric 'hist'"):
+    with pytest.raises(TypeError, match="metric 'hist'"):
         with proton.scope("s", {"hist": torch.ones(4, device="cuda")}):
             pass
     with proton.scope("s", {"t": torch.tensor(1.0, device="cuda")}):
