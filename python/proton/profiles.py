@@ -3,9 +3,9 @@
 ``read(path)`` parses a Hatchet profile (JSON or ``.hatchet_msgpack``, ours or
 triton.profiler's) with the viewer's own C++ reader and returns a :class:`Profile`: a tree of
 :class:`Node` objects with names, paths and metrics. It shows what ``proton-viewer`` shows:
-launch-metadata frames are hidden (unless ``show_metadata=True``, as ``--show-metadata``), ``node.name`` is the viewer's short name
-(demangled C++ kernels without template and parameter lists) and ``node.full_name`` the whole
-demangled name (``--full-names``).
+launch-metadata frames are hidden (unless ``show_metadata=True``, as ``--show-metadata``),
+``node.name`` is the viewer's short name (demangled C++ kernels without template and parameter
+lists) and ``node.full_name`` the whole demangled name (``--full-names``).
 
 Metric names are those of ``proton-viewer -m``: raw names such as ``"time (ns)"`` (``"time"``
 finds it too: case and unit are ignored) and derived ones such as ``"time/ms"``,
