@@ -5,7 +5,7 @@
 # new..., each a `bench/run.py` pass over the launch-bound workloads with no profiler and the
 # CUPTI floor beside, so every turn carries its own baseline and slow drifts hit both builds.
 #
-#   bench/compare_builds.sh OLD_TREE [OUT_DIR] [TURNS]
+#   [ROUNDS=2] [LOOPS=8] bench/compare_builds.sh OLD_TREE [OUT_DIR] [TURNS]
 #
 # Writes OUT_DIR/compare-<old|new>-<k>.md (each pass's table) and OUT_DIR/compare_builds.md
 # (proton's ratio to no profiler per workload and turn, both builds side by side).
@@ -13,6 +13,8 @@ set -euo pipefail
 old_tree=${1:?usage: bench/compare_builds.sh OLD_TREE [OUT_DIR] [TURNS]}
 out=${2:-./compare-out}
 turns=${3:-2}
+rounds=${ROUNDS:-2}
+loops=${LOOPS:-8}
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$out"
 old_site="$(mktemp -d /tmp/proton-old-XXXXXX)"
@@ -25,10 +27,10 @@ pass() {  # build label, turn
   dir="$(mktemp -d /tmp/proton-pass-XXXXXX)"
   if [[ $1 == old ]]; then
     PYTHONPATH="$old_site${PYTHONPATH:+:$PYTHONPATH}" python3 "$here/run.py" --out "$dir" \
-      --workloads tiny_torch,tiny_triton --variants none,floor,proton --rounds 2 --loops 8 >/dev/null
+      --workloads tiny_torch,tiny_triton --variants none,floor,proton --rounds "$rounds" --loops "$loops" >/dev/null
   else
     python3 "$here/run.py" --out "$dir" --workloads tiny_torch,tiny_triton \
-      --variants none,floor,proton --rounds 2 --loops 8 >/dev/null
+      --variants none,floor,proton --rounds "$rounds" --loops "$loops" >/dev/null
   fi
   cp "$dir"/*.md "$out/compare-$1-$2.md"
   python3 - "$dir"/*.json "$1" "$2" >>"$out/compare_builds.rows" <<'EOF'

@@ -68,7 +68,8 @@ def msgpack_values(path):
     out = {}
     for name in ("loss", "up", "down", "zero", "vec"):
         key = msgpack.packb(name)
-        at = data.find(key)
+        # The step node's own value, not a same-named metric of a node written before it.
+        at = data.find(key, max(data.find(msgpack.packb("step")), 0))
         out[name] = (repr(metrics.get(name)),
                      data[at + len(key):at + len(key) + 9].hex(" ") if at >= 0 else "?")
     return out

@@ -250,14 +250,16 @@ class Profile:
         ``path`` is a sequence of frame names, or one string joining them with "/". Frame names
         may hold "/" themselves (file paths): a string is matched against the names present,
         so ``"/src/train.py:12@main/matmul"`` finds ``matmul`` under that frame. A frame is
-        found by its ``name``, ``full_name`` or ``stored_name``. Where siblings share a name
-        (merged files, a diff) the first match is taken.
+        found by its ``name``, ``full_name`` or ``stored_name``; a sibling whose stored name is
+        the one asked for wins over one whose shortened name only matches. Where siblings share a
+        name (merged files, a diff) the first match is taken.
         """
         if not isinstance(path, str):
             index = 0
             for name in path:
-                index = next((c for c in self._children[index] if name in self._spellings(c)),
-                             -1)
+                kids = self._children[index]
+                index = next((c for c in kids if self._stored_names[c] == name),
+                             next((c for c in kids if name in self._spellings(c)), -1))
                 if index < 0:
                     return None
             return Node(self, index)
