@@ -91,7 +91,12 @@ def same(read, recorded, nan_as_none=False):
 def as_double(recorded):
     """The number proton.profiles and the viewer hold: a double; an array shows its sum."""
     if isinstance(recorded, list):
-        return sum(float(v) for v in recorded)  # in order, from 0, as the reader adds
+        # In order, from 0, one rounding per element, as the reader adds. Not sum(): from
+        # Python 3.12 it compensates the rounding, and large elements then differ.
+        total = 0.0
+        for v in recorded:
+            total += float(v)
+        return total
     return float(recorded)
 
 
