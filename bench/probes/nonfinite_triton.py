@@ -75,6 +75,17 @@ def msgpack_values(path):
     return out
 
 
+def show(path):
+    """Prints the step node's metrics of one written file, as text and as read back."""
+    if path.endswith(".hatchet"):
+        metrics, text = step_metrics_json(path)
+        print(f"  JSON text: {' '.join(text.split())}")
+        print(f"  json.loads: {metrics}")
+    else:
+        for k, v in msgpack_values(path).items():
+            print(f"  {k}: python {v[0]}, bytes after the key: {v[1]}")
+
+
 def run(which, base):
     for fmt in ("hatchet", "hatchet_msgpack"):
         path = f"{base}_{fmt}"
@@ -84,13 +95,7 @@ def run(which, base):
         if r.returncode != 0 or not os.path.exists(f"{path}.{fmt}"):
             print("  not written: " + (r.stderr.strip().splitlines() or ["?"])[-1])
             continue
-        if fmt == "hatchet":
-            metrics, text = step_metrics_json(f"{path}.{fmt}")
-            print(f"  JSON text: {text}")
-            print(f"  json.loads: {metrics}")
-        else:
-            for k, v in msgpack_values(f"{path}.{fmt}").items():
-                print(f"  {k}: python {v[0]}, bytes after the key: {v[1]}")
+        show(f"{path}.{fmt}")
 
 
 # Without a GPU: triton.profiler's own C++ (libproton) records scope metrics and writes its
@@ -122,13 +127,7 @@ def cpu_only(out):
     print(r.stdout.strip() or r.stderr.strip()[-500:])
     for ext in ("hatchet_msgpack", "hatchet"):
         if os.path.exists(f"{base}.{ext}"):
-            if ext == "hatchet":
-                metrics, text = step_metrics_json(f"{base}.{ext}")
-                print(f"  JSON text: {' '.join(text.split())}")
-                print(f"  json.loads: {metrics}")
-            else:
-                for k, v in msgpack_values(f"{base}.{ext}").items():
-                    print(f"  {k}: python {v[0]}, bytes after the key: {v[1]}")
+            show(f"{base}.{ext}")
 
 
 def main():

@@ -3,7 +3,6 @@
 Skipped unless both the proton-viewer binary ($PROTON_VIEWER or PATH) and a Chromium
 (chromium, chromium-browser or google-chrome on PATH) are available.
 """
-import os
 import re
 import shutil
 import subprocess
@@ -11,19 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from test_viewer_cli import VIEWER, _is_ours  # the binary under test, and that it is ours
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
-VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
 CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(b)), None)
-
-
-
-def _is_ours(path):
-    # triton.profiler installs a Python `proton-viewer` too; only test the C++ one.
-    if not path or not os.path.exists(path):
-        return False
-    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
 
 
 pytestmark = pytest.mark.skipif(not CHROMIUM or not _is_ours(VIEWER),

@@ -17,15 +17,9 @@ import pytest
 import proton
 import proton.profiles as profiles
 
+from test_viewer_cli import VIEWER, _is_ours  # the binary under test, and that it is ours
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
-VIEWER = os.environ.get("PROTON_VIEWER") or shutil.which("proton-viewer")
-
-
-def _is_ours(path):
-    if not path or not os.path.exists(path):
-        return False
-    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    return r.returncode == 0 and r.stdout.startswith("proton-viewer ")
 
 
 needs_viewer = pytest.mark.skipif(not _is_ours(VIEWER),
