@@ -25,7 +25,7 @@ while (($#)); do
 done
 ((${#fuzzers[@]})) || fuzzers=(proton_viewer_reader_fuzzer proton_viewer_rank_fuzzer
   proton_viewer_msgpack_fuzzer proton_scratch_decoder_fuzzer proton_pc_records_fuzzer
-  proton_counter_config_fuzzer proton_counter_split_fuzzer)
+  proton_mode_grammar_fuzzer proton_counter_split_fuzzer)
 summary=${summary:-bench/results/$(date -u +%Y-%m-%d)-fuzz-${minutes}min.md}
 
 if [[ ! -f build/fuzz/build.ninja ]]; then
