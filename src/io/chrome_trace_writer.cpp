@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/name_table.h"
+#include "common/version.h"
 #include "context/context_tree.h"
 #include "context/launch_ops.h"
 #include "io/json_writer.h"
@@ -319,7 +321,8 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
   }
   buf_ += "\n],\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":";
   append_uint(buf_, clock_.base_wall_ns);
-  buf_ += ",\n\"otherData\":{\"proton_format_version\":1,\"proton_version\":\"0.1.0\"";
+  buf_ += ",\n\"otherData\":{\"proton_format_version\":" + std::to_string(kFormatVersion) +
+          ",\"proton_version\":\"" + kProtonVersion + "\"";
   auto field = [&](const char* key, uint64_t v) {
     buf_ += ",\"";
     buf_ += key;

@@ -2,9 +2,7 @@
 
 #include <mutex>
 
-#ifndef PROTON_VERSION
-#define PROTON_VERSION "0.1.0"
-#endif
+#include "common/version.h"
 
 namespace proton {
 
@@ -34,7 +32,7 @@ RunInfo run_info() {
 }
 
 const char* proton_version() {
-  return PROTON_VERSION;
+  return kProtonVersion;
 }
 
 }  // namespace proton

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/version.h"
 #include "viewer/cli_options.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/diff.h"
@@ -20,10 +21,6 @@
 #include "viewer/text_render.h"
 #include "viewer/trace_merge.h"
 #include "viewer/tree_filter.h"
-
-#ifndef PROTON_VERSION
-#define PROTON_VERSION "0.1.0"
-#endif
 
 namespace proton::viewer {
 
@@ -408,7 +405,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 0;
     }
     if (options.version) {
-      out << "proton-viewer " << PROTON_VERSION << "\n";
+      out << "proton-viewer " << kProtonVersion << "\n";
       return 0;
     }
     return run_view(options, out, err, terminal);

@@ -13,8 +13,10 @@
 
 #include "attribution/graph_registry.h"
 #include "attribution/launch_stage.h"
+#include "common/version.h"
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
+#include "io/run_info.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 
@@ -42,6 +44,9 @@ std::map<std::string, std::vector<json>> check_chrome_rules(const json& trace) {
   EXPECT_EQ(trace["displayTimeUnit"], "ns");
   EXPECT_GT(trace["otherData"]["proton_base_time_ns"].get<uint64_t>(), 0u);
   EXPECT_EQ(trace["baseTimeNanoseconds"], trace["otherData"]["proton_base_time_ns"]);
+  // The versions come from the one generated header, as in the Hatchet files.
+  EXPECT_EQ(trace["otherData"]["proton_version"], proton_version());
+  EXPECT_EQ(trace["otherData"]["proton_format_version"], kFormatVersion);
   std::set<std::pair<int64_t, int64_t>> named_threads, used_threads;
   std::set<int64_t> named_processes, used_processes;
   std::map<uint64_t, int> flow_starts, flow_ends;
