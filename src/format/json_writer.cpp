@@ -1,4 +1,4 @@
-#include "io/json_writer.h"
+#include "format/json_writer.h"
 
 #include <charconv>
 #include <cmath>
