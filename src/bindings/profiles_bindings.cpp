@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "format/json_cursor.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
 #include "viewer/frame_names.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/json_cursor.h"
 #include "viewer/profile.h"
 #include "viewer/tree_filter.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/ids.h"
-#include "data/pc_stall_reasons.h"
+#include "format/pc_stall_reasons.h"
 
 namespace proton {
 

@@ -1,7 +1,7 @@
-// PcStallTable::from_names: the part of pc_stall_reasons.h that interns (the viewer compiles
-// pc_stall_reasons.cpp alone, without the name table).
+// PcStallTable::from_names: the part of the stall-reason vocabulary (format/pc_stall_reasons.h)
+// that interns; the vocabulary itself lives in the format library, without the name table.
 #include "common/name_table.h"
-#include "data/pc_stall_reasons.h"
+#include "format/pc_stall_reasons.h"
 
 namespace proton {
 

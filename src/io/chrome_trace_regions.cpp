@@ -5,8 +5,8 @@
 
 #include "common/name_table.h"
 #include "data/region_metrics.h"
+#include "format/json_writer.h"
 #include "io/chrome_trace_writer.h"
-#include "io/json_writer.h"
 
 namespace proton {
 

@@ -13,8 +13,8 @@
 #include "common/version.h"
 #include "context/context_tree.h"
 #include "context/launch_ops.h"
-#include "io/json_writer.h"
-#include "io/metric_value_writer.h"
+#include "format/json_writer.h"
+#include "format/metric_value_writer.h"
 #include "io/run_info.h"
 
 namespace proton {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "common/name_table.h"
-#include "io/json_writer.h"
-#include "io/metric_value_writer.h"
-#include "io/msgpack_writer.h"
+#include "format/json_writer.h"
+#include "format/metric_value_writer.h"
+#include "format/msgpack_writer.h"
 #include "io/run_info.h"
 
 namespace proton {

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "viewer/json_cursor.h"
-#include "viewer/msgpack_cursor.h"
+#include "format/json_cursor.h"
+#include "format/msgpack_cursor.h"
 #include "viewer/profile.h"
 
 namespace proton::viewer {

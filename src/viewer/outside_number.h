@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "viewer/json_cursor.h"
+#include "format/json_cursor.h"
 
 namespace proton::viewer {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "format/json_cursor.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/json_cursor.h"
 #include "viewer/outside_number.h"
 
 namespace proton::viewer {

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "format/json_writer.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/rank_merge.h"
 
@@ -78,31 +78,13 @@ void put_string(std::string& out, std::string_view s) {
       nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The format library's numbers: the same text as the engine's Hatchet files.
 void put_number(std::string& out, double v, bool integral) {
-  char buf[32];
-  std::to_chars_result r{};
-  if (std::isnan(v)) {  // as Proton's own writers: NaN null, +-inf +-1e999
-    out += "null";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "1e999" : "-1e999";
-    return;
-  }
-  if (integral && std::fabs(v) < 9.0e18) {
-    r = std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(v));
+  if (integral && std::isfinite(v) && std::fabs(v) < 9.0e18) {
+    JsonWriter::append_int(out, static_cast<int64_t>(v));
   } else {
-    r = std::to_chars(buf, buf + sizeof buf, v);
-    // Keep floats recognisable as floats ("2" would read back as an integer).
-    bool has_dot = false;
-    for (char* p = buf; p < r.ptr; ++p)
-      has_dot |= *p == '.' || *p == 'e' || *p == 'n' || *p == 'i';
-    if (!has_dot) {
-      *r.ptr++ = '.';
-      *r.ptr++ = '0';
-    }
+    JsonWriter::append_double(out, v);
   }
-  out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "data/pc_stall_reasons.h"
+#include "format/pc_stall_reasons.h"
 #include "viewer/errors.h"
 #include "viewer/frame_names.h"
 

@@ -4,7 +4,7 @@
 // Samples are summed over every call path that ran a kernel whose name contains KERNEL: one
 // table per source file (the file is read when it exists on this machine, so lines without
 // samples show too, with their text), then the PC ranges of code without line information.
-// Stall reasons are also grouped into families (data/pc_stall_reasons.h).
+// Stall reasons are also grouped into families (format/pc_stall_reasons.h).
 #pragma once
 
 #include <string>

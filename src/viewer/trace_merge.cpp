@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "format/json_cursor.h"
 #include "viewer/errors.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/json_cursor.h"
 #include "viewer/outside_number.h"
 
 namespace proton::viewer {

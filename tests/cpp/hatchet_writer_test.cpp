@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/json_writer.h"
+#include "format/json_writer.h"
 #include "test_util.h"
 
 namespace proton {

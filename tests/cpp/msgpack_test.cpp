@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "format/msgpack_writer.h"
 #include "io/hatchet_writer.h"
-#include "io/msgpack_writer.h"
 #include "test_util.h"
 
 namespace proton {

@@ -8,10 +8,10 @@
 #include <sstream>
 #include <string_view>
 
+#include "format/msgpack_cursor.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/msgpack_cursor.h"
 #include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
 #include "viewer/text_render.h"

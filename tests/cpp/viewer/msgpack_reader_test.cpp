@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "format/msgpack_cursor.h"
 #include "test_util.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/msgpack_cursor.h"
 #include "viewer/rank_file.h"
 #include "viewer/trace_merge.h"
 

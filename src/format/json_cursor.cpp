@@ -1,4 +1,4 @@
-#include "viewer/json_cursor.h"
+#include "format/json_cursor.h"
 
 #include <charconv>
 #include <cmath>

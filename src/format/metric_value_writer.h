@@ -1,6 +1,8 @@
 // One metric value in any of our structured writers (JsonWriter, MsgpackWriter): scalars as
 // numbers, vectors as arrays. Shared so that a metric reads the same in a Hatchet tree and in a
-// Chrome trace event's args (ints stay ints, floats stay floats).
+// Chrome trace event's args (ints stay ints, floats stay floats). V is a std::variant of
+// arithmetic scalars, std::string and vectors of scalars (the engine's MetricValue); taking it as
+// a parameter keeps the format library free of the engine's headers.
 #pragma once
 
 #include <string>
@@ -8,12 +10,10 @@
 #include <type_traits>
 #include <variant>
 
-#include "data/metric.h"
-
 namespace proton {
 
-template <typename W>
-void write_metric_value(W& w, const MetricValue& v) {
+template <typename W, typename V>
+void write_metric_value(W& w, const V& v) {
   std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;

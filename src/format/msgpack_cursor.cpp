@@ -1,4 +1,4 @@
-#include "viewer/msgpack_cursor.h"
+#include "format/msgpack_cursor.h"
 
 #include <bit>
 #include <cmath>

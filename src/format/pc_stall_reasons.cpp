@@ -1,4 +1,4 @@
-#include "data/pc_stall_reasons.h"
+#include "format/pc_stall_reasons.h"
 
 #include <array>
 

@@ -1,4 +1,4 @@
-#include "io/json_writer.h"
+#include "format/json_writer.h"
 
 #include <charconv>
 #include <cmath>
@@ -56,10 +56,14 @@ JsonWriter& JsonWriter::value(std::string_view s) {
 
 JsonWriter& JsonWriter::value(int64_t v) {
   separate();
+  append_int(out_, v);
+  return *this;
+}
+
+void JsonWriter::append_int(std::string& out, int64_t v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  out_.append(buf, end);
-  return *this;
+  out.append(buf, end);
 }
 
 JsonWriter& JsonWriter::value(uint64_t v) {
@@ -71,23 +75,30 @@ JsonWriter& JsonWriter::value(uint64_t v) {
 }
 
 JsonWriter& JsonWriter::value(double v) {
+  separate();
+  append_double(out_, v);
+  return *this;
+}
+
+void JsonWriter::append_double(std::string& out, double v) {
   // JSON has no NaN or infinity. NaN is null, as triton.profiler (nlohmann::json) writes it.
   // Infinities are +-1e999: valid JSON number syntax that Python's json, JavaScript and our
   // reader take as +-inf (Triton writes null, losing the sign). Parsers that bound the range
   // (nlohmann::json, orjson) refuse it: docs/metrics.md says so.
-  if (std::isnan(v)) return null();
-  separate();
+  if (std::isnan(v)) {
+    out.append("null");
+    return;
+  }
   if (std::isinf(v)) {
-    out_.append(v > 0 ? "1e999" : "-1e999");
-    return *this;
+    out.append(v > 0 ? "1e999" : "-1e999");
+    return;
   }
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip form
   std::string_view text(buf, static_cast<size_t>(end - buf));
-  out_.append(text);
+  out.append(text);
   // Keep floats recognisable as floats to readers that type by syntax.
-  if (text.find_first_of(".eEn") == std::string_view::npos) out_.append(".0");
-  return *this;
+  if (text.find_first_of(".eEn") == std::string_view::npos) out.append(".0");
 }
 
 JsonWriter& JsonWriter::value(bool v) {

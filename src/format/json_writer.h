@@ -31,6 +31,11 @@ class JsonWriter {
 
   /// Appends `s` as a quoted, escaped JSON string.
   static void append_string(std::string& out, std::string_view s);
+  /// Appends `v` as value(int64_t) writes it.
+  static void append_int(std::string& out, int64_t v);
+  /// Appends `v` as value(double) writes it: NaN null, +-inf +-1e999, shortest round-trip
+  /// digits, ".0" on a float that would otherwise read back as an integer.
+  static void append_double(std::string& out, double v);
 
  private:
   void separate();  // comma before a value or key when needed

@@ -1,4 +1,4 @@
-#include "io/msgpack_writer.h"
+#include "format/msgpack_writer.h"
 
 #include <bit>
 #include <cmath>

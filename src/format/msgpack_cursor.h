@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "viewer/json_cursor.h"
+#include "format/json_cursor.h"
 
 namespace proton::viewer {
 
