@@ -13,10 +13,10 @@
 
 #include "attribution/launch_stage.h"
 #include "backends/instrumentation/instr_runtime.h"
-#include "backends/instrumentation/region_totals.h"
 #include "common/hot.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
+#include "session/region_sink.h"
 #include "session/runtime.h"
 
 namespace nb = nanobind;

@@ -20,7 +20,7 @@
 #include "common/chunked_array.h"
 #include "common/hot.h"
 #include "common/ids.h"
-#include "data/metric.h"
+#include "common/metric_value.h"
 
 namespace proton {
 

@@ -17,13 +17,12 @@
 #include <variant>
 #include <vector>
 
+#include "common/metric_value.h"
+
 namespace proton {
 
 enum class MetricType : uint8_t { kInt, kFloat, kIntVector, kFloatVector, kString };
 enum class MetricRule : uint8_t { kSum, kExclusive, kProperty };
-
-using MetricValue =
-    std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
 
 const char* metric_type_name(MetricType t);
 inline MetricType metric_type(const MetricValue& v) {

@@ -1,5 +1,5 @@
-// From decoded samples to the call tree's region totals, and the sink that hands them to the
-// sessions. Vendor-neutral.
+// From decoded samples to the call tree's region totals and trace spans. Vendor-neutral; the
+// sessions receive them through a RegionSink they install (session/region_sink.h).
 #pragma once
 
 #include <vector>
@@ -22,13 +22,5 @@ std::vector<RegionSpan> region_spans(const KernelInfo& kernel, const DecodeResul
 /// The launch's extent in global-timer ns from its CTA headers: the earliest CTA start to the
 /// latest CTA end. {0, 0} when no header was written whole.
 LaunchSpan launch_span(const DecodeResult& decoded);
-
-/// Delivers to the session runtime (Runtime::add_regions).
-class SessionRegionSink final : public RegionSink {
- public:
-  void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& kernel,
-               const DecodeResult& decoded, uint32_t device_id, uint32_t clock_khz) override;
-  bool wants_samples(uint64_t sessions) const override;
-};
 
 }  // namespace proton::instr
