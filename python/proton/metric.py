@@ -151,8 +151,7 @@ def _accumulate(torch, name: str, value) -> None:
         _proton.set_state(outer)
 
 
-_ACCEPTED = ("accepted: an int in [-2**63, 2**63-1], a float, a str, a list of ints or floats, "
-             "or a one-element tensor")
+_ACCEPTED = _proton._metric_values_accepted  # the engine's words, so both refuse alike
 
 
 def convert(name: str, value, scope: str = "ROOT"):
@@ -161,7 +160,7 @@ def convert(name: str, value, scope: str = "ROOT"):
     Errors are one line naming the metric, its scope and what is accepted.
     """
     shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in name)
-    where = f"metric '{shown}' in scope '{scope}'"  # `scope` comes escaped so
+    where = f"metric '{shown}' in scope '{scope}'"  # the engine passes `scope` already escaped
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
         if value.numel() != 1:

@@ -114,16 +114,20 @@ void warn_nonfinite(std::string_view name, ContextId ctx, double v) {
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) throw nb::python_error();
 }
 
-int64_t int_metric(std::string_view name, ContextId ctx, nb::handle v, const char* what) {
+// `element`: the index in a list, or -1 for a value of its own (only read for the message).
+int64_t int_metric(std::string_view name, ContextId ctx, nb::handle v, int64_t element = -1) {
+  auto what = [element] {
+    return element < 0 ? std::string("the value") : "element " + std::to_string(element);
+  };
   if (nb::isinstance<nb::bool_>(v)) {
     metric_error(PyExc_TypeError, name, ctx,
-                 std::string(what) + " is a bool; pass int(x) to record it as a number");
+                 what() + " is a bool; pass int(x) to record it as a number");
   }
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (overflow != 0) {
     metric_error(PyExc_OverflowError, name, ctx,
-                 std::string(what) + " is an int outside the 64-bit signed range");
+                 what() + " is an int outside the 64-bit signed range");
   }
   if (x == -1 && PyErr_Occurred()) throw nb::python_error();
   return static_cast<int64_t>(x);
@@ -137,33 +141,37 @@ double float_metric(std::string_view name, ContextId ctx, nb::handle v) {
 }
 
 MetricValue to_metric(std::string_view name, nb::handle v, ContextId ctx) {
-  if (nb::isinstance<nb::int_>(v)) return int_metric(name, ctx, v, "the value");
+  if (nb::isinstance<nb::int_>(v)) return int_metric(name, ctx, v);
   if (nb::isinstance<nb::float_>(v)) return float_metric(name, ctx, v);
   if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    // One pass, in order: each element checked once; ints stay ints until a float turns the
+    // list into floats (ints then convert, as in triton.profiler).
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
     bool all_int = true;
-    size_t i = 0;
+    int64_t i = 0;
     for (nb::handle e : v) {
-      std::string what = "element " + std::to_string(i++);
       if (nb::isinstance<nb::float_>(e)) {
+        if (all_int) floats.assign(ints.begin(), ints.end());
         all_int = false;
+        floats.push_back(float_metric(name, ctx, e));
       } else if (nb::isinstance<nb::int_>(e)) {
-        int_metric(name, ctx, e, what.c_str());  // bool and range checks
+        int64_t x = int_metric(name, ctx, e, i);  // bool and range checks
+        if (all_int) {
+          ints.push_back(x);
+        } else {
+          floats.push_back(static_cast<double>(x));
+        }
       } else {
         metric_error(PyExc_TypeError, name, ctx,
-                     what + " is a " + nb::type_name(e.type()).c_str() + ", not an int or float");
+                     "element " + std::to_string(i) + " is a " + nb::type_name(e.type()).c_str() +
+                         ", not an int or float");
       }
+      ++i;
     }
-    if (all_int) {
-      std::vector<int64_t> out;
-      for (nb::handle e : v)
-        out.push_back(int_metric(name, ctx, e, "an element"));
-      return out;
-    }
-    std::vector<double> out;
-    for (nb::handle e : v)
-      out.push_back(float_metric(name, ctx, e));  // ints convert, as in triton.profiler
-    return out;
+    if (all_int) return ints;
+    return floats;
   }
   // Anything else (torch tensors, numpy scalars) goes through python/proton/metric.py: CPU
   // values become numbers, device tensors are summed on the device and stand here as a 0 of
@@ -351,6 +359,8 @@ NB_MODULE(_proton, m) {
   python::register_launch_hook(m);
   python::register_counters(m);  // hardware counters
   python::register_options(m);   // the mode grammar, environment variables
+  // What a metric value may be, in the words of every refusal (python/proton/metric.py too).
+  m.attr("_metric_values_accepted") = kAccepted;
 
 #ifdef PROTON_HAVE_CUPTI
   m.def("_buffer_stats", [] {  // the CUPTI activity buffer pool (memory diagnostics)
