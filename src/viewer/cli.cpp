@@ -86,13 +86,7 @@ RankMerger merge_files(const std::vector<std::string>& paths, std::vector<std::s
     std::string why;
     try {
       read_file_into(path, text);
-      std::string what = not_a_profile(text);
-      if (!what.empty()) throw FileError(path + ": " + what);
-      try {
-        parse_rank_file(text, file);
-      } catch (const InputError& e) {
-        throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
-      }
+      parse_file_text(path, text, [&file](std::string_view t) { parse_rank_file(t, file); });
       if (!merger.add_file(file, path, why)) {
         warnings.push_back(why);
         ++left_out;

@@ -393,13 +393,7 @@ std::string not_a_profile(std::string_view text) {
 
 Profile load_hatchet(const std::string& path) {
   std::string text = read_file(path);
-  std::string what = not_a_profile(text);
-  if (!what.empty()) throw FileError(path + ": " + what);
-  try {
-    return parse_hatchet(text);
-  } catch (const InputError& e) {
-    throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
-  }
+  return parse_file_text(path, text, [](std::string_view t) { return parse_hatchet(t); });
 }
 
 }  // namespace proton::viewer

@@ -50,6 +50,20 @@ class FileError : public std::runtime_error {
 };
 Profile load_hatchet(const std::string& path);
 
+// Parses `text`, read from `path`, with `parse` (a Hatchet or a rank-file parser): what is
+// plainly not a profile, and every parse error, become a FileError naming the path (and the
+// byte offset where the parser stopped).
+template <class Parse>
+auto parse_file_text(const std::string& path, std::string_view text, Parse&& parse) {
+  std::string what = not_a_profile(text);
+  if (!what.empty()) throw FileError(path + ": " + what);
+  try {
+    return parse(text);
+  } catch (const InputError& e) {
+    throw FileError(path + ":" + std::to_string(e.offset()) + ": " + e.what());
+  }
+}
+
 // Reads a whole regular file into memory; throws FileError naming the path on failure and for
 // anything that is not a regular file (a directory, a FIFO, a device), which is never opened
 // for reading (a FIFO would block).
