@@ -253,13 +253,26 @@ void MsgpackCursor::skip_scalar() {
 void MsgpackCursor::skip_value(int depth) {
   if (depth > kMaxSkipDepth) fail("nesting deeper than " + std::to_string(kMaxSkipDepth));
   char t = peek();
-  if (t == '{' || t == '[') {
-    char close = t == '{' ? '}' : ']';
+  if (t == '{') {  // as in JSON, a map's keys are strings wherever they are, skipped or read
     open();
-    while (!consume(close)) {
-      if (!consume(',')) consume(':');
+    if (consume('}')) return;
+    std::string key;
+    do {
+      key.clear();
+      read_string_into(key);
+      expect(':', "':'");
       skip_value(depth + 1);
-    }
+    } while (consume(','));
+    expect('}', "',' or '}'");
+    return;
+  }
+  if (t == '[') {
+    open();
+    if (consume(']')) return;
+    do {
+      skip_value(depth + 1);
+    } while (consume(','));
+    expect(']', "',' or ']'");
     return;
   }
   if (t == '\0') fail("unexpected end of input");

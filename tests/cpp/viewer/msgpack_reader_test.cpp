@@ -244,6 +244,34 @@ TEST(MsgpackReader, StringWidthsAndSkippedValues) {
   EXPECT_EQ(parse_hatchet(s).nodes[0].name, "r");
 }
 
+// msgpack lets a map key be any value; a profile is JSON's model, where keys are strings. A
+// map with another key is refused wherever it sits, in a value the reader reads (metric_rules) or
+// in one it skips, and the compact rank-file reader agrees with the full reader on each.
+TEST(MsgpackReader, MapKeysAreStringsEvenWhereSkipped) {
+  std::string root = "\x91\x82";
+  root +=
+      "\xa5"
+      "frame"
+      "\x81\xa4"
+      "name"
+      "\xa1r";
+  for (const char* key : {"metric_rules", "unknown"}) {
+    std::string s = root;
+    s.push_back(static_cast<char>(0xa0 | std::string(key).size()));
+    s += key;
+    s += bytes({0x81, 0x91, 0xa1, 'x', 0xa3, 'e', 'x', 'c'});  // {["x"]: "exc"}
+    EXPECT_THROW(parse_hatchet(s), InputError) << key;
+    RankFile file;
+    EXPECT_THROW(parse_rank_file(s, file), InputError) << key;
+    std::string ok = root;
+    ok.push_back(static_cast<char>(0xa0 | std::string(key).size()));
+    ok += key;
+    ok += bytes({0x81, 0xa1, 'x', 0xa3, 'e', 'x', 'c'});  // {"x": "exc"}
+    EXPECT_NO_THROW(parse_hatchet(ok)) << key;
+    EXPECT_NO_THROW(parse_rank_file(ok, file)) << key;
+  }
+}
+
 std::string error_of(const std::string& data) {
   try {
     parse_hatchet(data);
