@@ -90,6 +90,13 @@ class RankFileParser {
             } while (c_.consume(','));
             c_.expect(']', "',' or ']' in children");
           }
+        } else if (key_ == "metric_rules" && id == 0) {
+          // The rules do not change a merge, but the file is refused as the full reader does.
+          if (c_.peek() != '{') {
+            c_.fail("\"metric_rules\" must be an object, found " +
+                    std::string(c_.next_type_name()));
+          }
+          c_.skip_value(depth);
         } else {
           c_.skip_value(depth);
         }

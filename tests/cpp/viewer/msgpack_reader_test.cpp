@@ -270,6 +270,11 @@ TEST(MsgpackReader, MapKeysAreStringsEvenWhereSkipped) {
     EXPECT_NO_THROW(parse_hatchet(ok)) << key;
     EXPECT_NO_THROW(parse_rank_file(ok, file)) << key;
   }
+  // metric_rules that is not a map: refused by both.
+  std::string rules = root + "\xac" + "metric_rules" + bytes({0x90});
+  EXPECT_THROW(parse_hatchet(rules), InputError);
+  RankFile file;
+  EXPECT_THROW(parse_rank_file(rules, file), InputError);
 }
 
 std::string error_of(const std::string& data) {
