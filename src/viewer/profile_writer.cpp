@@ -57,6 +57,20 @@ void write_device_map(HatchetJson& e, const std::vector<DeviceInfo>& devices) {
   e.end_devices();
 }
 
+namespace {
+
+// A kind the name does not say (a file's "metric_rules" declared it) is declared again, so the
+// metric reads back as it was read.
+void write_metric_rules(HatchetJson& e, const Profile& profile) {
+  for (const MetricInfo& m : profile.metrics) {
+    if (m.kind == metric_kind_of(m.name) || m.kind == MetricKind::kInclusive) continue;
+    e.metric_rule(m.name, m.kind == MetricKind::kExclusive ? format::HatchetRule::kExclusive
+                                                           : format::HatchetRule::kProperty);
+  }
+}
+
+}  // namespace
+
 std::string to_hatchet_json(const Profile& profile) {
   std::string out;
   JsonWriter w(out);
@@ -70,6 +84,7 @@ std::string to_hatchet_json(const Profile& profile) {
     }
     for (const auto& [key, value] : node.text)
       e.metric(key, std::string_view(value));
+    if (i == 0) write_metric_rules(e, profile);
   });
   write_device_map(e, profile.devices);
   e.end_profile();

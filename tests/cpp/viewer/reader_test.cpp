@@ -67,6 +67,12 @@ TEST(Reader, MetricRulesDeclareKindsOfSuffixlessNames) {
     {"frame":{"name":"a"},"metrics":{"peak":5}}],"metric_rules":{"peak":"pty"}},{}])J");
   EXPECT_EQ(q.metrics[q.find_metric("peak")].kind, MetricKind::kProperty);
   EXPECT_THROW(parse_hatchet(R"J([{"frame":{"name":"ROOT"},"metric_rules":[1]},{}])J"), InputError);
+  // The viewer's writer declares them again: written and read back, the kinds are the same.
+  for (const Profile* read : {&p, &q}) {
+    Profile back = parse_hatchet(to_hatchet_json(*read));
+    for (const MetricInfo& m : read->metrics)
+      EXPECT_EQ(back.metrics[back.find_metric(m.name)].kind, m.kind) << m.name;
+  }
 }
 
 TEST(Reader, InclusiveRollUpKeepsExclusiveAndProperties) {
