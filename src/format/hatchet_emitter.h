@@ -31,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "format/metric_value_writer.h"
 
@@ -186,5 +187,31 @@ class HatchetEmitter {
   std::string type_;  // of the device group open in the map
   bool type_open_ = false;
 };
+
+// Writes the nodes of a tree depth first, without recursion (call paths can be deep): open(id)
+// begins node `id` and writes what precedes its children (frame fields, metrics, rules);
+// children(id) is the range of its children's ids, in order.
+template <typename W, typename Id, typename Children, typename Open>
+void write_tree(HatchetEmitter<W>& e, Id root, Children&& children, Open&& open) {
+  struct Frame {
+    Id id;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  open(root);
+  stack.push_back({root, 0});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const auto& kids = children(f.id);
+    if (f.next < std::size(kids)) {
+      Id child = static_cast<Id>(kids[f.next++]);  // before the push, which may reallocate
+      open(child);
+      stack.push_back({child, 0});
+    } else {
+      e.end_node();
+      stack.pop_back();
+    }
+  }
+}
 
 }  // namespace proton::format

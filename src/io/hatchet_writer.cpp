@@ -180,30 +180,15 @@ void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devic
   auto& names = NameTable::global();
   HatchetEmitter<W> e(w);
   e.begin_profile();
-  // Iterative pre-order walk: Python call paths can be deep, the stack must not be.
-  struct Frame {
-    CallTree::NodeId id;
-    size_t next_child;
-  };
-  std::vector<Frame> stack;
-  auto open = [&](CallTree::NodeId id) {
-    e.begin_node(names.name(tree.node(id).name));
-    if (id == CallTree::kRoot) write_run_info(e);
-    write_metrics(e, tree, id, stats);
-    if (id == CallTree::kRoot) write_metric_rules(e, tree);
-    stack.push_back({id, 0});
-  };
-  open(CallTree::kRoot);
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const auto& children = tree.node(f.id).children;
-    if (f.next_child < children.size()) {
-      open(children[f.next_child++]);  // may reallocate stack: f is not used after this
-    } else {
-      e.end_node();
-      stack.pop_back();
-    }
-  }
+  format::write_tree(
+      e,
+      CallTree::kRoot, [&](CallTree::NodeId id) -> const auto& { return tree.node(id).children; },
+      [&](CallTree::NodeId id) {
+        e.begin_node(names.name(tree.node(id).name));
+        if (id == CallTree::kRoot) write_run_info(e);
+        write_metrics(e, tree, id, stats);
+        if (id == CallTree::kRoot) write_metric_rules(e, tree);
+      });
   write_device_map(e, devices);
   e.end_profile();
 }

@@ -17,28 +17,12 @@ void write_nodes(HatchetJson& e, const Profile& shape, const std::function<void(
     e.empty_root();
     return;
   }
-  // Iterative: merged and diffed trees are as deep as the profiles they came from.
-  struct Frame {
-    size_t node;
-    size_t next;
-  };
-  std::vector<Frame> stack;
-  auto open = [&](size_t i) {
-    e.begin_node(shape.nodes[i].name, shape.nodes[i].type);
-    metrics(i);
-    stack.push_back({i, 0});
-  };
-  open(0);
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const auto& children = shape.nodes[f.node].children;
-    if (f.next < children.size()) {
-      open(static_cast<size_t>(children[f.next++]));  // may reallocate: f is not used after
-    } else {
-      e.end_node();
-      stack.pop_back();
-    }
-  }
+  format::write_tree(
+      e, size_t{0}, [&](size_t i) -> const auto& { return shape.nodes[i].children; },
+      [&](size_t i) {
+        e.begin_node(shape.nodes[i].name, shape.nodes[i].type);
+        metrics(i);
+      });
 }
 
 void write_device_map(HatchetJson& e, const std::vector<DeviceInfo>& devices) {
