@@ -5,14 +5,16 @@
 #include <vector>
 
 #include "common/name_table.h"
+#include "format/hatchet_emitter.h"
 #include "format/json_writer.h"
-#include "format/metric_value_writer.h"
 #include "format/msgpack_writer.h"
 #include "io/run_info.h"
 
 namespace proton {
 
 namespace {
+
+using format::HatchetEmitter;
 
 // Hatchet (and so triton.profiler's viewer) takes its metric columns from the root's keys only,
 // so the root lists every scalar metric that appears anywhere, with 0 where it has no value of
@@ -51,7 +53,7 @@ class KeySet {
 };
 
 template <typename W>
-void write_root_columns(W& w, const CallTree& tree, KeySet& written) {
+void write_root_columns(HatchetEmitter<W>& e, const CallTree& tree, KeySet& written) {
   auto& names = NameTable::global();
   const auto& own = tree.node(CallTree::kRoot).metrics;
   for (const auto& [metric, type] : scalar_columns(tree)) {
@@ -62,11 +64,10 @@ void write_root_columns(W& w, const CallTree& tree, KeySet& written) {
     if (has_own || (tree.has_kernels() && (name == "time (ns)" || name == "count"))) continue;
     if (!written.insert(name)) continue;  // "x" and "x (exc)" share one column
     written.insert(name);
-    w.key(name);
     if (type == MetricType::kInt) {
-      w.value(int64_t{0});
+      e.metric(name, int64_t{0});
     } else {
-      w.value(0.0);
+      e.metric(name, 0.0);
     }
   }
 }
@@ -80,37 +81,35 @@ bool is_kernel_column(std::string_view name) {
 namespace {
 
 template <typename W>
-void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const CollectionStats& stats) {
+void write_metrics(HatchetEmitter<W>& e, const CallTree& tree, CallTree::NodeId id,
+                   const CollectionStats& stats) {
   const CallTree::Node& n = tree.node(id);
   auto& names = NameTable::global();
   KeySet written;
-  w.key("metrics").begin_object();
   if (id == CallTree::kRoot) {
-    write_root_columns(w, tree, written);
+    write_root_columns(e, tree, written);
     if (tree.has_kernels()) {
-      w.key("time (ns)").value(uint64_t{0});
-      w.key("count").value(uint64_t{0});
+      e.metric("time (ns)", uint64_t{0});
+      e.metric("count", uint64_t{0});
       written.insert("time (ns)");
       written.insert("count");
     }
-    if (stats.dropped_records) w.key("dropped_records").value(stats.dropped_records);
-    if (stats.unattributed_kernels) {
-      w.key("unattributed_kernels").value(stats.unattributed_kernels);
-    }
+    if (stats.dropped_records) e.metric("dropped_records", stats.dropped_records);
+    if (stats.unattributed_kernels) e.metric("unattributed_kernels", stats.unattributed_kernels);
   }
   if (n.has_kernel) {
-    w.key("time (ns)").value(n.kernel.time_ns);
-    w.key("count").value(n.kernel.count);
-    w.key("device_id").value(std::to_string(n.kernel.device_id));
-    w.key("device_type").value(device_type_name(n.kernel.device_type));
+    e.metric("time (ns)", n.kernel.time_ns);
+    e.metric("count", n.kernel.count);
+    e.metric("device_id", std::to_string(n.kernel.device_id));
+    e.metric("device_type", device_type_name(n.kernel.device_type));
     for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
       written.insert(k);
   }
   if (n.has_cycles && !n.has_kernel) {
     // As triton.profiler 3.6 writes cycle metrics: the device type as the number of its own
     // enum (HIP 0, CUDA 1; seen on an H100: "1").
-    w.key("device_id").value(std::to_string(n.cycles_device_id));
-    w.key("device_type").value(n.cycles_device_type == DeviceType::kCuda ? "1" : "0");
+    e.metric("device_id", std::to_string(n.cycles_device_id));
+    e.metric("device_type", n.cycles_device_type == DeviceType::kCuda ? "1" : "0");
     written.insert("device_id");
     written.insert("device_type");
   }
@@ -119,10 +118,8 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
     // root's "metric_rules" (write_metric_rules).
     std::string_view name = metric_output_name(names.name(metric));
     if (!written.insert(name)) continue;  // a column above holds this name
-    w.key(name);
-    write_metric_value(w, value);
+    e.metric(name, value);
   }
-  w.end_object();
 }
 
 // The rule of each metric whose name carried "(exc)" or "(pty)", keyed by the name written:
@@ -131,10 +128,9 @@ void write_metrics(W& w, const CallTree& tree, CallTree::NodeId id, const Collec
 // ignore it (and sum every metric, as they do for Triton's own files); our viewer reads it to
 // keep such metrics exclusive.
 template <typename W>
-void write_metric_rules(W& w, const CallTree& tree) {
+void write_metric_rules(HatchetEmitter<W>& e, const CallTree& tree) {
   auto& names = NameTable::global();
   KeySet seen;
-  bool opened = false;
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
     for (const auto& [metric, value] : tree.node(id).metrics) {
       std::string_view full = names.name(metric);
@@ -142,48 +138,39 @@ void write_metric_rules(W& w, const CallTree& tree) {
       if (rule == MetricRule::kSum) continue;
       std::string_view name = metric_output_name(full);
       if (!seen.insert(name)) continue;
-      if (!opened) w.key("metric_rules").begin_object();
-      opened = true;
-      w.key(name).value(rule == MetricRule::kExclusive ? "exc" : "pty");
+      e.metric_rule(name, rule == MetricRule::kExclusive ? format::HatchetRule::kExclusive
+                                                         : format::HatchetRule::kProperty);
     }
   }
-  if (opened) w.end_object();
 }
 
 template <typename W>
-void write_device_map(W& w, std::span<const DeviceInfo> devices) {
-  w.begin_object();
+void write_device_map(HatchetEmitter<W>& e, std::span<const DeviceInfo> devices) {
+  e.begin_devices();
   for (DeviceType type : {DeviceType::kCuda, DeviceType::kHip}) {
-    bool opened = false;
     for (const DeviceInfo& d : devices) {
       if (d.type != type) continue;
-      if (!opened) w.key(device_type_name(type)).begin_object();
-      opened = true;
-      w.key(std::to_string(d.id)).begin_object();
-      w.key("arch").value(d.arch);
-      w.key("num_sms").value(uint64_t{d.num_sms});
-      w.key("clock_rate").value(d.clock_rate);
-      w.key("memory_clock_rate").value(d.memory_clock_rate);
-      w.key("bus_width").value(uint64_t{d.bus_width});
-      w.end_object();
+      std::string id = std::to_string(d.id);
+      e.device({device_type_name(type), id, d.arch, static_cast<double>(d.num_sms),
+                static_cast<double>(d.clock_rate), static_cast<double>(d.memory_clock_rate),
+                static_cast<double>(d.bus_width)});
     }
-    if (opened) w.end_object();
   }
-  w.end_object();
+  e.end_devices();
 }
 
 // The rank block on the root's frame (io/run_info.h says why there); nothing outside a job.
 template <typename W>
-void write_run_info(W& w) {
+void write_run_info(HatchetEmitter<W>& e) {
   RunInfo info = run_info();
   if (!info.is_rank()) return;
-  w.key("rank").value(info.rank);
-  w.key("world_size").value(info.world_size);
-  if (info.local_rank >= 0) w.key("local_rank").value(info.local_rank);
-  w.key("host").value(info.host);
-  w.key("device").value(info.device);
-  if (!info.launcher.empty()) w.key("launcher").value(info.launcher);
-  w.key("proton_version").value(proton_version());
+  e.frame_field("rank", info.rank);
+  e.frame_field("world_size", info.world_size);
+  if (info.local_rank >= 0) e.frame_field("local_rank", info.local_rank);
+  e.frame_field("host", std::string_view(info.host));
+  e.frame_field("device", std::string_view(info.device));
+  if (!info.launcher.empty()) e.frame_field("launcher", std::string_view(info.launcher));
+  e.frame_field("proton_version", proton_version());
 }
 
 // One walk for both encodings: the msgpack tree equals the JSON tree key for key.
@@ -191,38 +178,19 @@ template <typename W>
 void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devices,
                    const CollectionStats& stats) {
   auto& names = NameTable::global();
-  w.begin_array();
-  // Iterative pre-order walk: Python call paths can be deep, the stack must not be.
-  struct Frame {
-    CallTree::NodeId id;
-    size_t next_child;
-  };
-  std::vector<Frame> stack;
-  auto open = [&](CallTree::NodeId id) {
-    w.begin_object();
-    w.key("frame").begin_object();
-    w.key("name").value(names.name(tree.node(id).name));
-    w.key("type").value("function");
-    if (id == CallTree::kRoot) write_run_info(w);
-    w.end_object();
-    write_metrics(w, tree, id, stats);
-    if (id == CallTree::kRoot) write_metric_rules(w, tree);
-    w.key("children").begin_array();
-    stack.push_back({id, 0});
-  };
-  open(CallTree::kRoot);
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const auto& children = tree.node(f.id).children;
-    if (f.next_child < children.size()) {
-      open(children[f.next_child++]);  // may reallocate stack: f is not used after this
-    } else {
-      w.end_array().end_object();
-      stack.pop_back();
-    }
-  }
-  write_device_map(w, devices);
-  w.end_array();
+  HatchetEmitter<W> e(w);
+  e.begin_profile();
+  format::write_tree(
+      e,
+      CallTree::kRoot, [&](CallTree::NodeId id) -> const auto& { return tree.node(id).children; },
+      [&](CallTree::NodeId id) {
+        e.begin_node(names.name(tree.node(id).name));
+        if (id == CallTree::kRoot) write_run_info(e);
+        write_metrics(e, tree, id, stats);
+        if (id == CallTree::kRoot) write_metric_rules(e, tree);
+      });
+  write_device_map(e, devices);
+  e.end_profile();
 }
 
 }  // namespace

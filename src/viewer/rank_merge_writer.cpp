@@ -1,17 +1,15 @@
 // RankMerger::write_json: the merged profile streamed to disk from the running statistics.
-// Building it as a Profile and then a JSON document first (profile_writer.h) costs about ten
-// times the output's size in memory; at 1,024 ranks that was most of the merge's peak.
+// Building it as a Profile first (result()) holds every column of every node at once; at 1,024
+// ranks that was most of the merge's peak. The nodes and device map go through the same writer
+// as to_hatchet_json (profile_writer.h), so both write result() with the same bytes.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
-#include "format/json_writer.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/profile_writer.h"
 #include "viewer/rank_merge.h"
 
 namespace proton::viewer {
@@ -61,116 +59,26 @@ class Sink {
   std::string buf_;
 };
 
-void put_string(std::string& out, std::string_view s) {
-  bool plain = true;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    plain &= u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
-  }
-  if (plain) {
-    out.push_back('"');
-    out.append(s);
-    out.push_back('"');
-    return;
-  }
-  // Escapes and non-ASCII (which may be invalid UTF-8 from a file): as profile_writer does.
-  out +=
-      nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// The format library's numbers: the same text as the engine's Hatchet files.
-void put_number(std::string& out, double v, bool integral) {
-  if (integral && std::isfinite(v) && std::fabs(v) < 9.0e18) {
-    JsonWriter::append_int(out, static_cast<int64_t>(v));
-  } else {
-    JsonWriter::append_double(out, v);
-  }
-}
-
 }  // namespace
 
 void RankMerger::write_json(const std::string& path) const {
   Sink sink(path);
-  std::string& out = sink.buf();
+  JsonWriter w(sink.buf());  // the sink empties the buffer as it fills: JsonWriter keeps no offsets
+  HatchetJson e(w);
   std::vector<Column> cols = columns();
-  out.push_back('[');
-  struct Frame {
-    size_t node;
-    size_t next;
-  };
-  std::vector<Frame> stack;
-  auto open = [&](size_t i) {
-    const Node& n = tree_.nodes[i];
-    out += "{\"frame\":{\"name\":";
-    put_string(out, n.name);
-    out += ",\"type\":";
-    put_string(out, n.type.empty() ? "function" : n.type);
-    out += "},\"metrics\":{";
-    bool first = true;
+  e.begin_profile();
+  write_nodes(e, tree_, [&](size_t i) {
     for (const Column& c : cols) {
       double v = value(i, c);
-      if (is_absent(v)) continue;
-      if (!first) out.push_back(',');
-      first = false;
-      put_string(out, c.name);
-      out.push_back(':');
-      put_number(out, v, c.integral);
+      if (!is_absent(v)) e.metric_number(c.name, v, c.integral);
     }
-    for (const auto& [key, text] : text_of(i)) {
-      if (!first) out.push_back(',');
-      first = false;
-      put_string(out, key);
-      out.push_back(':');
-      put_string(out, text);
-    }
-    out += "},\"children\":[";
-    stack.push_back({i, 0});
+    for (const auto& [key, text] : text_of(i))
+      e.metric(key, std::string_view(text));
     sink.maybe_flush();
-  };
-  if (!tree_.nodes.empty()) open(0);
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const auto& kids = tree_.nodes[f.node].children;
-    if (f.next < kids.size()) {
-      if (f.next > 0) out.push_back(',');
-      open(static_cast<size_t>(kids[f.next++]));  // may reallocate: f is not used after
-    } else {
-      out += "]}";
-      stack.pop_back();
-    }
-  }
-  if (tree_.nodes.empty()) out += "{}";
-  out += ",{";
-  // Device map, grouped by type as profile_writer writes it.
-  std::vector<std::string> types;
-  for (const DeviceInfo& d : tree_.devices) {
-    if (std::find(types.begin(), types.end(), d.type) == types.end()) types.push_back(d.type);
-  }
-  for (size_t t = 0; t < types.size(); ++t) {
-    if (t) out.push_back(',');
-    put_string(out, types[t]);
-    out += ":{";
-    bool first = true;
-    for (const DeviceInfo& d : tree_.devices) {
-      if (d.type != types[t]) continue;
-      if (!first) out.push_back(',');
-      first = false;
-      put_string(out, d.id);
-      out += ":{\"arch\":";
-      put_string(out, d.arch);
-      out += ",\"num_sms\":";
-      put_number(out, d.num_sms, true);
-      out += ",\"clock_rate\":";
-      put_number(out, d.clock_rate_khz, true);
-      out += ",\"memory_clock_rate\":";
-      put_number(out, d.memory_clock_rate_khz, true);
-      out += ",\"bus_width\":";
-      put_number(out, d.bus_width_bits, true);
-      out += "}";
-    }
-    out += "}";
-  }
-  out += "}]\n";
+  });
+  write_device_map(e, tree_.devices);
+  e.end_profile();
+  sink.buf().push_back('\n');
   sink.commit();
 }
 

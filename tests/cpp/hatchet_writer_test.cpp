@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/json_writer.h"
+#include "hatchet_same_tree.h"
 #include "test_util.h"
 
 namespace proton {
@@ -184,6 +185,29 @@ TEST(HatchetWriter, EmptyNodesAreWritten) {
   EXPECT_EQ(root["children"][0]["frame"]["name"], "load");
   EXPECT_EQ(root["children"][0]["metrics"], json::object());
   EXPECT_EQ(root["children"][0]["children"][0]["frame"]["name"], "decode");
+}
+
+// The session's bytes are the format's reference: the viewer's writers are checked against the
+// same bytes (hatchet_same_tree.h), so control characters, DEL, invalid UTF-8 and non-finite
+// numbers are written one way by every writer.
+TEST(HatchetWriter, WritesTheReferenceBytes) {
+  CallTree t;
+  auto odd = t.child(CallTree::kRoot, id(same_tree::kOddName));
+  t.add_metric(odd, id("n"), int64_t{3});
+  t.add_metric(odd, id("x"), std::numeric_limits<double>::quiet_NaN());
+  t.add_metric(odd, id("up"), std::numeric_limits<double>::infinity());
+  t.add_metric(odd, id("down"), -std::numeric_limits<double>::infinity());
+  t.add_metric(odd, id("s"), std::string(same_tree::kOddText));
+  t.add_kernel(t.child(odd, id("k")), 12, 0, DeviceType::kCuda);
+  DeviceInfo d;
+  d.arch = "90";
+  d.num_sms = 132;
+  d.clock_rate = 1755000;
+  d.memory_clock_rate = 2619000;
+  d.bus_width = 5120;
+  std::vector<DeviceInfo> devices = {d};
+  EXPECT_EQ(hatchet_json(t, devices, {}), same_tree::kJson);
+  EXPECT_EQ(hatchet_msgpack(t, devices, {}), same_tree::bytes(same_tree::kMsgpackHex));
 }
 
 }  // namespace

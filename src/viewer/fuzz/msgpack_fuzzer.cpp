@@ -11,8 +11,8 @@
 #include "format/msgpack_cursor.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
+#include "viewer/fuzz/round_trip.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
 #include "viewer/text_render.h"
 #include "viewer/tree_filter.h"
@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   std::ostringstream out;
   render_tree(out, shown, columns, RenderOptions{});
-  Profile again = parse_hatchet(to_hatchet_json(profile));
-  if (again.nodes.size() != profile.nodes.size()) __builtin_trap();
+  // Whatever we read, we must be able to write and read back.
+  check_round_trip(profile);
   return 0;
 }

@@ -8,8 +8,8 @@
 
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
+#include "viewer/fuzz/round_trip.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/profile_writer.h"
 #include "viewer/text_render.h"
 #include "viewer/tree_filter.h"
 
@@ -37,7 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.print_sorted = true;
   render_tree(out, shown, columns, options);
   // Whatever we read, we must be able to write and read back.
-  Profile again = parse_hatchet(to_hatchet_json(profile));
-  if (again.nodes.size() != profile.nodes.size()) __builtin_trap();
+  check_round_trip(profile);
   return 0;
 }
