@@ -6,7 +6,7 @@
 
 #include "common/utf8.h"
 
-namespace proton::viewer {
+namespace proton::format {
 
 namespace {
 
@@ -260,4 +260,4 @@ void JsonCursor::expect_end() {
   }
 }
 
-}  // namespace proton::viewer
+}  // namespace proton::format

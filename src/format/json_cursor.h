@@ -1,26 +1,17 @@
-// A small pull parser over JSON text. The viewer reads Hatchet files with it instead of a DOM
-// library because every rejection must name the byte where the input went wrong (a DOM has
-// forgotten positions by the time the shape is checked), nesting must be bounded whatever the
-// bytes, and a 100k-node profile must load without building a second tree.
+// A small pull parser over JSON text. Hatchet files (hatchet_reader.h) and Chrome trace headers
+// are read with it instead of a DOM library because every rejection must name the byte where the
+// input went wrong (a DOM has forgotten positions by the time the shape is checked), nesting must
+// be bounded whatever the bytes, and a 100k-node profile must load without building a second
+// tree.
 #pragma once
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
-namespace proton::viewer {
+#include "format/input_error.h"
 
-// Bad input: `offset` is the byte where reading stopped, `what()` the reason.
-class InputError : public std::runtime_error {
- public:
-  InputError(size_t offset, const std::string& reason)
-      : std::runtime_error(reason), offset_(offset) {}
-  size_t offset() const { return offset_; }
-
- private:
-  size_t offset_;
-};
+namespace proton::format {
 
 struct JsonNumber {
   double value = 0;
@@ -68,4 +59,4 @@ class JsonCursor {
   size_t pos_ = 0;
 };
 
-}  // namespace proton::viewer
+}  // namespace proton::format

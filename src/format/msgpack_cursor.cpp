@@ -3,7 +3,7 @@
 #include <bit>
 #include <cmath>
 
-namespace proton::viewer {
+namespace proton::format {
 
 namespace {
 
@@ -288,4 +288,4 @@ void MsgpackCursor::expect_end() {
   }
 }
 
-}  // namespace proton::viewer
+}  // namespace proton::format

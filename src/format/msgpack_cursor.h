@@ -1,4 +1,4 @@
-// A pull parser over MessagePack with JsonCursor's interface, so the Hatchet readers walk a
+// A pull parser over MessagePack with JsonCursor's interface, so the Hatchet reader walks a
 // `.hatchet_msgpack` file with the same code (and the same checks) as a `.hatchet` one.
 //
 // The cursor presents msgpack as the JSON token stream it encodes: peek() answers '{', '[',
@@ -17,7 +17,7 @@
 
 #include "format/json_cursor.h"
 
-namespace proton::viewer {
+namespace proton::format {
 
 class MsgpackCursor {
  public:
@@ -66,4 +66,4 @@ class MsgpackCursor {
 // True when `data` starts like a msgpack document (a map or array header): no JSON text does.
 bool looks_like_msgpack(std::string_view data);
 
-}  // namespace proton::viewer
+}  // namespace proton::format

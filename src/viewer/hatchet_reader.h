@@ -1,39 +1,18 @@
-// Reads Hatchet JSON as written by Proton and by triton.profiler: `[root, device_map]`.
+// Reads Hatchet profiles (JSON or msgpack, as written by Proton and by triton.profiler) into a
+// Profile, through the format library's one reader (format/hatchet_reader.h); and the file
+// handling every profile reader of the viewer shares.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "format/json_cursor.h"
-#include "format/msgpack_cursor.h"
+#include "format/hatchet_reader.h"
+#include "viewer/errors.h"
 #include "viewer/profile.h"
 
 namespace proton::viewer {
 
-// A tree deeper than this is refused: real call paths are a few hundred frames at most, and the
-// bound keeps the recursive reader's stack use small whatever the input.
-constexpr int kMaxTreeDepth = 1000;
-
-// Calls parse(tag, body) with tag's ::type the cursor `text` needs: MsgpackCursor for a
-// `.hatchet_msgpack` document, JsonCursor otherwise. A leading UTF-8 byte-order mark is skipped
-// (as editors on some systems write one); error offsets still count from the start of `text`.
-template <class Cursor>
-struct CursorTag {
-  using type = Cursor;
-};
-template <class Parse>
-auto parse_either(std::string_view text, Parse&& parse) {
-  constexpr std::string_view kBom = "\xef\xbb\xbf";
-  size_t skip = text.starts_with(kBom) ? kBom.size() : 0;
-  std::string_view body = text.substr(skip);
-  try {
-    if (looks_like_msgpack(body)) return parse(CursorTag<MsgpackCursor>{}, body);
-    return parse(CursorTag<JsonCursor>{}, body);
-  } catch (const InputError& e) {
-    if (skip == 0) throw;
-    throw InputError(e.offset() + skip, e.what());
-  }
-}
+using format::kMaxTreeDepth;
 
 // Parses `text`, Hatchet JSON or msgpack; throws InputError (byte offset + reason) on anything
 // it cannot read.
@@ -44,10 +23,6 @@ Profile parse_hatchet(std::string_view text);
 std::string not_a_profile(std::string_view text);
 
 // Reads and parses a file. Throws FileError whose what() is "path:offset: reason".
-class FileError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 Profile load_hatchet(const std::string& path);
 
 // Parses `text`, read from `path`, with `parse` (a Hatchet or a rank-file parser): what is

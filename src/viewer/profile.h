@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "format/hatchet_reader.h"
+
 namespace proton::viewer {
 
 // How a metric combines along the tree, decided by its name as Triton's Proton does.
@@ -49,27 +51,10 @@ struct Node {
   bool is_kernel() const { return !text_of("device_id").empty(); }
 };
 
-struct DeviceInfo {
-  std::string type;  // "CUDA" or "HIP"
-  std::string id;    // matches a kernel's device_id
-  std::string arch;  // "90", "gfx942", ...
-  double num_sms = 0;
-  double clock_rate_khz = 0;
-  double memory_clock_rate_khz = 0;
-  double bus_width_bits = 0;
-};
-
-// The rank block a multi-process run writes on the root's frame (src/io/run_info.h); rank < 0
-// when the file has none (single process, triton.profiler).
-struct RunMeta {
-  int64_t rank = -1;
-  int64_t world_size = -1;
-  int64_t local_rank = -1;
-  std::string host;
-  std::string device;
-  std::string launcher;
-  std::string version;  // "proton_version"; empty for files that do not say
-};
+// A device of the device map, and the rank block of a multi-process run (rank < 0 when the file
+// has none), as the Hatchet reader reports them.
+using DeviceInfo = format::HatchetDevice;
+using RunMeta = format::HatchetRun;
 
 // "No value here": a NaN whose payload no arithmetic or parser produces, so that a metric whose
 // value is NaN (read from a file) stays a value: it is shown as "nan" and propagates into sums,

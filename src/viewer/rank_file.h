@@ -3,8 +3,9 @@
 // RankMerger folds thousands of rank files one at a time; a full Profile (profile.h) costs
 // about three times the file's size in small allocations, which at 1,024 ranks made memory, not
 // the tree, the limit. Here every string lives in one arena and each node is a few integers.
-// Accepts what parse_hatchet accepts (the same JsonCursor, the same checks: `[root, device_map]`,
-// keys in any order, depth bound) and throws InputError (offset + reason) on the rest.
+// Read by the same reader as parse_hatchet (format/hatchet_reader.h), so it accepts what
+// parse_hatchet accepts, with the same metric kinds, and throws the same InputError (offset +
+// reason) on the rest.
 #pragma once
 
 #include <cstdint>

@@ -10,11 +10,14 @@
 #include <string_view>
 
 #include "format/json_cursor.h"
+#include "format/outside_number.h"
 #include "viewer/errors.h"
 #include "viewer/hatchet_reader.h"
-#include "viewer/outside_number.h"
 
 namespace proton::viewer {
+
+using format::JsonCursor;
+using format::whole_number;
 
 namespace {
 

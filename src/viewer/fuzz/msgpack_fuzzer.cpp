@@ -21,12 +21,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace proton::viewer;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    MsgpackCursor c(bytes);
+    proton::format::MsgpackCursor c(bytes);
     c.skip_value();
     c.expect_end();
   } catch (const InputError&) {
   }
-  if (!looks_like_msgpack(bytes)) return 0;
+  if (!proton::format::looks_like_msgpack(bytes)) return 0;
   Profile profile;
   bool full_ok = true, compact_ok = true;
   try {

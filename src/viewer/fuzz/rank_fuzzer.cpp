@@ -34,6 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (compact_ok != full_ok) __builtin_trap();  // the two readers accept the same files
   if (compact_ok) {
     if (file.nodes.size() != profile.nodes.size()) __builtin_trap();
+    // The same metrics, of the same kinds (declared ones included).
+    if (file.metrics.size() != profile.metrics.size()) __builtin_trap();
+    for (size_t m = 0; m < file.metrics.size(); ++m) {
+      if (file.metrics[m].name != profile.metrics[m].name ||
+          file.metrics[m].kind != profile.metrics[m].kind)
+        __builtin_trap();
+    }
     RankMerger merger;
     merger.track_presence();
     std::string why;

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "format/json_cursor.h"
+#include "format/input_error.h"
 
-namespace proton::viewer {
+namespace proton::format {
 
 // `value` of `field` as a whole number in [lo, hi]; otherwise InputError at `offset`. The bounds
 // must lie within ±9e18 so that both they and the accepted values convert exactly to int64_t.
@@ -31,4 +31,4 @@ inline int64_t whole_number(double value, size_t offset, std::string_view field,
 // The largest magnitude a device field (an architecture number) may have: exact in a double.
 constexpr int64_t kMaxExactInteger = int64_t{1} << 53;
 
-}  // namespace proton::viewer
+}  // namespace proton::format
