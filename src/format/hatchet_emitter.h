@@ -33,27 +33,10 @@
 #include <variant>
 #include <vector>
 
+#include "format/hatchet_schema.h"
 #include "format/metric_value_writer.h"
 
 namespace proton::format {
-
-// How a metric combines, for those whose name lost its "(exc)" / "(pty)" suffix on the way out.
-enum class HatchetRule : uint8_t {
-  kExclusive,  // "exc"
-  kProperty,   // "pty"
-};
-
-// One entry of the device map. The numbers are written as integers (the viewer holds them as
-// doubles; the session's are counts and kHz, exact as doubles).
-struct HatchetDevice {
-  std::string_view type;  // "CUDA", "HIP"
-  std::string_view id;    // as a kernel's "device_id"
-  std::string_view arch;  // "90", "gfx942"
-  double num_sms = 0;
-  double clock_rate_khz = 0;
-  double memory_clock_rate_khz = 0;
-  double bus_width_bits = 0;
-};
 
 // Whether metric() gets a metric variant (written by write_metric_value) or a plain value.
 template <typename V>

@@ -99,8 +99,8 @@ class Reader {
       }
       value_.clear();
       cursor_.read_string_into(value_);
-      if (value_ == "exc") sink_.declared_kind(key_, DeclaredKind::kExclusive);
-      if (value_ == "pty") sink_.declared_kind(key_, DeclaredKind::kProperty);
+      if (value_ == "exc") sink_.declared_kind(key_, HatchetRule::kExclusive);
+      if (value_ == "pty") sink_.declared_kind(key_, HatchetRule::kProperty);
     } while (cursor_.consume(','));
     cursor_.expect('}', "',' or '}' in metric_rules");
   }

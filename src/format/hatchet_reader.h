@@ -16,40 +16,10 @@
 #include <string>
 #include <string_view>
 
+#include "format/hatchet_schema.h"
 #include "format/input_error.h"
 
 namespace proton::format {
-
-// A tree deeper than this is refused: real call paths are a few hundred frames at most, and the
-// bound keeps the recursive reader's stack use small whatever the input.
-constexpr int kMaxTreeDepth = 1000;
-
-// One device of the device map.
-struct HatchetDevice {
-  std::string type;  // "CUDA" or "HIP"
-  std::string id;    // matches a kernel's device_id
-  std::string arch;  // "90", "gfx942", ...
-  double num_sms = 0;
-  double clock_rate_khz = 0;
-  double memory_clock_rate_khz = 0;
-  double bus_width_bits = 0;
-};
-
-// The rank block a multi-process run writes on the root's frame (src/io/run_info.h); rank < 0
-// when the file has none (single process, triton.profiler).
-struct HatchetRun {
-  int64_t rank = -1;
-  int64_t world_size = -1;
-  int64_t local_rank = -1;
-  std::string host;
-  std::string device;
-  std::string launcher;
-  std::string version;  // "proton_version"; empty for files that do not say
-};
-
-// A rule of the root's "metric_rules": the metric, written without its "(exc)"/"(pty)" suffix,
-// is exclusive or a property.
-enum class DeclaredKind : uint8_t { kExclusive, kProperty };
 
 // Receives a document as it is read. Nodes are numbered 0, 1, ... in document order (the root
 // is 0, a parent comes before its children); every later call names a node by that number.
@@ -70,7 +40,7 @@ class HatchetSink {
   // A string metric of `node` (device ids and types).
   virtual void text(int32_t node, std::string_view name, std::string_view value) = 0;
   // A rule of the root's "metric_rules", before or after the metric's values.
-  virtual void declared_kind(std::string_view metric, DeclaredKind kind) = 0;
+  virtual void declared_kind(std::string_view metric, HatchetRule kind) = 0;
   virtual void device(HatchetDevice&& device) = 0;
   // The root frame's rank block, once, when the whole document has been read.
   virtual void run(HatchetRun&& run) = 0;

@@ -1,6 +1,8 @@
 #include "io/hatchet_writer.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -151,9 +153,9 @@ void write_device_map(HatchetEmitter<W>& e, std::span<const DeviceInfo> devices)
     for (const DeviceInfo& d : devices) {
       if (d.type != type) continue;
       std::string id = std::to_string(d.id);
-      e.device({device_type_name(type), id, d.arch, static_cast<double>(d.num_sms),
-                static_cast<double>(d.clock_rate), static_cast<double>(d.memory_clock_rate),
-                static_cast<double>(d.bus_width)});
+      e.device({std::string(device_type_name(type)), std::move(id), std::string(d.arch),
+                static_cast<double>(d.num_sms), static_cast<double>(d.clock_rate),
+                static_cast<double>(d.memory_clock_rate), static_cast<double>(d.bus_width)});
     }
   }
   e.end_devices();

@@ -35,9 +35,9 @@ class ProfileSink final : public format::HatchetSink {
   void text(int32_t node, std::string_view name, std::string_view value) override {
     at(node).text.emplace_back(name, value);
   }
-  void declared_kind(std::string_view metric, format::DeclaredKind kind) override {
-    p_.declare_kind(metric, kind == format::DeclaredKind::kExclusive ? MetricKind::kExclusive
-                                                                     : MetricKind::kProperty);
+  void declared_kind(std::string_view metric, format::HatchetRule kind) override {
+    p_.declare_kind(metric, kind == format::HatchetRule::kExclusive ? MetricKind::kExclusive
+                                                                    : MetricKind::kProperty);
   }
   void device(DeviceInfo&& device) override { p_.devices.push_back(std::move(device)); }
   void run(RunMeta&& run) override { p_.run = std::move(run); }

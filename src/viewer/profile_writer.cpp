@@ -34,8 +34,7 @@ void write_device_map(HatchetJson& e, const std::vector<DeviceInfo>& devices) {
   for (std::string_view type : types) {
     for (const DeviceInfo& d : devices) {
       if (d.type != type) continue;
-      e.device({d.type, d.id, d.arch, d.num_sms, d.clock_rate_khz, d.memory_clock_rate_khz,
-                d.bus_width_bits});
+      e.device(d);
     }
   }
   e.end_devices();

@@ -46,9 +46,9 @@ class RankFileSink final : public format::HatchetSink {
     f_.texts.push_back({node, key, span(value)});
   }
   // As Profile::declare_kind: the rule applies to the metric now and when it is first seen.
-  void declared_kind(std::string_view metric, format::DeclaredKind rule) override {
+  void declared_kind(std::string_view metric, format::HatchetRule rule) override {
     MetricKind kind =
-        rule == format::DeclaredKind::kExclusive ? MetricKind::kExclusive : MetricKind::kProperty;
+        rule == format::HatchetRule::kExclusive ? MetricKind::kExclusive : MetricKind::kProperty;
     declared_.insert_or_assign(std::string(metric), kind);
     if (auto it = metric_of_.find(metric); it != metric_of_.end()) {
       f_.metrics[static_cast<size_t>(it->second)].kind = kind;
