@@ -26,6 +26,7 @@ std::vector<Finding> advise(const ProfileView& view) {
   }
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     if (is_hint(a) != is_hint(b)) return is_hint(b);
+    if (is_hint(a)) return false;  // hints keep the order missing_sources gives them
     if (a.saving_ns.has_value() != b.saving_ns.has_value()) return a.saving_ns.has_value();
     if (a.saving_ns && *a.saving_ns != *b.saving_ns) return *a.saving_ns > *b.saving_ns;
     if (a.severity != b.severity) return a.severity < b.severity;

@@ -46,6 +46,13 @@ std::vector<Finding> launch_bound(const ProfileView& view) {
     if (avg < kLaunchCostNs) l.idle_ns = c * (kLaunchCostNs - avg);
   }
   for (size_t i = view.nodes.size(); i-- > 1;) {
+    // A scope whose CPU time shows the GPU busy settles its launches: enclosing scopes
+    // without CPU time do not estimate them again.
+    double wall = view.value(static_cast<int32_t>(i), cpu);
+    if (wall > 0 && sums[i].kernel_ns / wall >= kBusyShare) {
+      sums[i].short_ones = 0;
+      sums[i].idle_ns = 0;
+    }
     Launches& up = sums[static_cast<size_t>(view.nodes[i].parent)];
     up.all += sums[i].all;
     up.short_ones += sums[i].short_ones;
