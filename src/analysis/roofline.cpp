@@ -39,6 +39,7 @@ std::vector<Finding> roofline(const ProfileView& view) {
     if (device == nullptr) continue;
     double flops = 0, flop_ns = 0;
     int width = 0;
+    double flop_peak = 0;  // of the widest operands declared
     bool known = true;
     for (size_t w = 0; w < kWidths.size(); ++w) {
       double f = view.value(node, flops_ids[w]);
@@ -47,6 +48,7 @@ std::vector<Finding> roofline(const ProfileView& view) {
       flops += f;
       flop_ns += f / device->peak_flops_per_s[w] * 1e9;
       width = kWidths[w];
+      flop_peak = device->peak_flops_per_s[w];
     }
     double bytes = view.value(node, bytes_id);
     double byte_ns = 0;
@@ -74,13 +76,14 @@ std::vector<Finding> roofline(const ProfileView& view) {
     f.saving_ns = std::max(0.0, t - ideal / kAttainableShare);
     f.severity = severity_for(*f.saving_ns, total);
     std::string resource = memory ? "memory bandwidth" : "tensor-core throughput";
-    f.seen =
-        std::string(memory ? "Memory-bound" : "Compute-bound") + " kernel at " + percent(reached) +
-        " of peak " + resource + " (" + duration(t) + " measured, " + duration(ideal) + " at peak" +
-        (memory ? ", " + percent(bytes / t * 1e9 / device->peak_bytes_per_s) + " of " +
-                      std::to_string(static_cast<int64_t>(device->peak_bytes_per_s / 1e9)) + " GB/s"
-                : "") +
-        ").";
+    // The achieved rate against the peak, in the bound resource's unit.
+    std::string rate =
+        memory ? count(bytes / t) + " of " + count(device->peak_bytes_per_s / 1e9) + " GB/s"
+               : fixed(flops / t / 1e3, 1) + " TFLOP/s (" + std::to_string(width) + "-bit peak " +
+                     fixed(flop_peak / 1e12, 1) + ")";
+    f.seen = std::string(memory ? "Memory-bound" : "Compute-bound") + " kernel at " +
+             percent(reached) + " of peak " + resource + " (" + duration(t) + " measured, " +
+             duration(ideal) + " at peak; " + rate + ").";
     f.why = "At " + percent(kAttainableShare) + " of peak, which tuned kernels reach, it would " +
             "take " + duration(ideal / kAttainableShare) + ": " + duration(*f.saving_ns) + " less.";
     f.suggestion =
