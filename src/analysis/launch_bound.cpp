@@ -7,6 +7,7 @@
 // without, the idle time is estimated from kLaunchCostNs.
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "analysis/rule_support.h"
 #include "analysis/rules.h"
@@ -17,6 +18,8 @@ namespace {
 
 // A scope's launches are "mostly short" when at least this share of them are.
 constexpr double kShortShare = 0.5;
+// The frame under which Proton (and Triton's Proton) puts the kernels of a graph replay.
+constexpr std::string_view kGraphReplayFrame = "<captured_at>";
 
 struct Launches {
   double all = 0;
@@ -33,8 +36,14 @@ std::vector<Finding> launch_bound(const ProfileView& view) {
   if (time < 0 || count_id < 0) return {};
   int32_t cpu = view.find_metric("cpu_time (ns)");
   std::vector<Launches> sums(view.nodes.size());
+  // Kernels replayed from a CUDA graph sit under the "<captured_at>" frame of their replay: the
+  // host launched the graph once, not each kernel.
+  std::vector<char> replayed(view.nodes.size(), 0);
   for (size_t i = 0; i < view.nodes.size(); ++i) {
-    if (!view.nodes[i].is_kernel()) continue;
+    int32_t parent = view.nodes[i].parent;
+    replayed[i] = view.nodes[i].name == kGraphReplayFrame ||
+                  (parent >= 0 && replayed[static_cast<size_t>(parent)]);
+    if (!view.nodes[i].is_kernel() || replayed[i]) continue;
     double c = view.value(static_cast<int32_t>(i), count_id);
     double t = view.value(static_cast<int32_t>(i), time);
     if (!(c > 0) || std::isnan(t)) continue;

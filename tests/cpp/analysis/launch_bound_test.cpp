@@ -34,6 +34,16 @@ TEST(LaunchBound, FiresOnManyShortKernelsInAScope) {
   EXPECT_NE(f.suggestion.find("CUDA graph"), std::string::npos);
 }
 
+TEST(LaunchBound, QuietOnTheSameKernelsReplayedFromACudaGraph) {
+  // step > <captured_at> > capture > kernels: one graph launch per replay, not 3,000 launches.
+  ProfileView v = with_root();
+  int32_t step = v.add_node(0, "step");
+  int32_t capture = v.add_node(v.add_node(step, "<captured_at>"), "capture");
+  for (const char* name : {"add", "mul", "relu"})
+    kernel(v, capture, name, 1000, 1000 * 2'000.0);
+  EXPECT_TRUE(launch_bound(v).empty());
+}
+
 TEST(LaunchBound, QuietOnLongKernels) {
   ProfileView v = with_root();
   int32_t step = v.add_node(0, "step");
