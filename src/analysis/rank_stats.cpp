@@ -1,18 +1,8 @@
 #include "analysis/rank_stats.h"
 
+#include "common/text.h"
+
 namespace proton::analysis {
-
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ')
-    s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
 
 std::string rank_stat_metric(std::string_view metric, std::string_view stat) {
   std::string_view core = trim(metric);
