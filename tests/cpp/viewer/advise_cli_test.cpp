@@ -2,6 +2,7 @@
 // as JSON; and the view the viewer hands it.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -41,6 +42,41 @@ TEST(AdviseCli, JsonListsEveryFinding) {
   EXPECT_EQ(json[1]["evidence"]["bound"], "memory");
   EXPECT_EQ(json.back()["rule"], "hint.pcsampling");
   EXPECT_TRUE(json.back()["saving_ns"].is_null());
+}
+
+// A rank's file: ROOT > step > gemm (gemm_ns), one rank of two.
+std::string rank_file(const std::string& dir, int rank, int64_t gemm_ns) {
+  nlohmann::json gemm = {
+      {"frame", {{"name", "gemm"}}},
+      {"metrics",
+       {{"time (ns)", gemm_ns}, {"count", 1}, {"device_id", "0"}, {"device_type", "CUDA"}}}};
+  nlohmann::json step = {{"frame", {{"name", "step"}}}, {"children", {gemm}}};
+  nlohmann::json root = {
+      {"frame", {{"name", "ROOT"}, {"type", "function"}, {"rank", rank}, {"world_size", 2}}},
+      {"metrics", {{"time (ns)", 0}}},
+      {"children", {step}}};
+  std::string path = dir + "/run.rank" + std::to_string(rank) + ".hatchet";
+  std::ofstream(path) << nlohmann::json::array({root, nlohmann::json::object()}).dump();
+  return path;
+}
+
+TEST(AdviseCli, MergesRanksAndNamesTheStraggler) {
+  std::string dir = ::testing::TempDir();
+  std::string rank0 = rank_file(dir, 0, 10'000'000);
+  std::string rank1 = rank_file(dir, 1, 30'000'000);
+  auto r = run({"--advise", "--format", "json", rank0, rank1});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(json.empty());
+  // Per rank mean 20 ms, max 30 ms on rank 1: the other waits 10 ms. The inner frame explains
+  // the step, so only it is named.
+  EXPECT_EQ(json[0]["rule"], "straggler");
+  EXPECT_EQ(json[0]["frame"], nlohmann::json({"step", "gemm"}));
+  EXPECT_EQ(json[0]["evidence"]["slowest_rank"], 1);
+  EXPECT_DOUBLE_EQ(json[0]["saving_ns"].get<double>(), 10e6);
+  // One rank alone: the analyzer asks for the others.
+  auto one = run({"--advise", rank1});
+  EXPECT_NE(one.out.find("This is rank 1 of 2"), std::string::npos) << one.out;
 }
 
 TEST(AdviseCli, RefusesFlameGraphFormats) {
