@@ -1,6 +1,7 @@
 #include "analysis/advise.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/rule_support.h"
 #include "analysis/rules.h"
@@ -21,8 +22,11 @@ std::vector<Finding> advise(const ProfileView& view) {
   if (view.nodes.empty()) return all;
   for (auto rule :
        {launch_bound, roofline, stall_hot_lines, stragglers, variant_spread, missing_sources}) {
-    for (Finding& f : rule(view))
+    for (Finding& f : rule(view)) {
+      // A damaged file's infinities give no estimate worth ranking by.
+      if (f.saving_ns && !std::isfinite(*f.saving_ns)) f.saving_ns.reset();
       all.push_back(std::move(f));
+    }
   }
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     if (is_hint(a) != is_hint(b)) return is_hint(b);
@@ -52,7 +56,12 @@ std::string findings_json(const std::vector<Finding>& findings) {
     for (const auto& [key, v] : f.evidence) {
       w.key(key);
       if (const double* d = std::get_if<double>(&v)) {
-        w.value(*d);
+        // Plain JSON for every reader: a number that is not finite is no number.
+        if (std::isfinite(*d)) {
+          w.value(*d);
+        } else {
+          w.null();
+        }
       } else {
         w.value(std::get<std::string>(v));
       }

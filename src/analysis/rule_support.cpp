@@ -28,14 +28,6 @@ Finding finding_at(const ProfileView& view, const char* rule, int32_t node) {
   return f;
 }
 
-bool is_ancestor(const ProfileView& view, int32_t ancestor, int32_t node) {
-  if (ancestor == node) return false;
-  for (int32_t i = node; i >= 0; i = view.nodes[static_cast<size_t>(i)].parent) {
-    if (i == ancestor) return true;
-  }
-  return false;
-}
-
 std::string duration(double ns) {
   char buf[64];
   double a = std::fabs(ns);

@@ -26,21 +26,27 @@ std::string percent(double share);
 /// A count with thousands separators: "12,800".
 std::string count(double n);
 
-/// Whether `ancestor` lies strictly above `node`.
-bool is_ancestor(const ProfileView& view, int32_t ancestor, int32_t node);
-
 /// Drops findings whose node has a descendant finding (of the same list) holding at least
 /// kExplainsParentShare of the value `weight` gives it: the inner frame is the cause.
 template <class Weight>
 std::vector<Finding> innermost(const ProfileView& view, std::vector<Finding> found, Weight weight) {
+  // Each finding walks up its own ancestors once: O(findings x depth), not findings squared.
+  std::vector<int32_t> finding_of(view.nodes.size(), -1);
+  for (size_t i = 0; i < found.size(); ++i)
+    finding_of[static_cast<size_t>(found[i].node)] = static_cast<int32_t>(i);
+  std::vector<char> explained(found.size(), 0);
+  for (const Finding& inner : found) {
+    double w = weight(inner);
+    for (int32_t a = view.nodes[static_cast<size_t>(inner.node)].parent; a >= 0;
+         a = view.nodes[static_cast<size_t>(a)].parent) {
+      int32_t outer = finding_of[static_cast<size_t>(a)];
+      if (outer >= 0 && w >= kExplainsParentShare * weight(found[static_cast<size_t>(outer)]))
+        explained[static_cast<size_t>(outer)] = 1;
+    }
+  }
   std::vector<Finding> out;
   for (size_t i = 0; i < found.size(); ++i) {
-    bool explained = false;
-    for (size_t j = 0; j < found.size() && !explained; ++j) {
-      explained = j != i && is_ancestor(view, found[i].node, found[j].node) &&
-                  weight(found[j]) >= kExplainsParentShare * weight(found[i]);
-    }
-    if (!explained) out.push_back(std::move(found[i]));
+    if (!explained[i]) out.push_back(std::move(found[i]));
   }
   return out;
 }

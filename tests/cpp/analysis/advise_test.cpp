@@ -1,6 +1,7 @@
 // The analyzer as a whole: every rule run, findings ranked, JSON and text shapes.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "analysis/advise.h"
@@ -66,6 +67,23 @@ TEST(Advise, TextNumbersTheFindingsAndListsHintsApart) {
   EXPECT_NE(text.find("(1 more; --format json lists all)"), std::string::npos);
   EXPECT_NE(text.find("What more would help:"), std::string::npos);
   EXPECT_NE(text.find("cpu_timed_scope"), std::string::npos);
+}
+
+// Values a damaged or hand-written file may hold: infinities, negatives, zero counts. Every
+// rule still returns (ASan and UBSan watch), and the JSON stays parseable.
+TEST(Advise, OddValuesNeverBreakTheRules) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double odd : {inf, -inf, -1.0, 0.0, 1e308, kNoValue}) {
+    ProfileView v = mixed();
+    for (size_t i = 0; i < v.nodes.size(); ++i) {
+      for (const char* m : {"time (ns)", "count", "bytes", "num_samples", "cpu_time (ns)",
+                            "time:imbalance (exc)", "time:max (ns) (exc)", "time:mean (ns) (exc)"})
+        v.set(static_cast<int32_t>(i), m, odd);
+    }
+    auto found = advise(v);
+    EXPECT_NO_THROW((void)nlohmann::json::parse(findings_json(found))) << odd;
+    (void)findings_text(found, "odd", 10);
+  }
 }
 
 TEST(Advise, AnEmptyViewHasNoFindings) {
