@@ -55,12 +55,16 @@ std::vector<Finding> launch_bound(const ProfileView& view) {
     if (avg < kLaunchCostNs) l.idle_ns = c * (kLaunchCostNs - avg);
   }
   for (size_t i = view.nodes.size(); i-- > 1;) {
-    // A scope whose CPU time shows the GPU busy settles its launches: enclosing scopes
-    // without CPU time do not estimate them again.
+    // A scope with CPU time settles its launches: enclosing scopes count its measured idle
+    // time, not an estimate, and none when it kept the GPU busy.
     double wall = view.value(static_cast<int32_t>(i), cpu);
-    if (wall > 0 && sums[i].kernel_ns / wall >= kBusyShare) {
-      sums[i].short_ones = 0;
-      sums[i].idle_ns = 0;
+    if (wall > 0) {
+      if (sums[i].kernel_ns / wall >= kBusyShare) {
+        sums[i].short_ones = 0;
+        sums[i].idle_ns = 0;
+      } else {
+        sums[i].idle_ns = wall - sums[i].kernel_ns;
+      }
     }
     Launches& up = sums[static_cast<size_t>(view.nodes[i].parent)];
     up.all += sums[i].all;

@@ -59,17 +59,17 @@ with proton.cpu_timed_scope("step"):
 GRAPHED = """
 import torch, proton
 x = torch.zeros(256, device="cuda")
-def body():
-    for _ in range(100):
+def body(reps):
+    for _ in range(reps):
         x.add_(1); x.mul_(0.5); x.neg_()
 s = torch.cuda.Stream()
 s.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(s):
-    body()
+    body(1)  # warm-up: 3 eager launches, too few to be a pattern
 torch.cuda.current_stream().wait_stream(s)
 g = torch.cuda.CUDAGraph()
 with proton.scope("capture"), torch.cuda.graph(g):
-    body()
+    body(100)
 torch.cuda.synchronize()
 with proton.cpu_timed_scope("step"):
     for _ in range(10):
@@ -134,7 +134,7 @@ def test_roofline_fires_on_a_strided_gather(tmp_path):
     found = answers(copies(tmp_path, "strided", [33]))
     top = found[0]
     assert top["rule"] == "roofline", found
-    assert top["frame"] == ["copies", "copy[STRIDE=33]"]
+    assert top["frame"][0] == "copies" and top["frame"][-1] == "copy[STRIDE=33]", top
     assert top["evidence"]["bound"] == "memory"
     assert top["evidence"]["share_of_peak"] < 0.5
 
@@ -148,7 +148,7 @@ def test_roofline_is_quiet_on_a_contiguous_copy(tmp_path):
 # contiguous ones.
 def test_variant_spread_names_the_slow_variant(tmp_path):
     found = of_rule(copies(tmp_path, "variants", [1, 33]), "variant_spread")
-    assert [f["frame"] for f in found] == [["copies", "copy[STRIDE=33]"]], found
+    assert [f["frame"][-1] for f in found] == ["copy[STRIDE=33]"], found
     assert found[0]["evidence"]["best_variant"] == "copy[STRIDE=1]"
     assert found[0]["evidence"]["spread"] >= 1.5
 
@@ -166,7 +166,7 @@ def test_stall_hot_line_names_memory_on_the_gather(tmp_path):
                     "stall_hot_line")
     assert found, "no hot line"
     top = found[0]
-    assert top["frame"][:2] == ["copies", "copy[STRIDE=33]"], top
+    assert top["frame"][0] == "copies" and "copy[STRIDE=33]" in top["frame"], top
     assert top["evidence"]["family"] == "memory", top
 
 

@@ -67,6 +67,21 @@ TEST(LaunchBound, MeasuresTheGpuBusyShareFromCpuTime) {
   EXPECT_DOUBLE_EQ(*found[0].saving_ns, 14e6);
 }
 
+TEST(LaunchBound, EnclosingScopesTakeTheMeasuredIdleTime) {
+  // 3,000 launches of 1 us kernels: an estimate gives 9 ms idle (4 us a launch); the step's CPU
+  // time measured 4 ms. The root, with a few warm-up launches besides, is not reported over
+  // the step on the strength of the estimate.
+  ProfileView v = with_root();
+  int32_t step = v.add_node(0, "step");
+  kernel(v, step, "add", 3000, 3000 * 1'000.0);
+  v.set(step, "cpu_time (ns)", 7e6);
+  kernel(v, 0, "warmup", 30, 30 * 1'000.0);
+  auto found = launch_bound(v);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].frame, std::vector<std::string>{"step"});
+  EXPECT_DOUBLE_EQ(*found[0].saving_ns, 4e6);
+}
+
 TEST(LaunchBound, QuietWhenCpuTimeShowsTheGpuBusy) {
   ProfileView v = tiny_kernels_in_step();
   v.set(1, "cpu_time (ns)", 7e6);  // launches ran ahead: 6 ms of kernels in 7 ms
