@@ -247,6 +247,13 @@ int run_advise(const ViewOptions& options, std::ostream& out, std::ostream& err)
   } else {
     profile = load_hatchet(options.file);
   }
+  // -i/-e narrow the analysis to some call paths, as they narrow the tree.
+  if (options.include) {
+    profile = include_paths(std::move(profile), NamePattern(*options.include, "-i"));
+  }
+  if (options.exclude) {
+    profile = exclude_frames(std::move(profile), NamePattern(*options.exclude, "-e"));
+  }
   NameOptions names{options.frame_format, options.full_names};
   std::string text = advise_report(std::move(profile), title, options.output == OutputFormat::kJson,
                                    *options.advise, names);

@@ -79,6 +79,16 @@ TEST(AdviseCli, MergesRanksAndNamesTheStraggler) {
   EXPECT_NE(one.out.find("This is rank 1 of 2"), std::string::npos) << one.out;
 }
 
+TEST(AdviseCli, IncludeNarrowsTheAnalysis) {
+  auto r = run({"--advise", "--format", "json", "-i", "loss", fixture("advise_profile.json")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(json[0]["rule"], "roofline");
+  for (const auto& f : json)
+    EXPECT_NE(f["rule"], "launch_bound");
+}
+
 TEST(AdviseCli, RefusesFlameGraphFormats) {
   auto r = run({"--advise", "--output-format", "html", fixture("advise_profile.json")});
   EXPECT_EQ(r.status, 2);
