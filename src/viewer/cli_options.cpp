@@ -49,8 +49,8 @@ options:
   --advise[=N]          ranked findings (docs/advise.md): where time goes to waste, the
                         evidence, the time at stake and what to try; the first N (10), then
                         what more the profile would need. With --format json: every finding
-                        as a JSON list. Several profiles (ranks) are merged first;
-                        -i/-e narrow it to some call paths
+                        as a JSON list. Rank files are merged first; -i/-e narrow it to some
+                        call paths
   --color, --no-color   force or disable colours (default: on a terminal, unless NO_COLOR)
   --version             print the version and exit
 
