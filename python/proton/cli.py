@@ -12,6 +12,7 @@ run unchanged. The exit status is the target's.
 """
 
 import argparse
+import glob
 import importlib.util
 import os
 import runpy
@@ -19,6 +20,7 @@ import sys
 import traceback
 
 from . import _flags, _ranks
+from .profile import DEFAULT_PROFILE_NAME
 from .profile import finalize as _finalize
 from .profile import start as _start
 
@@ -102,6 +104,9 @@ def _parser():
     p.add_argument("--rank-pattern", default=None, metavar="PATTERN",
                    help="output name of each rank of a multi-process job (default "
                         "'{name}.rank{rank}'; also {world_size} {local_rank} {host})")
+    p.add_argument("--advise", action="store_true",
+                   help="when the run ends, print the analyzer's top findings on the profile "
+                        "(to stderr; all of them: proton-viewer --advise, docs/advise.md)")
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
@@ -180,6 +185,38 @@ def _run_target(kind: str, target: str, args: list) -> int:
             sys.path[0] = saved_path0
 
 
+# Findings printed by --advise; proton-viewer --advise lists more.
+_ADVISE_TOP = 5
+
+
+def _profile_paths(name: str) -> list:
+    """The tree files this process wrote for session name ``name``."""
+    base = _ranks.output_name(name, _ranks.detect())
+    paths = [base + ext for ext in (".hatchet", ".hatchet_msgpack") if os.path.isfile(base + ext)]
+    if not paths and base.endswith((".hatchet", ".hatchet_msgpack")) and os.path.isfile(base):
+        paths = [base]
+    # A session that advanced phases writes one file per phase.
+    return paths or sorted(glob.glob(glob.escape(base) + ".part_*.hatchet"))
+
+
+def _print_advice(name: str) -> None:
+    """The analyzer's first findings on the profile just written (docs/advise.md), on stderr
+    so that the target's own output stays as it was."""
+    from . import profiles
+
+    paths = _profile_paths(name)
+    if not paths:
+        print(f"proton: --advise: no profile to analyze (no {name}.hatchet was written)",
+              file=sys.stderr)
+    for path in paths:
+        try:
+            text = profiles.read(path).advice_text(_ADVISE_TOP)
+        except ValueError as e:  # ProfileError: an unreadable file is named, never fatal
+            print(f"proton: --advise: {e}", file=sys.stderr)
+            continue
+        print(text, file=sys.stderr, end="")
+
+
 def main(argv=None) -> int:
     parser = _parser()
     opts = parser.parse_args(_split_module_equals(sys.argv[1:] if argv is None else list(argv)))
@@ -236,6 +273,9 @@ def main(argv=None) -> int:
         except Exception as e:  # say why the profile is missing; a failing target's status wins
             print(f"proton: could not write the profile: {e}", file=sys.stderr)
             status = status or 1
+        else:
+            if opts.advise:
+                _print_advice(opts.name or DEFAULT_PROFILE_NAME)
     return status
 
 

@@ -24,6 +24,7 @@ A file the viewer cannot read raises :class:`ProfileError` with the viewer's mes
 functions of ``triton.profiler.viewer``; this module is its dependency-free sibling.
 """
 
+import json
 import math
 import os
 import re
@@ -306,6 +307,17 @@ class Profile:
     @property
     def devices(self) -> List[dict]:
         return self._data.devices()
+
+    # -- analysis ---------------------------------------------------------------------------
+    def advise(self) -> List[dict]:
+        """The analyzer's findings, ranked as ``proton-viewer --advise --format json`` lists
+        them (docs/advise.md): dicts with ``rule``, ``severity``, ``frame`` (names below the
+        root), ``evidence``, ``seen``, ``why``, ``suggestion`` and ``saving_ns`` (or None)."""
+        return json.loads(self._data.advise(True, 0, ""))
+
+    def advice_text(self, top: int = 10) -> str:
+        """The first ``top`` findings and the hints, as ``proton-viewer --advise`` prints them."""
+        return self._data.advise(False, max(1, int(top)), self.path or "the profile")
 
     def _stored(self, m: int) -> List[float]:
         if m not in self._stored_cache:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "format/json_cursor.h"
+#include "viewer/advise_view.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
 #include "viewer/frame_names.h"
@@ -154,6 +155,11 @@ void register_profiles(nb::module_& m) {
              for (auto& c : columns)
                out.append(nb::make_tuple(c.header, std::move(c.values), c.integral));
              return std::make_pair(out, warnings);
+           })
+      // The analyzer's findings (docs/advise.md): a JSON list, or the text --advise prints.
+      .def("advise",
+           [](const Profile& p, bool json, size_t top, const std::string& title) {
+             return viewer::advise_report(p, title, json, top);
            })
       .def("devices", [](const Profile& p) {
         nb::list out;

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "analysis/rank_stats.h"
 #include "common/version.h"
+#include "viewer/advise_view.h"
 #include "viewer/cli_options.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/diff.h"
@@ -118,9 +120,8 @@ void add_imbalance_column(const Profile& tree, const std::string& request,
                           std::vector<Column>& columns) {
   int32_t base = match_metric(tree, base_request(request));
   if (base < 0) return;
-  std::string_view core = trim(tree.metrics[static_cast<size_t>(base)].name);
-  std::string name = std::string(trim(core.substr(0, core.find('(')))) + ":imbalance (exc)";
-  int32_t id = tree.find_metric(name);
+  int32_t id = tree.find_metric(
+      analysis::rank_stat_metric(tree.metrics[static_cast<size_t>(base)].name, "imbalance"));
   if (id < 0) return;
   Column c;
   c.header = "imbalance";
@@ -230,6 +231,42 @@ std::string basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// --advise: the analyzer's findings (advise_view.h) on one profile or the merge of several.
+int run_advise(const ViewOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.output != OutputFormat::kTree && options.output != OutputFormat::kJson) {
+    throw UsageError("--advise writes text or --format json");
+  }
+  std::vector<std::string> warnings;
+  Profile profile;
+  std::string title = options.file;
+  if (options.files.size() > 1) {
+    size_t left_out = 0;
+    RankMerger merger = merge_files(options.files, warnings, false, left_out);
+    profile = merger.result();
+    title = "the merge of " + std::to_string(merger.size()) + " profiles";
+  } else {
+    profile = load_hatchet(options.file);
+  }
+  // -i/-e narrow the analysis to some call paths, as they narrow the tree.
+  if (options.include) {
+    profile = include_paths(std::move(profile), NamePattern(*options.include, "-i"));
+  }
+  if (options.exclude) {
+    profile = exclude_frames(std::move(profile), NamePattern(*options.exclude, "-e"));
+  }
+  NameOptions names{options.frame_format, options.full_names};
+  std::string text = advise_report(std::move(profile), title, options.output == OutputFormat::kJson,
+                                   *options.advise, names);
+  if (options.output_path.empty()) {
+    out << text;
+  } else {
+    write_file_atomically(options.output_path, text);
+  }
+  for (const auto& w : warnings)
+    err << "proton-viewer: warning: " << w << "\n";
+  return 0;
+}
+
 int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
              const Terminal& terminal) {
   std::vector<std::string> warnings;
@@ -248,6 +285,7 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     }
     return 0;
   }
+  if (options.advise) return run_advise(options, out, err);
   std::vector<std::string> requests = options.metrics;
   bool ranks = options.files.size() > 1 || options.stragglers.has_value();
   Prepared main;

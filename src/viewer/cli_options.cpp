@@ -46,6 +46,11 @@ options:
   --stragglers[=N]      with several profiles (ranks): the N (10) frames where the slowest
                         rank is furthest above the mean, and which ranks (docs/multiprocess.md);
                         ranks by the first -m metric, else by time, else the first metric
+  --advise[=N]          ranked findings (docs/advise.md): where time goes to waste, the
+                        evidence, the time at stake and what to try; the first N (10), then
+                        what more the profile would need. With --format json: every finding
+                        as a JSON list. Rank files are merged first; -i/-e narrow it to some
+                        call paths
   --color, --no-color   force or disable colours (default: on a terminal, unless NO_COLOR)
   --version             print the version and exit
 
@@ -226,6 +231,9 @@ ViewOptions parse_view_options(const std::vector<std::string>& args) {
           t.has_value ? static_cast<size_t>(std::max(1, parse_int(o, t.value))) : size_t{10};
     } else if (o == "--source") {
       options.source = value();
+    } else if (o == "--advise") {
+      options.advise =
+          t.has_value ? static_cast<size_t>(std::max(1, parse_int(o, t.value))) : size_t{10};
     } else {
       throw UsageError("unknown option '" + arg + "' (see --help)");
     }

@@ -35,6 +35,7 @@ struct ViewOptions {
   std::vector<std::string> files;
   std::optional<size_t> stragglers;   // --stragglers[=N]: the N most imbalanced frames
   std::optional<std::string> source;  // --source KERNEL: annotated source (source_view.h)
+  std::optional<size_t> advise;       // --advise[=N]: the analyzer's N first findings
 };
 
 struct MergeOptions {

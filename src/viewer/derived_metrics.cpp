@@ -283,14 +283,6 @@ class Deriver {
 
 }  // namespace
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ')
-    s.remove_suffix(1);
-  return s;
-}
-
 std::string to_lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) {

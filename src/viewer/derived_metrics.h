@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "viewer/profile.h"
 
 namespace proton::viewer {
@@ -34,7 +35,6 @@ std::vector<Column> derive_columns(const Profile& profile, const std::vector<std
 
 // Lower-cases ASCII letters.
 std::string to_lower(std::string_view text);
-/// `text` without leading and trailing spaces (metric names carry them around units).
-std::string_view trim(std::string_view text);
+// trim() is proton::trim (common/text.h), found from this namespace.
 
 }  // namespace proton::viewer

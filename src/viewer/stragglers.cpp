@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/rank_stats.h"
 #include "viewer/derived_metrics.h"
 #include "viewer/errors.h"
 #include "viewer/text_render.h"
@@ -44,14 +45,7 @@ void render_stragglers(std::ostream& out, const RankMerger& merger, const Profil
   }
   const std::string& name = merged.metrics[static_cast<size_t>(sum_id)].name;
   auto column = [&](const char* stat) {
-    std::string_view core = trim(name);
-    auto open = core.find('(');
-    std::string want = std::string(trim(core.substr(0, open))) + ":" + stat;
-    if (open != std::string_view::npos && std::string_view(stat) != "argmax" &&
-        std::string_view(stat) != "imbalance")
-      want += " " + std::string(core.substr(open));
-    want += std::string_view(stat) == "argmax" ? " (pty)" : " (exc)";
-    int32_t id = merged.find_metric(want);
+    int32_t id = merged.find_metric(analysis::rank_stat_metric(name, stat));
     return id < 0 ? std::vector<double>(merged.nodes.size(), kAbsent) : merged.stored(id);
   };
   std::vector<double> total = merged.inclusive(sum_id);

@@ -20,6 +20,7 @@ class Rebuilder {
  public:
   explicit Rebuilder(Profile&& source) : source_(std::move(source)) {
     out_.devices = std::move(source_.devices);
+    out_.run = std::move(source_.run);  // a filtered rank's file is still that rank's
     // Same ids in the copy: node values move over verbatim.
     for (const auto& m : source_.metrics) {
       out_.metrics[static_cast<size_t>(out_.metric_id(m.name))] = m;

@@ -1,0 +1,69 @@
+#include "analysis/rule_support.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace proton::analysis {
+
+double total_kernel_time(const ProfileView& view) {
+  int32_t time = view.find_metric("time (ns)");
+  if (time < 0 || view.nodes.empty()) return 0;
+  double total = view.kernel_sum(time)[0];
+  return std::isnan(total) ? 0 : total;
+}
+
+Severity severity_for(double saving_ns, double total_ns) {
+  if (!(total_ns > 0)) return Severity::kLow;
+  double share = saving_ns / total_ns;
+  if (share >= kHighShare) return Severity::kHigh;
+  if (share >= kMediumShare) return Severity::kMedium;
+  return Severity::kLow;
+}
+
+Finding finding_at(const ProfileView& view, const char* rule, int32_t node) {
+  Finding f;
+  f.rule = rule;
+  f.node = node;
+  f.frame = view.path(node);
+  return f;
+}
+
+std::string duration(double ns) {
+  char buf[64];
+  double a = std::fabs(ns);
+  if (a >= 1e9) {
+    std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  } else if (a >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  } else if (a >= 1e3) {
+    std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g ns", ns);
+  }
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string percent(double share) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
+std::string count(double n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", std::floor(n));
+  std::string digits = buf;
+  size_t start = digits[0] == '-' ? 1 : 0;
+  for (auto i = static_cast<ptrdiff_t>(digits.size()) - 3; i > static_cast<ptrdiff_t>(start);
+       i -= 3)
+    digits.insert(static_cast<size_t>(i), ",");
+  return digits;
+}
+
+}  // namespace proton::analysis

@@ -1,0 +1,70 @@
+// The analyzer's rules: each a pure function of a ProfileView returning its findings, in a file
+// of its own. Their thresholds are named here, with the reason for each; docs/advise.md lists
+// them for users.
+#pragma once
+
+#include <vector>
+
+#include "analysis/finding.h"
+#include "analysis/profile_view.h"
+
+namespace proton::analysis {
+
+// --- How much a finding weighs: its time at stake as a share of the profile's kernel time.
+// A tenth of the GPU time is worth stopping for; under a fiftieth it is noted, not pressed.
+inline constexpr double kHighShare = 0.10;
+inline constexpr double kMediumShare = 0.02;
+// A frame holding this share of its parent's finding explains the parent: only the inner one
+// is reported, so one cause is not listed once per enclosing scope.
+inline constexpr double kExplainsParentShare = 0.8;
+
+// --- launch_bound: a scope whose kernels are too short to hide the host's launch cost.
+// A launch costs the host ~2-5 us (driver and framework); kernels shorter than that leave the
+// GPU waiting for the next one unless launches run ahead.
+inline constexpr double kShortKernelNs = 10'000;
+// Fewer launches than this are a warm-up, not a pattern.
+inline constexpr double kMinLaunches = 100;
+// The host cost assumed per launch when no CPU time says otherwise (a PyTorch eager op with a
+// Triton or ATen kernel: 4-6 us measured on an H100 host; 4 us keeps the estimate low).
+inline constexpr double kLaunchCostNs = 4'000;
+// With the scope's CPU time (cpu_timed_scope): GPU busy below this share of it is launch-bound.
+inline constexpr double kBusyShare = 0.5;
+
+// --- roofline: kernels far below their bound resource's peak (flops*/bytes from
+// launch_metadata, peaks from the device map).
+// Tuned kernels reach 60-80% of peak bandwidth or tensor throughput; under half is room left.
+inline constexpr double kLowPeakShare = 0.5;
+// The share of peak a good kernel attains; the time at stake is measured against it, not
+// against the unreachable peak.
+inline constexpr double kAttainableShare = 0.8;
+// Kernels with less total time than this are not worth a finding (sub-ms wins vanish in noise).
+inline constexpr double kMinKernelTimeNs = 1e6;
+
+// --- stall_hot_line: source lines holding many PC samples, by dominant stall family.
+// A line with a tenth of its kernel's samples is a hot spot; fewer samples than kMinSamples
+// are noise at the sampling rate.
+inline constexpr double kHotLineShare = 0.10;
+inline constexpr double kMinSamples = 50;
+// The kernel's hot lines shown: beyond three the advice repeats itself.
+inline constexpr int kHotLinesPerKernel = 3;
+
+// --- straggler: frames of a multi-rank merge where the slowest rank is well above the mean.
+// 10% above the mean is what collective waits make visible; less is jitter between ranks.
+inline constexpr double kStragglerImbalance = 1.10;
+// Frames under this share of the run's time are left out (their imbalance costs little).
+inline constexpr double kStragglerMinShare = 0.02;
+
+// --- variant_spread: sibling kernels of one name family (a Triton kernel compiled for several
+// configs or shapes, named "matmul[BLOCK_M=64]", "matmul[BLOCK_M=128]") compared per unit of
+// work (per FLOP or per byte). Half again as slow per unit is more than shape effects explain.
+inline constexpr double kVariantSpread = 1.5;
+
+std::vector<Finding> launch_bound(const ProfileView& view);
+std::vector<Finding> roofline(const ProfileView& view);
+std::vector<Finding> stall_hot_lines(const ProfileView& view);
+std::vector<Finding> stragglers(const ProfileView& view);
+std::vector<Finding> variant_spread(const ProfileView& view);
+// What more the profile would need for the rules that found nothing to read ("hint.*").
+std::vector<Finding> missing_sources(const ProfileView& view);
+
+}  // namespace proton::analysis

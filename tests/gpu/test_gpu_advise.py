@@ -1,0 +1,220 @@
+"""Known answers for the analyzer (docs/advise.md): for each rule, a program built to trigger it,
+where the top finding for the right frame must be that rule, and a control where it must not
+fire.
+
+Each program runs under the `proton` command in its own process and the profile is read back
+with proton.profiles (the viewer's reader and the analyzer in C++). Run on a GPU machine:
+
+    python -m pytest -q tests/gpu/test_gpu_advise.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+import proton.profiles as profiles  # noqa: E402
+
+
+def run(tmp_path, name, code, flags=(), env=None):
+    """Runs `code` under `proton -n NAME flags`; returns the analyzer's findings."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(textwrap.dedent(code))
+    r = subprocess.run([sys.executable, "-m", "proton", "-n", name, *flags, str(script)],
+                       cwd=tmp_path, env={**os.environ, **(env or {})}, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return profiles.read(tmp_path / f"{name}.hatchet").advise()
+
+
+def answers(found):
+    return [f for f in found if not f["rule"].startswith("hint.")]
+
+
+def of_rule(found, rule):
+    return [f for f in found if f["rule"] == rule]
+
+
+# --- launch_bound: 3,000 launches of tiny elementwise kernels, against the same kernels replayed
+# from one CUDA graph.
+EAGER = """
+import torch, proton
+x = torch.zeros(256, device="cuda")
+for _ in range(10):  # warm-up: allocator, lazy module loading
+    x.add_(1)
+torch.cuda.synchronize()
+with proton.cpu_timed_scope("step"):
+    for _ in range(1000):
+        x.add_(1); x.mul_(0.5); x.neg_()
+    torch.cuda.synchronize()
+"""
+
+GRAPHED = """
+import torch, proton
+x = torch.zeros(256, device="cuda")
+def body(reps):
+    for _ in range(reps):
+        x.add_(1); x.mul_(0.5); x.neg_()
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    body(1)  # warm-up: 3 eager launches, too few to be a pattern
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with proton.scope("capture"), torch.cuda.graph(g):
+    body(100)
+torch.cuda.synchronize()
+with proton.cpu_timed_scope("step"):
+    for _ in range(10):
+        g.replay()
+    torch.cuda.synchronize()
+"""
+
+
+def test_launch_bound_fires_on_tiny_eager_kernels(tmp_path):
+    found = answers(run(tmp_path, "eager", EAGER))
+    assert found, "no finding"
+    top = found[0]
+    assert top["rule"] == "launch_bound" and top["frame"] == ["step"], found
+    assert top["evidence"]["launches"] >= 3000
+    assert top["evidence"]["gpu_busy_share"] < 0.5
+    assert top["severity"] == "high"
+
+
+def test_launch_bound_is_quiet_on_a_cuda_graph_replay(tmp_path):
+    found = run(tmp_path, "graphed", GRAPHED)
+    assert not of_rule(found, "launch_bound"), found
+    assert not [f for f in found if f["severity"] == "high"], found
+
+
+# --- roofline: a copy that gathers with a stride (each 4-byte load pulls a 32-byte sector),
+# against the same copy reading contiguously; both declare the bytes they need.
+COPY = """
+import torch, triton, triton.language as tl
+
+def meta(grid, metadata, args):
+    return {"name": f"copy[STRIDE={args['STRIDE']}]", "bytes": 8 * args["n"]}
+
+@triton.jit(launch_metadata=meta)
+def copy(x, y, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    src = (offs.to(tl.int64) * STRIDE) % n
+    tl.store(y + offs, tl.load(x + src, mask=mask), mask=mask)
+
+n = 1 << 26
+x = torch.randn(n, device="cuda")
+y = torch.empty_like(x)
+grid = (triton.cdiv(n, 1024),)
+for stride in STRIDES:
+    copy[grid](x, y, n, STRIDE=stride, BLOCK=1024)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("copies"):
+    for stride in STRIDES:
+        for _ in range(20):
+            copy[grid](x, y, n, STRIDE=stride, BLOCK=1024)
+torch.cuda.synchronize()
+"""
+
+
+def copies(tmp_path, name, strides, flags=("-k", "triton")):
+    pytest.importorskip("triton")
+    return run(tmp_path, name, f"STRIDES = {strides}\n" + COPY, flags)
+
+
+def test_roofline_fires_on_a_strided_gather(tmp_path):
+    found = answers(copies(tmp_path, "strided", [33]))
+    top = found[0]
+    assert top["rule"] == "roofline", found
+    assert top["frame"][0] == "copies" and top["frame"][-1] == "copy[STRIDE=33]", top
+    assert top["evidence"]["bound"] == "memory"
+    assert top["evidence"]["share_of_peak"] < 0.5
+
+
+def test_roofline_is_quiet_on_a_contiguous_copy(tmp_path):
+    found = copies(tmp_path, "contiguous", [1])
+    assert not of_rule(found, "roofline"), found
+
+
+# --- variant_spread: the two configs of one kernel family, strided and contiguous, against two
+# contiguous ones.
+def test_variant_spread_names_the_slow_variant(tmp_path):
+    found = of_rule(copies(tmp_path, "variants", [1, 33]), "variant_spread")
+    assert [f["frame"][-1] for f in found] == ["copy[STRIDE=33]"], found
+    assert found[0]["evidence"]["best_variant"] == "copy[STRIDE=1]"
+    assert found[0]["evidence"]["spread"] >= 1.5
+
+
+def test_variant_spread_is_quiet_on_equal_variants(tmp_path):
+    # STRIDE=1 and STRIDE=n+1 read the same addresses: (i * (n + 1)) % n == i.
+    found = copies(tmp_path, "equal", [1, (1 << 26) + 1])
+    assert not of_rule(found, "variant_spread"), found
+
+
+# --- stall_hot_line: PC samples of the strided gather stall on memory; without PC sampling the
+# rule is silent and the hint asks for it.
+def test_stall_hot_line_names_memory_on_the_gather(tmp_path):
+    found = of_rule(copies(tmp_path, "sampled", [33], ("-m", "pcsampling", "-k", "triton")),
+                    "stall_hot_line")
+    assert found, "no hot line"
+    top = found[0]
+    assert top["frame"][0] == "copies" and "copy[STRIDE=33]" in top["frame"], top
+    assert top["evidence"]["family"] == "memory", top
+
+
+def test_stall_hot_line_is_quiet_without_samples(tmp_path):
+    found = copies(tmp_path, "unsampled", [33])
+    assert not of_rule(found, "stall_hot_line")
+    assert of_rule(found, "hint.pcsampling")
+
+
+# --- straggler: two ranks (one GPU each when there are two, else the same one); rank 1 does
+# four times the work in "step". Merged with the viewer's reader as --advise merges them.
+RANKS = """
+import os, torch, proton
+rank = int(os.environ["RANK"])
+x = torch.randn(4096, 4096, device="cuda")
+x @ x
+torch.cuda.synchronize()
+with proton.scope("step"):
+    for _ in range(REPS[rank]):
+        x @ x
+    torch.cuda.synchronize()
+"""
+
+
+def two_ranks(tmp_path, reps):
+    viewer = os.environ.get("PROTON_VIEWER", "proton-viewer")
+    files = []
+    for rank in (0, 1):
+        device = str(rank % torch.cuda.device_count())
+        script = tmp_path / "ranks.py"
+        script.write_text(f"REPS = {reps}\n" + textwrap.dedent(RANKS))
+        r = subprocess.run([sys.executable, "-m", "proton", "-n", "ddp", str(script)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "RANK": str(rank), "WORLD_SIZE": "2",
+                                "LOCAL_RANK": "0", "CUDA_VISIBLE_DEVICES": device})
+        assert r.returncode == 0, r.stderr
+        files.append(str(tmp_path / f"ddp.rank{rank}.hatchet"))
+    r = subprocess.run([viewer, "--advise", "--format", "json", *files], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_straggler_names_the_slow_rank(tmp_path):
+    found = of_rule(two_ranks(tmp_path, [20, 80]), "straggler")
+    assert found and found[0]["frame"][0] == "step", found
+    assert found[0]["evidence"]["slowest_rank"] == 1
+
+
+def test_straggler_is_quiet_on_balanced_ranks(tmp_path):
+    assert not of_rule(two_ranks(tmp_path, [40, 40]), "straggler")

@@ -1,0 +1,92 @@
+"""The analyzer from Python: proton.profiles.read(p).advise() and `proton --advise`.
+
+The rules themselves are tested in C++ (tests/cpp/analysis); here: the same findings reach
+Python as `proton-viewer --advise --format json` prints them, and the command prints them when
+the run ends.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import proton.profiles as profiles
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "viewer"
+PROFILE = FIXTURES / "advise_profile.json"
+
+
+def test_advise_returns_ranked_findings_with_the_documented_fields():
+    found = profiles.read(PROFILE).advise()
+    assert [f["rule"] for f in found[:2]] == ["launch_bound", "roofline"]
+    first = found[0]
+    assert set(first) >= {"rule", "severity", "frame", "evidence", "suggestion", "saving_ns"}
+    assert first["frame"] == ["step"] and first["severity"] == "high"
+    assert first["evidence"]["launches"] == 4000
+    assert first["evidence"]["gpu_busy_share"] == pytest.approx(0.2)
+    assert first["saving_ns"] == pytest.approx(32e6)
+    assert found[1]["frame"] == ["loss", "copy_kernel"]
+    assert found[1]["evidence"]["bound"] == "memory"
+    assert found[-1]["rule"] == "hint.pcsampling" and found[-1]["saving_ns"] is None
+
+
+def test_advise_matches_the_viewer_json():
+    viewer = os.environ.get("PROTON_VIEWER", "proton-viewer")
+    try:
+        r = subprocess.run([viewer, "--advise", "--format", "json", str(PROFILE)],
+                           capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("proton-viewer is not on PATH (set PROTON_VIEWER)")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == profiles.read(PROFILE).advise()
+
+
+def test_advice_text_is_the_viewer_text():
+    text = profiles.read(PROFILE).advice_text(top=1)
+    assert f"Advice for {PROFILE}" in text
+    assert "1. [high] launch_bound  step" in text
+    assert "2. " not in text and "(1 more; --format json lists all)" in text
+    assert "What more would help:" in text
+
+
+def test_a_profile_without_kernels_says_what_would_help(tmp_path):
+    path = tmp_path / "cpu.hatchet"
+    path.write_text('[{"frame": {"name": "ROOT"}, "metrics": {},'
+                    ' "children": [{"frame": {"name": "step"}, "metrics": {"cpu_time (ns)": 5}}]}]')
+    found = profiles.read(path).advise()
+    assert [f["rule"] for f in found] == ["hint.kernels"]
+
+
+def run_proton(args, cwd):
+    return subprocess.run([sys.executable, "-m", "proton", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+SCRIPT = """
+import proton
+with proton.cpu_timed_scope("step"):
+    print("the script's own output")
+"""
+
+
+def test_the_command_prints_findings_when_the_run_ends(tmp_path):
+    (tmp_path / "s.py").write_text(textwrap.dedent(SCRIPT))
+    r = run_proton(["--advise", "-n", "out", "s.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "the script's own output\n"  # findings go to stderr
+    assert "Advice for out.hatchet" in r.stderr
+    # No GPU here: the profile holds the CPU scope alone, and the analyzer says what it lacks.
+    assert "The profile has no kernels." in r.stderr
+    plain = run_proton(["-n", "plain", "s.py"], tmp_path)
+    assert plain.returncode == 0 and "Advice for" not in plain.stderr
+
+
+def test_the_command_says_when_there_is_no_profile_to_analyze(tmp_path):
+    (tmp_path / "s.py").write_text("pass\n")
+    r = run_proton(["--advise", "-n", "t", "-d", "trace", "s.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "proton: --advise: no profile to analyze (no t.hatchet was written)" in r.stderr
