@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <stdexcept>
@@ -24,6 +25,11 @@
 #include "session/session.h"
 
 namespace proton {
+
+namespace instr {
+struct KernelInfo;
+struct DecodeResult;
+}  // namespace instr
 
 /// An id that names no live session (never started, or finalized): triton.profiler raises
 /// RuntimeError("Session has not been initialized: N") for it, and so do we.
@@ -81,14 +87,22 @@ class Runtime final : public RecordSink {
                    std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
                    std::span<const RegionSpan> spans = {}, LaunchSpan launch = {});
 
+  /// The mode text an instrumentation session (backend="instrumentation") was started with ("":
+  /// the default mode), or nullopt for any other session: what Triton's compiler hooks
+  /// install. Throws SessionNotFound.
+  std::optional<std::string> instrumentation_mode(SessionId id) const;
+
+  /// Regions of a kernel that recorded them itself, decoded on the host: added under the
+  /// calling thread's context in every active session (the trace only with `clock_khz`).
+  void add_host_regions(const instr::KernelInfo& kernel, const instr::DecodeResult& decoded,
+                        uint32_t clock_khz);
+
   bool is_active(SessionId id) const;
   bool has_sessions() const;
   std::string backend_name() const;
 
   /// The internal slot (bit in the launch-time session masks) of a live session (tests).
   SessionId slot_for_testing(SessionId id);
-  /// The same for the instrumentation runtime, whose regions are delivered by slot mask.
-  SessionId slot_of(SessionId id) { return slot_for_testing(id); }
   /// Injects a backend (tests); replaces any running one.
   void set_backend_for_testing(std::unique_ptr<Backend> backend);
   RecordProcessor& processor() { return processor_; }
@@ -119,6 +133,9 @@ class Runtime final : public RecordSink {
   void flush_completed_phases(Session& s);          // requires api_mu_ (periodic flushing)
   bool phase_complete(Session& s, uint32_t phase);  // requires api_mu_
   void start_trace(Session& s);                     // requires api_mu_
+  // Opens the instrumentation runtime's pool of the session in `slot` (requires api_mu_);
+  // finalize drains and closes it.
+  void open_regions(SessionId slot);
   std::vector<DeviceInfo> devices_of(const uint64_t (&seen)[2]);  // requires api_mu_
   std::string tree_data(SessionId id, uint32_t phase, bool msgpack);
 

@@ -43,6 +43,8 @@ class Session {
   const SessionOptions& options() const { return options_; }
   const SessionConfig& config() const { return options_.config; }
   const DataKinds& data() const { return options_.data; }
+  /// backend="instrumentation": the instrumentation runtime keeps a pool for this session.
+  bool instrumented() const { return std::holds_alternative<InstrumentationMode>(options_.mode); }
   const PeriodicFlushing& periodic_flushing() const { return flushing_; }
   /// Output file for `format` ("hatchet" -> name + ".hatchet"; a known extension on the name is
   /// replaced). With `phase` >= 0: name.part_<phase>.<ext>, triton.profiler's phase files.
