@@ -52,8 +52,8 @@ struct BackendOptions {
   // or newer, else kAll.
   enum class LaunchCallbacks : uint8_t { kAuto, kAll, kDriver };
   LaunchCallbacks launch_callbacks = LaunchCallbacks::kAuto;
-  // Hardware counters (mode="counters", data/counter_config.h): per-launch values through the
-  // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
+  // Hardware counters (mode="counters", data/counter_config.h): per-launch values and PM samples
+  // handed to RecordProcessor::deliver (LaunchCounterValues, CounterSampleBatch). A backend
   // without counters, or a GPU that refuses them, says so once and times kernels as usual.
   CounterConfig counters;
   // CUPTI's kernel records (kernel time, kernel boxes on the trace). Off: the launch callbacks

@@ -21,7 +21,6 @@
 
 #include "attribution/record_processor.h"
 #include "backends/backend.h"
-#include "data/region_metrics.h"
 #include "session/session.h"
 
 namespace proton {
@@ -80,12 +79,10 @@ class Runtime final : public RecordSink {
   bool is_phase_complete(SessionId id, uint32_t phase);
   void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
 
-  /// Intra-kernel regions of one launch (backends/instrumentation): added below the kernel's
-  /// node of context `ctx` in each session of `sessions` that still exists (takes each
-  /// Session::mu). `units` = warps x CTAs of the launch.
-  void add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
-                   std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
-                   std::span<const RegionSpan> spans = {}, LaunchSpan launch = {});
+  /// A record from a source outside the record processor (the instrumentation runtime's
+  /// decoders hand LaunchRegions) for the sessions of `sessions` that still exist: takes
+  /// sessions_mu_ (shared) and each session's mu.
+  void deliver_outside_batch(SessionMask sessions, const Record& record);
 
   /// The mode text an instrumentation session (backend="instrumentation") was started with ("":
   /// the default mode), or nullopt for any other session: what Triton's compiler hooks
@@ -111,12 +108,7 @@ class Runtime final : public RecordSink {
   // and release sessions_mu_ (shared): a shared lock per record cost ~8% of attribution.
   void begin_batch() override;
   void end_batch() override;
-  void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override;
-  void dropped(uint64_t count) override;
-  void scope_event(const LaunchTag& tag) override;
-  void pc_samples(const PcSampleBatch& batch) override;
-  void counters(const LaunchCounters& batch) override;
-  void counter_samples(const CounterSamples& batch) override;
+  void deliver(SessionMask sessions, const Record& record) override;
 
  private:
   Runtime();
