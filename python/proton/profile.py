@@ -174,6 +174,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         return
     if _exit.inherited(session):  # never write over the parent's profile
         return
+    lost = hooks.instrumentation.detach(session)  # Triton's hooks out before the last drain
     _ranks.before_finalize()  # one rank of a job: record its device (docs/multiprocess.md)
     try:
         metric.fold()  # device tensor metrics: one read-back
@@ -184,7 +185,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         _proton.finalize_all(output_format)
     else:
         _proton.finalize(session, output_format)
-    hooks.instrumentation.detach(session)
+    lost()  # what the instrumentation runtime lost, now that it has drained
     hooks.unregister(session)
     _exit.finalized(session)
 

@@ -23,7 +23,7 @@ can start and finish many times in one process.
 import hashlib
 import json
 import sys
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .. import _instr_state
 from .. import mode as _mode
@@ -328,25 +328,31 @@ _LOSSES = (
 )
 
 
-def detach(session: Optional[int]) -> None:
-    """Called by proton.finalize once the engine drained the session's regions into its tree
-    and freed its pool: takes Triton's compiler hooks out with the last instrumentation session,
-    and says what the session lost."""
+def detach(session: Optional[int]) -> Callable[[], None]:
+    """Called by proton.finalize before the engine drains the session's regions into its tree
+    and frees its pool: takes Triton's compiler hooks out with the last instrumentation session.
+    Returns what says, once the engine has drained, what the session lost."""
     if session is None:
         ids = list(_Registry.sessions)
     elif session in _Registry.sessions:
         ids = [session]
     else:
-        return
+        return lambda: None
     mode_obj = _Registry.mode
     for sid in ids:
         _Registry.sessions[sid].detach(sid)
-    for sid in ids:
-        before = _stats_at_start.pop(sid, None)
-        if before is not None:
+    starts = {sid: _stats_at_start.pop(sid, None) for sid in ids}
+
+    def report() -> None:
+        after = _proton().instr_stats()
+        for sid, before in starts.items():
+            if before is None:
+                continue
             # Never a silent loss: what the session did not get is said where it is finalized.
-            for line in loss_report(before, _proton().instr_stats(), mode_obj):
+            for line in loss_report(before, after, mode_obj):
                 print(f"proton: instrumentation session {sid}: {line}", file=sys.stderr)
+
+    return report
 
 
 def is_instrumented(session: int) -> bool:
