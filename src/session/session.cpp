@@ -29,7 +29,8 @@ Session::Session(SessionId id, SessionOptions options, uint32_t epoch)
     : id_(id),
       options_(std::move(options)),
       flushing_(options_.periodic_flushing()),
-      python_context_(options_.python_context) {
+      python_context_(options_.python_context),
+      kernel_records_(options_.config.kernel_records) {
   phase_starts_.push_back(epoch);
   if (options_.data.tree) trees_[0] = std::make_unique<CallTree>();
   add_collector(kTree, std::make_unique<TreeCollector>(*this));
@@ -48,6 +49,12 @@ Session::~Session() = default;
 void Session::add_collector(Concern concern, std::unique_ptr<Collector> collector) {
   kinds_.fetch_or(collector->kinds(), std::memory_order_release);
   collectors_[concern] = std::move(collector);
+  for (size_t kind = 0; kind < by_kind_.size(); ++kind) {
+    size_t n = 0;
+    for (const auto& c : collectors_) {
+      if (c && (c->kinds() & (uint32_t{1} << kind)) != 0) by_kind_[kind][n++] = c.get();
+    }
+  }
 }
 
 void Session::collect(const Record& record) {
@@ -55,16 +62,11 @@ void Session::collect(const Record& record) {
   if ((kinds_.load(std::memory_order_acquire) & kind) == 0) return;
   // Kernel records on for another session: this one keeps region cycles only, as it started
   // (its kernel boxes come from the CTAs' extent).
-  if (kind == record_bit<KernelDone>() && !config_.kernel_records) return;
+  if (kind == record_bit<KernelDone>() && !kernel_records_) return;
   std::lock_guard lock(mu);
-  placed_ = Placed{};
-  for (const auto& c : collectors_) {
-    if (c && (c->kinds() & kind) != 0) c->collect(record);
-  }
-}
-
-ContextId Session::context_of(const LaunchTag& tag) const {
-  return python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
+  placed_.tree = nullptr;
+  for (Collector* const* c = by_kind_[record.index()].data(); *c != nullptr; ++c)
+    (*c)->collect(record);
 }
 
 std::string Session::output_path(std::string_view format, int64_t phase) const {
@@ -89,11 +91,6 @@ uint32_t Session::begin_phase(uint32_t epoch) {
   phase_starts_.push_back(epoch);
   if (data_.tree) trees_[current_phase()] = std::make_unique<CallTree>();
   return current_phase();
-}
-
-CallTree* Session::phase_tree(uint32_t phase) {
-  auto it = trees_.find(phase);
-  return it == trees_.end() ? nullptr : it->second.get();
 }
 
 std::vector<uint32_t> Session::live_phases() const {

@@ -2,6 +2,7 @@
 // output paths.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -76,7 +77,10 @@ class Session {
   /// Opens phase current_phase() + 1 at `epoch` and returns it.
   uint32_t begin_phase(uint32_t epoch);
   /// The tree of `phase`, nullptr when it was cleared or written out.
-  CallTree* phase_tree(uint32_t phase);
+  CallTree* phase_tree(uint32_t phase) {
+    auto it = trees_.find(phase);
+    return it == trees_.end() ? nullptr : it->second.get();
+  }
   /// Phases that still hold a tree, oldest first.
   std::vector<uint32_t> live_phases() const;
   /// Frees `phase` (or every phase up to it); clearing the current phase empties it.
@@ -133,6 +137,9 @@ class Session {
   // not ask for that concern (counters and the trace are added once they start, under mu).
   enum Concern : uint8_t { kTree, kRegions, kPc, kCounters, kTrace, kConcerns };
   std::array<std::unique_ptr<Collector>, kConcerns> collectors_;
+  // Per record kind, the collectors that take it in delivery order, null-terminated: what
+  // collect() walks (requires mu).
+  std::array<std::array<Collector*, kConcerns + 1>, std::variant_size_v<Record>> by_kind_{};
   // The record kinds some collector takes (record_bit), read without mu.
   std::atomic<uint32_t> kinds_{0};
   void add_collector(Concern concern, std::unique_ptr<Collector> collector);  // requires mu
@@ -145,8 +152,16 @@ class Session {
   };
   Placed placed_;
 
-  void attach_split(bool final);                   // requires mu
-  uint32_t phase_for(const LaunchTag& tag) const;  // requires mu
+  void attach_split(bool final);  // requires mu
+  // The phase a tag's epoch falls in (requires mu). Stamps are epochs mod 2^24, never newer
+  // than the current epoch: the full value is recovered first.
+  uint32_t phase_for(const LaunchTag& tag) const {
+    uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+    uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
+    auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
+    return static_cast<uint32_t>(
+        after == phase_starts_.begin() ? 0 : after - phase_starts_.begin() - 1);
+  }
   std::unique_ptr<CounterJoin> counters_;
   const CounterSchema* counter_schema_ = nullptr;    // of the last batch (the backend keeps it)
   std::unique_ptr<CounterTrack> counter_track_;      // data="trace": the samples, for tracks
@@ -162,7 +177,9 @@ class Session {
 
   PcAttribution::TreeOf pc_tree_of();  // requires mu while the result is used
   // The context a kernel of `tag` lands in: its Python call path for context="python".
-  ContextId context_of(const LaunchTag& tag) const;
+  ContextId context_of(const LaunchTag& tag) const {
+    return python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
+  }
 
   SessionId id_;
   SessionOptions options_;
@@ -170,6 +187,7 @@ class Session {
   const DataKinds& data_ = options_.data;
   PeriodicFlushing flushing_;
   bool python_context_;  // context == "python", not compared per kernel (memcmp was ~9%)
+  bool kernel_records_;  // config_.kernel_records, not read through the options per kernel
   std::vector<uint32_t> phase_starts_;                   // phase -> first epoch
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;

@@ -34,14 +34,6 @@ void Session::enable_counters(bool per_launch, bool samples) {
   }
 }
 
-uint32_t Session::phase_for(const LaunchTag& tag) const {
-  uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
-  uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
-  auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
-  return static_cast<uint32_t>(after == phase_starts_.begin() ? 0
-                                                              : after - phase_starts_.begin() - 1);
-}
-
 CounterCollector::CounterCollector(Session& s)
     : Collector(s, record_bit<KernelDone>() | record_bit<LaunchCounterValues>() |
                        record_bit<CounterSampleBatch>()) {}
