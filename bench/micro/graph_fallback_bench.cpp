@@ -42,11 +42,12 @@ using Clock = std::chrono::steady_clock;
 
 class SumSink : public RecordSink {
  public:
-  void deliver(SessionMask, const LaunchTag& tag, const KernelRecord& r) override {
-    total_ns += r.end_ns - r.start_ns + tag.context;
+  void deliver(SessionMask, const Record& record) override {
+    const auto* k = std::get_if<KernelDone>(&record);
+    if (k == nullptr) return;
+    total_ns += k->kernel.end_ns - k->kernel.start_ns + k->tag.context;
     ++records;
   }
-  void dropped(uint64_t) override {}
   uint64_t total_ns = 0;
   uint64_t records = 0;
 };

@@ -13,8 +13,8 @@ from .hooks.hook import Hook
 atexit.register(_proton._python_context_shutdown)
 
 DEFAULT_PROFILE_NAME = "proton"
-# backend= values start() takes (None picks this machine's GPU backend).
-BACKENDS = ("cupti", "instrumentation")
+# backend= values start() takes (None picks this machine's GPU backend): the engine's registry.
+BACKENDS = tuple(_proton.backend_names())
 
 
 class StartError(ValueError, RuntimeError):
@@ -111,35 +111,27 @@ def start(
                          "proton.hooks.Hook instance)")
     if hook is not None:
         hooks._runtime_knobs()  # no Triton: fail before a session exists
-    # backend="instrumentation": kernel timing (CUPTI) plus Triton's intra-kernel regions, the
-    # mode being the instrumentation's (docs/instrumentation.md). Validated before the session.
-    instrumented = backend == "instrumentation"
-    if instrumented:
-        hooks.instrumentation.check_mode(mode)
     # Tensor-metric accumulators, allocated outside any graph capture and before the session
     # exists, so their zero-fill kernels are never part of the profile.
     metric.preallocate()
     try:
+        # The engine checks every argument (an instrumentation mode for backend=
+        # "instrumentation" included) and opens what the backend records from.
         session = _proton.start(
             _ranks.session_name(name),
             "shadow" if context is None else context,
             "tree" if data is None else data,
-            "" if backend is None or instrumented else backend,
-            "" if mode is None or instrumented else str(mode),
-            # Region cycles only, as triton.profiler records them: the launches skip CUPTI's
-            # kernel records unless PROTON_INSTR_KERNEL_TIME=1 or a kernel-timing session runs
-            # beside (docs/instrumentation.md, "Wall time").
-            kernel_records=not instrumented,
+            "" if backend is None else backend,
+            "" if mode is None else str(mode),
             **_knobs.start_args(),
         )
     except ValueError as e:  # an unknown context, data or mode, a bad PROTON_* value: StartError
         raise StartError(str(e)) from None
-    if instrumented:
-        try:
-            hooks.instrumentation.start_session(session, mode)
-        except Exception:
-            _proton.finalize(session, "")
-            raise
+    try:
+        hooks.instrumentation.attach(session)  # Triton's compiler hooks, if the session needs them
+    except Exception:
+        _proton.finalize(session, "")
+        raise
     hooks.register(session, hook)
     _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
     return session
@@ -182,17 +174,18 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         return
     if _exit.inherited(session):  # never write over the parent's profile
         return
-    hooks.instrumentation.end_session(session)  # regions in flight reach the tree first
+    lost = hooks.instrumentation.detach(session)  # Triton's hooks out before the last drain
     _ranks.before_finalize()  # one rank of a job: record its device (docs/multiprocess.md)
     try:
         metric.fold()  # device tensor metrics: one read-back
     except Exception as e:  # never lose the rest of the profile over them
         warnings.warn(f"proton: device tensor metrics could not be read back: {e}")
     output_format = output_format or ""
-    if session is None:
+    if session is None:  # each session's regions in flight reach its tree first
         _proton.finalize_all(output_format)
     else:
         _proton.finalize(session, output_format)
+    lost()  # what the instrumentation runtime lost, now that it has drained
     hooks.unregister(session)
     _exit.finalized(session)
 

@@ -14,7 +14,7 @@ void RecordProcessor::drain_tags() {
     LaunchTag tag = staged;
     tag.flags |= stamp;
     if (tag.flags & (kTagScopeEnter | kTagScopeExit)) {
-      sink_.scope_event(tag);
+      sink_.deliver(tag.sessions, ScopeEvent{tag});
       return;
     }
     auto [item, inserted] = tags_.try_emplace(tag.correlation, Pending{tag, tag.fanout});
@@ -73,10 +73,10 @@ bool RecordProcessor::attribute(const KernelRecord& r) {
   Pending& pending = item->value;  // the sink and graphs_ below never touch tags_
   uint64_t stale = 0;
   if (r.graph_id == 0 && r.graph_node_id == 0) {
-    sink_.deliver(pending.tag.sessions, pending.tag, r);
+    sink_.deliver(pending.tag.sessions, KernelDone{pending.tag, r});
   } else {
     LaunchTag replay = graphs_.replay_tag(pending.tag, r);
-    sink_.deliver(replay.sessions, replay, r);
+    sink_.deliver(replay.sessions, KernelDone{replay, r});
     if (r.graph_id != 0) {
       pending.graph = static_cast<uint32_t>(r.graph_id);
       stale = graphs_.launch_seen(pending.graph, r.correlation);
@@ -101,7 +101,7 @@ void RecordProcessor::unattributed(const KernelRecord& r) {
   tag.flags =
       kTagUnattributed | (LaunchStage::phase_epoch.load(std::memory_order_relaxed) & kTagEpochMask)
                              << kTagEpochShift;
-  sink_.deliver(tag.sessions, tag, r);
+  sink_.deliver(tag.sessions, KernelDone{tag, r});
 }
 
 void RecordProcessor::process(std::span<const KernelRecord> records) {
@@ -125,7 +125,7 @@ void RecordProcessor::report_dropped(uint64_t count) {
   std::lock_guard lock(mu_);
   SinkBatch batch(sink_);
   stats_.dropped += count;
-  sink_.dropped(count);
+  sink_.deliver(LaunchStage::active_sessions.load(std::memory_order_acquire), RecordsLost{count});
 }
 
 void RecordProcessor::settle(bool forget_open_tags) {
@@ -173,24 +173,13 @@ RecordProcessor::Stats RecordProcessor::stats() const {
   return s;
 }
 
-void RecordProcessor::process_pc_samples(const PcSampleBatch& batch) {
+// PC samples and hardware counters: decoded by the backend off the launching threads,
+// attributed by the sessions (by kernel time so far, or joined with kernels by correlation:
+// data/pc_attribution.h, data/counter_join.h).
+void RecordProcessor::deliver(const Record& record, SessionMask sessions) {
   std::lock_guard lock(mu_);
-  SinkBatch b(sink_);
-  sink_.pc_samples(batch);
-}
-
-// Hardware counters: decoded by the backend off the launching threads, attributed
-// by the sessions (they join values with kernels by correlation, data/counter_join.h).
-void RecordProcessor::deliver_counters(const LaunchCounters& batch) {
-  std::lock_guard lock(mu_);
-  SinkBatch sink_batch(sink_);
-  sink_.counters(batch);
-}
-
-void RecordProcessor::deliver_counter_samples(const CounterSamples& batch) {
-  std::lock_guard lock(mu_);
-  SinkBatch sink_batch(sink_);
-  sink_.counter_samples(batch);
+  SinkBatch batch(sink_);
+  sink_.deliver(sessions, record);
 }
 
 }  // namespace proton

@@ -26,9 +26,8 @@
 #include "attribution/graph_attribution.h"
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
+#include "attribution/record.h"
 #include "common/id_map.h"
-#include "data/counter_batch.h"
-#include "data/pc_sample.h"
 
 namespace proton {
 
@@ -42,18 +41,10 @@ class RecordSink {
   virtual ~RecordSink() = default;
   virtual void begin_batch() {}
   virtual void end_batch() {}
-  virtual void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) = 0;
-  /// Records the backend lost (buffer overflow), reported to every active session.
-  virtual void dropped(uint64_t count) = 0;
-  /// A CPU scope opening or closing (tag.flags has kTagScopeEnter or kTagScopeExit) for the
-  /// trace sessions in tag.sessions, delivered in the thread's order with its launches.
-  virtual void scope_event(const LaunchTag& tag) {}
-  /// PC samples of one drain (mode="pcsampling"), for the sessions that sample.
-  virtual void pc_samples(const PcSampleBatch& batch) {}
-  /// Hardware-counter values per launch (mode="counters"), for the sessions that collect them.
-  virtual void counters(const LaunchCounters& batch) {}
-  /// Device-wide counter samples (PM sampling), for the trace sessions that collect them.
-  virtual void counter_samples(const CounterSamples& batch) {}
+  /// One record of any kind for the sessions in `sessions` (kAllSessions: every session that
+  /// collects its kind): a kernel for the sessions of its launch, a scope event for the trace
+  /// sessions of its tag, lost records for the sessions active now.
+  virtual void deliver(SessionMask sessions, const Record& record) = 0;
 };
 
 class RecordProcessor {
@@ -71,14 +62,12 @@ class RecordProcessor {
 
   /// Attributes one batch. Thread-safe; batches are serialised.
   void process(std::span<const KernelRecord> records);
+  /// Records the backend lost, for the sessions active now.
   void report_dropped(uint64_t count);
-  /// Hands a drain of PC samples to the sink, serialised with kernel batches (a sample's
-  /// attribution reads the kernel time delivered so far). Thread-safe.
-  void process_pc_samples(const PcSampleBatch& batch);
-  /// Hands a batch of counter values (or samples) to the sink. Thread-safe; serialised with
-  /// record batches.
-  void deliver_counters(const LaunchCounters& batch);
-  void deliver_counter_samples(const CounterSamples& batch);
+  /// Hands a record that needs no launch tag (PC samples, counter values and samples) to the
+  /// sink for `sessions`, serialised with kernel batches (a PC sample's attribution reads the
+  /// kernel time delivered so far; counter values join kernels by correlation). Thread-safe.
+  void deliver(const Record& record, SessionMask sessions = kAllSessions);
   /// Attributes every waiting record (end of a flush) and forgets tags that expect an
   /// unknown number of kernels only if `forget_open_tags`.
   void settle(bool forget_open_tags = false);

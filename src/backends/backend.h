@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,8 +52,8 @@ struct BackendOptions {
   // or newer, else kAll.
   enum class LaunchCallbacks : uint8_t { kAuto, kAll, kDriver };
   LaunchCallbacks launch_callbacks = LaunchCallbacks::kAuto;
-  // Hardware counters (mode="counters", data/counter_config.h): per-launch values through the
-  // RecordProcessor's deliver_counters, PM samples through deliver_counter_samples. A backend
+  // Hardware counters (mode="counters", data/counter_config.h): per-launch values and PM samples
+  // handed to RecordProcessor::deliver (LaunchCounterValues, CounterSampleBatch). A backend
   // without counters, or a GPU that refuses them, says so once and times kernels as usual.
   CounterConfig counters;
   // CUPTI's kernel records (kernel time, kernel boxes on the trace). Off: the launch callbacks
@@ -138,8 +139,12 @@ class Backend {
 /// site-packages folders, where pip-installed CUDA wheels and Triton keep libcupti).
 void set_library_search_paths(std::vector<std::string> dirs);
 
-/// Creates the backend named `name` ("cupti", ...) or nullptr with `why` set when this build
-/// or machine has none.
+/// The names make_backend and proton.start(backend=...) take: "cupti" (NVIDIA kernel timing)
+/// and "instrumentation" (Triton's intra-kernel regions, beside CUPTI's kernel timing).
+std::span<const std::string_view> backend_names();
+
+/// Creates the backend named `name` (one of backend_names(); "" picks this machine's) or nullptr
+/// with `why` set when this build or machine has none.
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why);
 
 }  // namespace proton

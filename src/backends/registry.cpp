@@ -1,4 +1,5 @@
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,19 @@ void set_library_search_paths(std::vector<std::string> dirs) {
 #endif
 }
 
+namespace {
+constexpr std::string_view kBackendNames[] = {"cupti", "instrumentation"};
+}  // namespace
+
+std::span<const std::string_view> backend_names() {
+  return kBackendNames;
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why) {
-  if (name.empty() || name == "cupti") {
+  // An instrumentation session's regions come from the instrumentation runtime, which the
+  // session layer opens; its kernel timing (and the launch callbacks that queue each launch's
+  // copy-back) is CUPTI's.
+  if (name.empty() || name == "cupti" || name == "instrumentation") {
 #ifdef PROTON_HAVE_CUPTI
     return make_cupti_backend(why);
 #else
@@ -31,7 +43,10 @@ std::unique_ptr<Backend> make_backend(std::string_view name, std::string& why) {
     return nullptr;
 #endif
   }
-  why = "unknown backend '" + std::string(name) + "' (available: cupti)";
+  std::string list;
+  for (std::string_view n : kBackendNames)
+    list += (list.empty() ? "" : ", ") + std::string(n);
+  why = "unknown backend '" + std::string(name) + "' (available: " + list + ")";
   return nullptr;
 }
 

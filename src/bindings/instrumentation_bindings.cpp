@@ -1,12 +1,12 @@
 // proton._proton's instrumentation functions (python/proton/hooks/instrumentation.py calls
-// them): translation only; the runtime is src/backends/instrumentation.
+// them): translation only; the runtime is src/backends/instrumentation, whose pools the
+// sessions open and close (session/runtime.cpp).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +16,6 @@
 #include "common/hot.h"
 #include "common/name_table.h"
 #include "context/thread_context.h"
-#include "session/region_sink.h"
 #include "session/runtime.h"
 
 namespace nb = nanobind;
@@ -46,24 +45,7 @@ instr::KernelInfo kernel_info(const std::string& name, instr::KernelLayout layou
 }  // namespace
 
 void bind_instrumentation(nb::module_& m) {
-  static instr::SessionRegionSink sink;
-  m.def("instr_open", [](uint32_t session, uint64_t pool_bytes) {
-    instr::InstrRuntime::get().set_sink(&sink);
-    // Regions are delivered by the runtime's slot mask: the public id is not the slot once a
-    // process has started more sessions than it has slots (the whole GPU suite in one process
-    // delivered every region to no session).
-    uint64_t mask = 0;
-    try {
-      mask = uint64_t{1} << (Runtime::get().slot_of(session) & 63u);
-    } catch (const std::exception&) {
-      mask = 0;  // not a runtime session (tests): the id is the bit
-    }
-    instr::InstrRuntime::get().open(session, pool_bytes, mask);
-  });
-  m.def("instr_close", [](uint32_t session) {
-    nb::gil_scoped_release release;  // the consumer may need a moment
-    instr::InstrRuntime::get().close(session);
-  });
+  // Sessions open, drain and close the runtime's pools themselves (Runtime::start/finalize).
   m.def("instr_drain", [] {
     nb::gil_scoped_release release;
     instr::InstrRuntime::get().drain();
@@ -148,9 +130,7 @@ void bind_instrumentation(nb::module_& m) {
               name, instr::KernelLayout{num_warps, scratch, std::move(units), 0}, names, parents);
           instr::DecodeResult r = instr::decode_scratch(
               {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, k.layout);
-          instr::SessionRegionSink().deliver(
-              LaunchStage::active_sessions.load(std::memory_order_relaxed),
-              ThreadContext::launch_context(), k, r, 0, clock_khz);
+          Runtime::get().add_host_regions(k, r, clock_khz);
           nb::dict d;
           d["samples"] = r.samples.size();
           d["ctas"] = r.ctas.size();

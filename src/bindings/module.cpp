@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -299,6 +300,17 @@ NB_MODULE(_proton, m) {
   m.def("has_sessions", [] { return Runtime::get().has_sessions(); });
   m.def("is_active", [](SessionId id) { return Runtime::get().is_active(id); });
   m.def("backend_name", [] { return Runtime::get().backend_name(); });
+  // The backend= values start takes, from the backend registry.
+  m.def("backend_names", [] {
+    std::vector<std::string> names;
+    for (std::string_view n : backend_names())
+      names.emplace_back(n);
+    return names;
+  });
+  // An instrumentation session's mode text (Triton's compiler hooks install it); None for
+  // any other session.
+  m.def("instrumentation_mode",
+        [](SessionId id) { return Runtime::get().instrumentation_mode(id); });
   m.def("_processor_stats", [] {
     using S = RecordProcessor::Stats;
     return counters_dict(Runtime::get().processor().stats(), {{"records", &S::records},

@@ -57,7 +57,13 @@ struct InstrumentationMode {
   uint64_t buffer_size = 0;  // 0 or a power of two
   /// Names given with optimizations= (possibly none); nullopt: the default set.
   std::optional<std::vector<std::string>> optimizations;
+
+  bool operator==(const InstrumentationMode&) const = default;
 };
+
+/// The optimizations Triton's passes get: those named, or the default set (clock32,
+/// sched_stores) when none were given.
+std::vector<std::string> optimizations_or_default(const InstrumentationMode& mode);
 
 using Mode = std::variant<KernelTimingMode, GraphMode, PeriodicFlushing, PcSamplingOptions,
                           CounterConfig, InstrumentationMode>;

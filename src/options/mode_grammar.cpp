@@ -347,6 +347,11 @@ InstrumentationMode instrumentation(std::string_view text,
 
 }  // namespace
 
+std::vector<std::string> optimizations_or_default(const InstrumentationMode& mode) {
+  // The cheapest options that stay correct (python/proton/mode.py's DEFAULT_OPTIMIZATIONS).
+  return mode.optimizations.value_or(std::vector<std::string>{"clock32", "sched_stores"});
+}
+
 uint32_t pc_period_log2_for_interval(uint64_t interval) {
   uint32_t log2 = 5;
   while (log2 < 31 && (uint64_t{1} << log2) < interval)

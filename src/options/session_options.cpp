@@ -51,6 +51,31 @@ instr::InstrOptions instr_options(const Environment& env) {
   return i;
 }
 
+// backend="instrumentation": its mode ("" = the default one), checked for what Triton's passes
+// can compile, before any session exists.
+InstrumentationMode instrumentation_mode(const Mode& parsed, const std::string& text) {
+  if (std::holds_alternative<KernelTimingMode>(parsed)) return InstrumentationMode{};
+  const auto* m = std::get_if<InstrumentationMode>(&parsed);
+  if (m == nullptr) {
+    throw std::invalid_argument("backend='instrumentation' takes an instrumentation mode, not '" +
+                                text + "'");
+  }
+  if (m->granularity != "warp" && m->sampling_strategy == "selective") {
+    std::string warps;
+    for (uint32_t w : m->sampled_warps)
+      warps += (warps.empty() ? "" : ",") + std::to_string(w);
+    throw std::invalid_argument("granularity '" + m->granularity +
+                                "' records each group's first warp: it cannot be combined with "
+                                "selective sampling (sampling_options='" +
+                                warps + "'); use one or the other");
+  }
+  if (m->buffer_strategy != "circular") {
+    throw std::invalid_argument("buffer_strategy '" + m->buffer_strategy +
+                                "': Triton's passes implement only 'circular'");
+  }
+  return *m;
+}
+
 }  // namespace
 
 DataKinds parse_data(const std::string& data) {
@@ -84,7 +109,10 @@ SessionOptions make_session_options(const SessionConfig& config, const Environme
   o.python_context = config.context == "python";
   o.data = parse_data(config.data);
   o.mode = parse_mode(config.mode);
-  if (std::holds_alternative<InstrumentationMode>(o.mode)) {
+  const bool instrumented = config.backend == "instrumentation";
+  if (instrumented) {
+    o.mode = instrumentation_mode(o.mode, config.mode);
+  } else if (std::holds_alternative<InstrumentationMode>(o.mode)) {
     throw std::invalid_argument("mode '" + config.mode +
                                 "' is an instrumentation mode: start the session with "
                                 "backend='instrumentation'");
@@ -98,8 +126,11 @@ SessionOptions make_session_options(const SessionConfig& config, const Environme
   if (o.config.trace_budget_bytes == 0) {
     o.config.trace_budget_bytes = env.trace_budget_bytes.value_or(0);
   }
-  // Instrumentation sessions keep region cycles only unless the user asks for kernel time too.
-  o.config.kernel_records = config.kernel_records || env.instr_kernel_time.value_or(false);
+  // Instrumentation sessions keep region cycles only (as triton.profiler records them: their
+  // launches cost no CUPTI kernel record) unless the user asks for kernel time too, or a
+  // session timing kernels runs beside (docs/instrumentation.md, "Wall time").
+  o.config.kernel_records =
+      (config.kernel_records && !instrumented) || env.instr_kernel_time.value_or(false);
   o.backend = backend_options(o, env);
   o.instr = instr_options(env);
   return o;

@@ -24,7 +24,8 @@ void SessionRegionSink::deliver(uint64_t sessions, ContextId ctx, const KernelIn
     launch = launch_span(d);
     spans = region_spans(k, d, clock_khz, &launch);
   }
-  Runtime::get().add_regions(sessions, ctx, k.name, totals, units, device_id, spans, launch);
+  Runtime::get().deliver_outside_batch(
+      sessions, LaunchRegions{ctx, k.name, totals, units, device_id, spans, launch});
 }
 
 }  // namespace proton::instr

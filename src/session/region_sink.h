@@ -7,7 +7,7 @@
 
 namespace proton::instr {
 
-/// Delivers to the session runtime (Runtime::add_regions).
+/// Delivers to the session runtime (LaunchRegions, Runtime::deliver_outside_batch).
 class SessionRegionSink final : public RegionSink {
  public:
   void deliver(uint64_t sessions, ContextId ctx, const KernelInfo& kernel,

@@ -15,6 +15,7 @@
 #include "io/atomic_file.h"
 #include "io/chrome_trace_writer.h"
 #include "io/run_info.h"
+#include "session/region_sink.h"
 
 namespace proton {
 
@@ -67,6 +68,24 @@ std::vector<std::string> resolve_formats(const Session& s, std::string_view form
   return out;
 }
 
+// Whether two instrumentation modes give Triton's passes the same options (optimizations left
+// out are the default set).
+bool same_passes(InstrumentationMode a, InstrumentationMode b) {
+  a.optimizations = optimizations_or_default(a);
+  b.optimizations = optimizations_or_default(b);
+  return a == b;
+}
+
+std::string mode_text(const std::string& mode) {
+  return mode.empty() ? "default" : mode;
+}
+
+// The sessions' end of the instrumentation runtime (one per process, as the runtime).
+instr::SessionRegionSink& region_sink() {
+  static instr::SessionRegionSink sink;
+  return sink;
+}
+
 }  // namespace
 
 Runtime& Runtime::get() {
@@ -94,8 +113,16 @@ SessionId Runtime::start(const SessionConfig& config) {
   }
   // CUPTI's activity kinds are process-wide, so sessions that run together must agree on them:
   // mode="graph" swaps per-node kernel records for one record per graph launch.
+  const auto* instr_mode = std::get_if<InstrumentationMode>(&options.mode);
   for (auto& s : sessions_) {
     if (!s) continue;
+    // Triton compiles a kernel once for every instrumentation session of the process.
+    const auto* running = std::get_if<InstrumentationMode>(&s->options().mode);
+    if (instr_mode != nullptr && running != nullptr && !same_passes(*instr_mode, *running)) {
+      throw std::invalid_argument("instrumentation mode '" + mode_text(config.mode) +
+                                  "' differs from the running session's '" +
+                                  mode_text(s->config().mode) + "'; finalize it first");
+    }
     if (s->options().graph() != options.graph()) {
       throw std::invalid_argument(
           "mode='graph' records one node per CUDA graph launch for the whole process; session '" +
@@ -181,7 +208,22 @@ SessionId Runtime::start(const SessionConfig& config) {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
   }
   set_active(id, true);
+  if (instr_mode != nullptr) open_regions(id);
   return public_ids_[id];
+}
+
+void Runtime::open_regions(SessionId slot) {
+  // Regions reach the sessions of a launch's slot mask: the public id is not the slot once a
+  // process has started more sessions than it has slots.
+  instr::InstrRuntime& regions = instr::InstrRuntime::get();
+  regions.set_sink(&region_sink());
+  regions.open(public_ids_[slot], /*pool_bytes=*/0, SessionMask{1} << slot);
+}
+
+void Runtime::add_host_regions(const instr::KernelInfo& kernel, const instr::DecodeResult& decoded,
+                               uint32_t clock_khz) {
+  region_sink().deliver(LaunchStage::active_sessions.load(std::memory_order_relaxed),
+                        ThreadContext::launch_context(), kernel, decoded, 0, clock_khz);
 }
 
 void Runtime::start_trace(Session& s) {
@@ -294,6 +336,10 @@ void Runtime::finalize(SessionId public_id, std::string_view format) {
   SessionId id = slot_or_throw(public_id);
   Session& s = *sessions_[id];
   std::vector<std::string> formats = resolve_formats(s, format);  // throws before any change
+  if (s.instrumented()) {
+    // Every launch queued so far is decoded into the session's tree, then its pool is freed.
+    instr::InstrRuntime::get().close(public_id);
+  }
   set_active(id, false);
   flush_backend();
   if (s.pc_sampling() && backend_running_) {
@@ -379,6 +425,13 @@ std::vector<SessionId> Runtime::active_session_ids() const {
     if (sessions_[slot]) out.push_back(public_ids_[slot]);
   }
   return out;
+}
+
+std::optional<std::string> Runtime::instrumentation_mode(SessionId id) const {
+  std::shared_lock lock(sessions_mu_);
+  SessionId slot = slot_or_throw(id);
+  if (!sessions_[slot]->instrumented()) return std::nullopt;
+  return sessions_[slot]->config().mode;
 }
 
 bool Runtime::is_active(SessionId id) const {

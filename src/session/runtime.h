@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <stdexcept>
@@ -20,10 +21,14 @@
 
 #include "attribution/record_processor.h"
 #include "backends/backend.h"
-#include "data/region_metrics.h"
 #include "session/session.h"
 
 namespace proton {
+
+namespace instr {
+struct KernelInfo;
+struct DecodeResult;
+}  // namespace instr
 
 /// An id that names no live session (never started, or finalized): triton.profiler raises
 /// RuntimeError("Session has not been initialized: N") for it, and so do we.
@@ -74,12 +79,20 @@ class Runtime final : public RecordSink {
   bool is_phase_complete(SessionId id, uint32_t phase);
   void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
 
-  /// Intra-kernel regions of one launch (backends/instrumentation): added below the kernel's
-  /// node of context `ctx` in each session of `sessions` that still exists (takes each
-  /// Session::mu). `units` = warps x CTAs of the launch.
-  void add_regions(SessionMask sessions, ContextId ctx, NameId kernel,
-                   std::span<const RegionTotals> regions, uint64_t units, uint32_t device_id,
-                   std::span<const RegionSpan> spans = {}, LaunchSpan launch = {});
+  /// A record from a source outside the record processor (the instrumentation runtime's
+  /// decoders hand LaunchRegions) for the sessions of `sessions` that still exist: takes
+  /// sessions_mu_ (shared) and each session's mu.
+  void deliver_outside_batch(SessionMask sessions, const Record& record);
+
+  /// The mode text an instrumentation session (backend="instrumentation") was started with ("":
+  /// the default mode), or nullopt for any other session: what Triton's compiler hooks
+  /// install. Throws SessionNotFound.
+  std::optional<std::string> instrumentation_mode(SessionId id) const;
+
+  /// Regions of a kernel that recorded them itself, decoded on the host: added under the
+  /// calling thread's context in every active session (the trace only with `clock_khz`).
+  void add_host_regions(const instr::KernelInfo& kernel, const instr::DecodeResult& decoded,
+                        uint32_t clock_khz);
 
   bool is_active(SessionId id) const;
   bool has_sessions() const;
@@ -87,8 +100,6 @@ class Runtime final : public RecordSink {
 
   /// The internal slot (bit in the launch-time session masks) of a live session (tests).
   SessionId slot_for_testing(SessionId id);
-  /// The same for the instrumentation runtime, whose regions are delivered by slot mask.
-  SessionId slot_of(SessionId id) { return slot_for_testing(id); }
   /// Injects a backend (tests); replaces any running one.
   void set_backend_for_testing(std::unique_ptr<Backend> backend);
   RecordProcessor& processor() { return processor_; }
@@ -97,12 +108,7 @@ class Runtime final : public RecordSink {
   // and release sessions_mu_ (shared): a shared lock per record cost ~8% of attribution.
   void begin_batch() override;
   void end_batch() override;
-  void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override;
-  void dropped(uint64_t count) override;
-  void scope_event(const LaunchTag& tag) override;
-  void pc_samples(const PcSampleBatch& batch) override;
-  void counters(const LaunchCounters& batch) override;
-  void counter_samples(const CounterSamples& batch) override;
+  void deliver(SessionMask sessions, const Record& record) override;
 
  private:
   Runtime();
@@ -119,6 +125,9 @@ class Runtime final : public RecordSink {
   void flush_completed_phases(Session& s);          // requires api_mu_ (periodic flushing)
   bool phase_complete(Session& s, uint32_t phase);  // requires api_mu_
   void start_trace(Session& s);                     // requires api_mu_
+  // Opens the instrumentation runtime's pool of the session in `slot` (requires api_mu_);
+  // finalize drains and closes it.
+  void open_regions(SessionId slot);
   std::vector<DeviceInfo> devices_of(const uint64_t (&seen)[2]);  // requires api_mu_
   std::string tree_data(SessionId id, uint32_t phase, bool msgpack);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "io/chrome_trace_writer.h"
 #include "io/counter_track_writer.h"
@@ -30,16 +29,45 @@ Session::Session(SessionId id, SessionOptions options, uint32_t epoch)
     : id_(id),
       options_(std::move(options)),
       flushing_(options_.periodic_flushing()),
-      python_context_(options_.python_context) {
-  if (options_.pc_sampling() != nullptr) pc_ = std::make_unique<PcAttribution>();
+      python_context_(options_.python_context),
+      kernel_records_(options_.config.kernel_records) {
   phase_starts_.push_back(epoch);
   if (options_.data.tree) trees_[0] = std::make_unique<CallTree>();
+  add_collector(kTree, std::make_unique<TreeCollector>(*this));
+  add_collector(kRegions, std::make_unique<RegionCollector>(*this));
+  if (options_.pc_sampling() != nullptr) {
+    pc_ = std::make_unique<PcAttribution>();
+    add_collector(kPc, std::make_unique<PcCollector>(*this));
+  }
 }
 
 Session::Session(SessionId id, const SessionConfig& config, uint32_t epoch)
     : Session(id, make_session_options(config, Environment{}), epoch) {}
 
 Session::~Session() = default;
+
+void Session::add_collector(Concern concern, std::unique_ptr<Collector> collector) {
+  kinds_.fetch_or(collector->kinds(), std::memory_order_release);
+  collectors_[concern] = std::move(collector);
+  for (size_t kind = 0; kind < by_kind_.size(); ++kind) {
+    size_t n = 0;
+    for (const auto& c : collectors_) {
+      if (c && (c->kinds() & (uint32_t{1} << kind)) != 0) by_kind_[kind][n++] = c.get();
+    }
+  }
+}
+
+void Session::collect(const Record& record) {
+  const uint32_t kind = record_bit(record);
+  if ((kinds_.load(std::memory_order_acquire) & kind) == 0) return;
+  // Kernel records on for another session: this one keeps region cycles only, as it started
+  // (its kernel boxes come from the CTAs' extent).
+  if (kind == record_bit<KernelDone>() && !kernel_records_) return;
+  std::lock_guard lock(mu);
+  placed_.tree = nullptr;
+  for (Collector* const* c = by_kind_[record.index()].data(); *c != nullptr; ++c)
+    (*c)->collect(record);
+}
 
 std::string Session::output_path(std::string_view format, int64_t phase) const {
   std::string base = config_.name;
@@ -65,11 +93,6 @@ uint32_t Session::begin_phase(uint32_t epoch) {
   return current_phase();
 }
 
-CallTree* Session::phase_tree(uint32_t phase) {
-  auto it = trees_.find(phase);
-  return it == trees_.end() ? nullptr : it->second.get();
-}
-
 std::vector<uint32_t> Session::live_phases() const {
   std::vector<uint32_t> out;
   for (const auto& [phase, tree] : trees_)
@@ -91,19 +114,6 @@ void Session::clear_phases(uint32_t phase, bool up_to) {
   }
 }
 
-CallTree* Session::tree_for(const LaunchTag& tag) {
-  if (!data_.tree) return nullptr;
-  // Stamps are epochs mod 2^24, never newer than the current epoch: recover the full value.
-  uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
-  uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
-  auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
-  auto phase =
-      static_cast<uint32_t>(after == phase_starts_.begin() ? 0 : after - phase_starts_.begin() - 1);
-  CallTree* t = phase_tree(phase);
-  if (t == nullptr) ++late_kernels;
-  return t;
-}
-
 void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool kernel_boxes) {
   gpu_offset_ns_ = gpu_offset_ns;
   kernel_boxes_ = kernel_boxes;
@@ -111,6 +121,7 @@ void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool k
   trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
   trace_ = std::make_unique<TraceStore>(
       config_.trace_budget_bytes, [w = trace_writer_.get()](auto events) { w->append(events); });
+  add_collector(kTrace, std::make_unique<TraceCollector>(*this));
 }
 
 void Session::finish_trace(uint64_t now_ns) {
@@ -136,34 +147,6 @@ void Session::finish_trace(uint64_t now_ns) {
   trace_writer_->finish(summary);
 }
 
-void Session::add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
-                               std::span<const RegionSpan> spans, LaunchSpan launch) {
-  std::lock_guard lock(mu);
-  if (!trace_ || trace_finished_) return;
-  RegionAlignment::Batch b{ctx, kernel, device, {spans.begin(), spans.end()}};
-  if (!kernel_boxes_) {
-    // No kernel record will come: the GPU clock offset alone places the regions, and the
-    // launch's extent stands in for the kernel's box.
-    if (launch.end_ns > launch.start_ns) {
-      TraceEvent e;
-      e.kind = TraceEvent::kKernel;
-      e.start_ns = trace_ns(launch.start_ns);
-      e.end_ns = trace_ns(launch.end_ns);
-      e.context = ctx;
-      e.name = kernel;
-      e.device = device;
-      e.stream = kRegionKernelLane;
-      e.flags = kTraceFromRegions;
-      trace_->add(e);
-    }
-    emit_regions(b, trace_ns(RegionAlignment::first_start(b)));
-    return;
-  }
-  if (auto start = region_alignment_.on_regions(std::move(b))) {
-    emit_regions(RegionAlignment::Batch{ctx, kernel, device, {spans.begin(), spans.end()}}, *start);
-  }
-}
-
 uint64_t Session::trace_ns(uint64_t gpu_ns) const {
   return static_cast<uint64_t>(static_cast<int64_t>(gpu_ns) - gpu_offset_ns_);
 }
@@ -187,75 +170,6 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
   }
 }
 
-void Session::add_scope_event(const LaunchTag& tag) {
-  std::lock_guard lock(mu);
-  if (!trace_ || trace_finished_) return;
-  if (tag.flags & kTagScopeEnter) {
-    trace_->scope_enter(tag.thread, tag.context, tag.cpu_ns);
-  } else {
-    trace_->scope_exit(tag.thread, tag.context, tag.cpu_ns);
-  }
-}
-
-void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
-  // Kernel records on for another session: this one keeps region cycles only, as it started
-  // (its kernel boxes come from the CTAs' extent).
-  if (!config_.kernel_records) return;
-  ContextId ctx =
-      python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
-  std::lock_guard lock(mu);
-  if (CallTree* tree = tree_for(tag)) {
-    // Launch metadata (hook="triton") renames the kernel's node and adds its metrics, once per
-    // launch.
-    const LaunchOp* op = tag.op != 0 ? &LaunchOps::global().get(tag.op) : nullptr;
-    NameId name = op != nullptr && op->name != kNoName ? op->name : r.name;
-    CallTree::NodeId kernel = tree->child(tree->node_for_context(ctx), name);
-    tree->add_kernel(kernel, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, r.device_id,
-                     r.device_type);
-    if (pc_) {
-      // PC samples name the function, never the launch: note where it ran and for how long.
-      for (const auto& [phase, t] : trees_) {
-        if (t.get() == tree) {
-          pc_->note_kernel(r.name, phase, kernel,
-                           r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
-          break;
-        }
-      }
-    }
-    if (counters_enabled()) join_counters(tag, kernel, r);
-    for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
-      try {
-        tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);
-      } catch (const MetricTypeError&) {
-        // The hook rejects type changes before the launch; never let one stop delivery.
-      }
-    }
-  }
-  if (tag.flags & kTagUnattributed) ++unattributed_kernels;
-  if (trace_ && !trace_finished_) {
-    TraceEvent e;
-    e.kind = TraceEvent::kKernel;
-    e.start_ns = trace_ns(r.start_ns);
-    e.end_ns = trace_ns(r.end_ns);
-    e.launch_ns = tag.cpu_ns;
-    e.correlation = r.correlation;
-    e.context = ctx;
-    e.name = r.name;
-    e.device = r.device_id;
-    e.stream = r.stream_id;
-    e.thread = tag.thread;
-    e.op = tag.op;  // the writer renames the event and adds the op's metrics, as the tree does
-    e.device_type = static_cast<uint8_t>(r.device_type);
-    if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
-    if (r.correlation != last_launch_) e.flags |= kTraceFirstOfLaunch;
-    last_launch_ = r.correlation;
-    trace_->add(e);
-    // Intra-kernel regions of this launch, if they came first (session/region_alignment.h).
-    if (auto regions = region_alignment_.on_kernel(r.name, e.start_ns))
-      emit_regions(*regions, e.start_ns);
-  }
-}
-
 void Session::add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::lock_guard lock(mu);
   if (!data_.tree) return;  // a trace-only session has no tree to hold scope metrics
@@ -271,13 +185,6 @@ PcAttribution::TreeOf Session::pc_tree_of() {
     if (!data_.tree) return nullptr;
     return phase == UINT32_MAX ? &tree() : phase_tree(phase);
   };
-}
-
-void Session::add_pc_samples(const PcSampleBatch& batch) {
-  std::lock_guard lock(mu);
-  if (!pc_) return;
-  pc_->add(batch);
-  pc_->distribute(pc_tree_of(), /*final=*/false);
 }
 
 void Session::settle_pc_samples() {

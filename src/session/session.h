@@ -2,6 +2,9 @@
 // output paths.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,6 +16,7 @@
 
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
+#include "attribution/record.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
 #include "data/counter_batch.h"
@@ -22,6 +26,7 @@
 #include "data/pc_attribution.h"
 #include "data/region_metrics.h"
 #include "options/session_options.h"
+#include "session/collector.h"
 #include "session/region_alignment.h"
 
 namespace proton {
@@ -43,26 +48,24 @@ class Session {
   const SessionOptions& options() const { return options_; }
   const SessionConfig& config() const { return options_.config; }
   const DataKinds& data() const { return options_.data; }
+  /// backend="instrumentation": the instrumentation runtime keeps a pool for this session.
+  bool instrumented() const { return std::holds_alternative<InstrumentationMode>(options_.mode); }
   const PeriodicFlushing& periodic_flushing() const { return flushing_; }
   /// Output file for `format` ("hatchet" -> name + ".hatchet"; a known extension on the name is
   /// replaced). With `phase` >= 0: name.part_<phase>.<ext>, triton.profiler's phase files.
   std::string output_path(std::string_view format, int64_t phase = -1) const;
 
-  /// Adds one completed kernel to this session's data (takes mu).
-  void add_kernel(const LaunchTag& tag, const KernelRecord& r);
+  /// Hands one record to each of the session's collectors that takes its kind, in their order
+  /// (the call tree first: it places a kernel for the others), taking mu once; a session that
+  /// collects no such kind returns without it. Kernel records are left alone by a session that
+  /// keeps region cycles only (they are on for another session).
+  void collect(const Record& record);
   /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
   void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
 
-  /// Intra-kernel region spans of one launch on the timeline (takes mu); no-op without a trace.
-  /// `launch`: the launch's extent, its kernel box when no kernel record will come.
-  void add_region_spans(ContextId ctx, NameId kernel, uint32_t device,
-                        std::span<const RegionSpan> spans, LaunchSpan launch = {});
-
-  /// A CPU scope opening/closing on a traced thread (takes mu).
-  void add_scope_event(const LaunchTag& tag);
-
-  /// Guards the phase trees, the trace, dropped and unattributed. Taken by the record thread
-  /// per delivery and by user threads adding scope metrics; never held across a backend call.
+  /// Guards the phase trees, the trace, the collectors, dropped and unattributed. Taken by the
+  /// record thread per delivery, by user threads adding scope metrics and by decoder threads
+  /// adding regions; never held across a backend call.
   std::mutex mu;
   /// The current phase's tree (requires mu). Recreated empty if the phase was cleared.
   CallTree& tree();
@@ -74,7 +77,10 @@ class Session {
   /// Opens phase current_phase() + 1 at `epoch` and returns it.
   uint32_t begin_phase(uint32_t epoch);
   /// The tree of `phase`, nullptr when it was cleared or written out.
-  CallTree* phase_tree(uint32_t phase);
+  CallTree* phase_tree(uint32_t phase) {
+    auto it = trees_.find(phase);
+    return it == trees_.end() ? nullptr : it->second.get();
+  }
   /// Phases that still hold a tree, oldest first.
   std::vector<uint32_t> live_phases() const;
   /// Frees `phase` (or every phase up to it); clearing the current phase empties it.
@@ -86,6 +92,7 @@ class Session {
   /// the steady clock.
   /// `kernel_boxes`: kernel records will come (a GPU backend running with them), so regions
   /// wait for their kernel's box; false: regions are placed by the GPU's global timer at once.
+  /// Adds the trace's collector (requires mu once records may come).
   void start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool kernel_boxes = true);
   /// Closes open scopes at `now_ns`, writes the trace file (requires mu). Throws
   /// std::runtime_error when it cannot be written.
@@ -95,7 +102,6 @@ class Session {
   // PC sampling (mode="pcsampling"): samples wait in pc_ until their kernels' time is known
   // (data/pc_attribution.h). All require mu except pc_sampling().
   bool pc_sampling() const { return pc_ != nullptr; }
-  void add_pc_samples(const PcSampleBatch& batch);  // takes mu
   /// Places every waiting sample and writes the sampling counters (before a tree is encoded).
   void settle_pc_samples();
   const PcAttribution* pc_attribution() const { return pc_.get(); }
@@ -114,8 +120,6 @@ class Session {
   bool counters_enabled() const {
     return counters_ != nullptr || counter_track_ != nullptr || split_ != nullptr;
   }
-  void add_counters(const LaunchCounters& batch);         // takes mu
-  void add_counter_samples(const CounterSamples& batch);  // takes mu
   /// End of a flush: kernels still waiting for Range-Profiler values get none; every kernel
   /// delivered so far gets its share of the samples received so far (takes mu).
   void settle_counters();
@@ -124,9 +128,40 @@ class Session {
   const CounterSplit* counter_split() const { return split_.get(); }          // requires mu
 
  private:
-  void join_counters(const LaunchTag& tag, CallTree::NodeId node, const KernelRecord& r);
-  void attach_split(bool final);                   // requires mu
-  uint32_t phase_for(const LaunchTag& tag) const;  // requires mu
+  friend class TreeCollector;
+  friend class RegionCollector;
+  friend class PcCollector;
+  friend class CounterCollector;
+  friend class TraceCollector;
+  // The collectors, one per concern, in delivery order; null where the session's options do
+  // not ask for that concern (counters and the trace are added once they start, under mu).
+  enum Concern : uint8_t { kTree, kRegions, kPc, kCounters, kTrace, kConcerns };
+  std::array<std::unique_ptr<Collector>, kConcerns> collectors_;
+  // Per record kind, the collectors that take it in delivery order, null-terminated: what
+  // collect() walks (requires mu).
+  std::array<std::array<Collector*, kConcerns + 1>, std::variant_size_v<Record>> by_kind_{};
+  // The record kinds some collector takes (record_bit), read without mu.
+  std::atomic<uint32_t> kinds_{0};
+  void add_collector(Concern concern, std::unique_ptr<Collector> collector);  // requires mu
+  // Where the tree collector put the kernel being delivered (requires mu): the later
+  // collectors of the same record (PC samples, counters) hang their data on that node.
+  struct Placed {
+    CallTree* tree = nullptr;  // null: no tree holds this kernel
+    uint32_t phase = 0;
+    CallTree::NodeId node = CallTree::kRoot;
+  };
+  Placed placed_;
+
+  void attach_split(bool final);  // requires mu
+  // The phase a tag's epoch falls in (requires mu). Stamps are epochs mod 2^24, never newer
+  // than the current epoch: the full value is recovered first.
+  uint32_t phase_for(const LaunchTag& tag) const {
+    uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
+    uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
+    auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
+    return static_cast<uint32_t>(
+        after == phase_starts_.begin() ? 0 : after - phase_starts_.begin() - 1);
+  }
   std::unique_ptr<CounterJoin> counters_;
   const CounterSchema* counter_schema_ = nullptr;    // of the last batch (the backend keeps it)
   std::unique_ptr<CounterTrack> counter_track_;      // data="trace": the samples, for tracks
@@ -140,8 +175,11 @@ class Session {
   std::vector<double> split_values_;
   uint64_t trace_base_steady_ns_ = 0;  // the trace's ts 0, for counter-track events
 
-  CallTree* tree_for(const LaunchTag& tag);  // requires mu
-  PcAttribution::TreeOf pc_tree_of();        // requires mu while the result is used
+  PcAttribution::TreeOf pc_tree_of();  // requires mu while the result is used
+  // The context a kernel of `tag` lands in: its Python call path for context="python".
+  ContextId context_of(const LaunchTag& tag) const {
+    return python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
+  }
 
   SessionId id_;
   SessionOptions options_;
@@ -149,6 +187,7 @@ class Session {
   const DataKinds& data_ = options_.data;
   PeriodicFlushing flushing_;
   bool python_context_;  // context == "python", not compared per kernel (memcmp was ~9%)
+  bool kernel_records_;  // config_.kernel_records, not read through the options per kernel
   std::vector<uint32_t> phase_starts_;                   // phase -> first epoch
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;

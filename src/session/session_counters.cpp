@@ -22,70 +22,72 @@ CounterSplit::Owner owner_of(uint32_t phase, CallTree::NodeId node) {
 void Session::enable_counters(bool per_launch, bool samples) {
   std::lock_guard lock(mu);
   if (per_launch && !counters_) counters_ = std::make_unique<CounterJoin>();
-  if (!samples) return;
-  if (data_.trace && !counter_track_) counter_track_ = std::make_unique<CounterTrack>();
-  if (data_.tree && !split_) {
-    split_ = std::make_unique<CounterSplit>();
-    split_prefixed_ = per_launch;
-  }
-}
-
-uint32_t Session::phase_for(const LaunchTag& tag) const {
-  uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
-  uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
-  auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
-  return static_cast<uint32_t>(after == phase_starts_.begin() ? 0
-                                                              : after - phase_starts_.begin() - 1);
-}
-
-void Session::join_counters(const LaunchTag& tag, CallTree::NodeId node, const KernelRecord& r) {
-  uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
-  uint32_t phase = phase_for(tag);
-  if (counters_) {
-    std::vector<double> values;
-    CounterJoin::Target target{phase, node, duration};
-    if (counters_->kernel(r.correlation, target, values) && counter_schema_ != nullptr) {
-      if (CallTree* t = phase_tree(phase))
-        attach_counters(*t, node, duration, *counter_schema_, values);
+  if (samples) {
+    if (data_.trace && !counter_track_) counter_track_ = std::make_unique<CounterTrack>();
+    if (data_.tree && !split_) {
+      split_ = std::make_unique<CounterSplit>();
+      split_prefixed_ = per_launch;
     }
   }
-  if (split_) split_->add_kernel(r.device_id, r.start_ns, r.end_ns, owner_of(phase, node));
-}
-
-void Session::add_counters(const LaunchCounters& batch) {
-  std::lock_guard lock(mu);
-  if (!counters_ || batch.schema == nullptr) return;
-  counter_schema_ = batch.schema;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    CounterJoin::Target target;
-    if (!counters_->values(batch.correlation[i], batch.row(i), target)) continue;
-    if (CallTree* t = phase_tree(target.phase)) {
-      attach_counters(*t, target.node, target.duration_ns, *batch.schema, batch.row(i));
-    }
+  if (counters_enabled() && !collectors_[kCounters]) {
+    add_collector(kCounters, std::make_unique<CounterCollector>(*this));
   }
 }
 
-void Session::add_counter_samples(const CounterSamples& batch) {
-  std::lock_guard lock(mu);
+CounterCollector::CounterCollector(Session& s)
+    : Collector(s, record_bit<KernelDone>() | record_bit<LaunchCounterValues>() |
+                       record_bit<CounterSampleBatch>()) {}
+
+void CounterCollector::collect(const Record& record) {
+  Session& s = session_;
+  if (const auto* k = std::get_if<KernelDone>(&record)) {
+    if (s.placed_.tree == nullptr) return;  // on no tree: nothing to join or split
+    const KernelRecord& r = k->kernel;
+    const auto [tree, phase, node] = s.placed_;
+    uint64_t duration = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+    if (s.counters_) {
+      std::vector<double> values;
+      CounterJoin::Target target{phase, node, duration};
+      if (s.counters_->kernel(r.correlation, target, values) && s.counter_schema_ != nullptr) {
+        attach_counters(*tree, node, duration, *s.counter_schema_, values);
+      }
+    }
+    if (s.split_) s.split_->add_kernel(r.device_id, r.start_ns, r.end_ns, owner_of(phase, node));
+    return;
+  }
+  if (const auto* values = std::get_if<LaunchCounterValues>(&record)) {
+    const LaunchCounters& batch = values->batch;
+    if (!s.counters_ || batch.schema == nullptr) return;
+    s.counter_schema_ = batch.schema;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      CounterJoin::Target target;
+      if (!s.counters_->values(batch.correlation[i], batch.row(i), target)) continue;
+      if (CallTree* t = s.phase_tree(target.phase)) {
+        attach_counters(*t, target.node, target.duration_ns, *batch.schema, batch.row(i));
+      }
+    }
+    return;
+  }
+  const CounterSamples& batch = std::get<CounterSampleBatch>(record).batch;
   if (batch.schema == nullptr) return;
-  if (counter_track_) counter_track_->add(batch);
-  if (!split_) return;
-  if (!split_schema_) {
-    std::string prefix = split_prefixed_ ? std::string(kPmPrefix) : std::string();
+  if (s.counter_track_) s.counter_track_->add(batch);
+  if (!s.split_) return;
+  if (!s.split_schema_) {
+    std::string prefix = s.split_prefixed_ ? std::string(kPmPrefix) : std::string();
     std::vector<std::string> names;
     for (const std::string& n : batch.schema->names())
       names.push_back(prefix + n);
-    split_schema_ = std::make_unique<CounterSchema>(
-        std::move(names), split_prefixed_ ? kPmCounterTimeMetric : kCounterTimeMetric);
+    s.split_schema_ = std::make_unique<CounterSchema>(
+        std::move(names), s.split_prefixed_ ? kPmCounterTimeMetric : kCounterTimeMetric);
     std::vector<CounterRule> rules;
-    for (size_t i = 0; i < split_schema_->size(); ++i)
-      rules.push_back(split_schema_->rule(i));
-    split_->set_rules(std::move(rules));
-    split_samples_id_ = NameTable::global().intern(prefix + "counter samples");
-    split_shared_id_ = NameTable::global().intern(prefix + "counter samples shared");
+    for (size_t i = 0; i < s.split_schema_->size(); ++i)
+      rules.push_back(s.split_schema_->rule(i));
+    s.split_->set_rules(std::move(rules));
+    s.split_samples_id_ = NameTable::global().intern(prefix + "counter samples");
+    s.split_shared_id_ = NameTable::global().intern(prefix + "counter samples shared");
   }
-  split_->add_samples(batch);
-  attach_split(/*final=*/false);
+  s.split_->add_samples(batch);
+  s.attach_split(/*final=*/false);
 }
 
 void Session::attach_split(bool final) {

@@ -277,7 +277,7 @@ class Counters : public testing::RuntimeFixture {
     batch.schema = &schema;
     batch.correlation = std::move(correlations);
     batch.values = std::move(values);
-    rt_.processor().deliver_counters(batch);
+    rt_.processor().deliver(LaunchCounterValues{batch});
   }
   static double metric(const json& node, const std::string& name) {
     return node["metrics"][name].get<double>();
@@ -403,7 +403,7 @@ TEST_F(Counters, PmSamplesAreSplitOverKernelsAndDrawnAsTracks) {
     batch.values.push_back(i < 10 ? 1e6 : (i == 10 ? 500 : 0));  // bytes
     batch.values.push_back(i < 10 ? 60.0 : 20.0);
   }
-  rt_.processor().deliver_counter_samples(batch);
+  rt_.processor().deliver(CounterSampleBatch{batch});
   rt_.finalize(s, "");
   json root = read("pm")[0];
   const json* copy = child(*child(root, "copy_loop"), "copy");
@@ -450,7 +450,7 @@ TEST_F(Counters, BothSourcesKeepTheirOwnNames) {
   batch.start_ns = {500};
   batch.end_ns = {2500};
   batch.values = {77};
-  rt_.processor().deliver_counter_samples(batch);
+  rt_.processor().deliver(CounterSampleBatch{batch});
   rt_.finalize(s, "");
   json root = read("both")[0];
   const json* k = child(root, "k");

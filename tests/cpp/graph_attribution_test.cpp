@@ -25,11 +25,11 @@ using testing::id;
 class SessionSink : public RecordSink {
  public:
   explicit SessionSink(Session& s) : session(s) {}
-  void deliver(SessionMask, const LaunchTag& tag, const KernelRecord& r) override {
-    session.add_kernel(tag, r);
+  void deliver(SessionMask, const Record& record) override {
+    if (!std::holds_alternative<KernelDone>(record)) return;
+    session.collect(record);
     ++delivered;
   }
-  void dropped(uint64_t) override {}
   Session& session;
   uint64_t delivered = 0;
 };

@@ -40,8 +40,9 @@ class KernelRecords : public testing::RuntimeFixture {
     std::vector<RegionTotals> totals{{{id("load")}, 200, 2}};
     std::vector<RegionSpan> spans{{id("load"), 3, 0, 0, first_ns, first_ns + 50},
                                   {id("load"), 3, 0, 1, first_ns + 10, first_ns + 70}};
-    rt_.add_regions(SessionMask{1} << slot, kRootContext, id("gemm"), totals, 8, 0, spans,
-                    LaunchSpan{first_ns - 5, first_ns + 90});
+    rt_.deliver_outside_batch(SessionMask{1} << slot,
+                              LaunchRegions{kRootContext, id("gemm"), totals, 8, 0, spans,
+                                            LaunchSpan{first_ns - 5, first_ns + 90}});
   }
 };
 

@@ -44,7 +44,7 @@ TEST_F(PcSessions, SamplesLandUnderTheKernelOfEachCallPath) {
   launch("shared_kernel", 300);
   tc.exit_scope(id("slow"));
   fake_->flush();  // kernel records first, then a drain of samples
-  rt_.processor().process_pc_samples(samples("shared_kernel", "k.py:7@shared_kernel", 40));
+  rt_.processor().deliver(PcSamples{samples("shared_kernel", "k.py:7@shared_kernel", 40)});
   rt_.finalize(s, "");
   json j = read("pc");
   const json* fast = child(j[0], "fast");
@@ -62,7 +62,7 @@ TEST_F(PcSessions, SamplesLandUnderTheKernelOfEachCallPath) {
 TEST_F(PcSessions, SamplesBeforeTheirKernelRecordsArePlacedAtFinalize) {
   SessionId s = rt_.start(config("early", "pcsampling"));
   launch("k", 50);
-  rt_.processor().process_pc_samples(samples("k", "k.py:1@k", 5));  // record not delivered yet
+  rt_.processor().deliver(PcSamples{samples("k", "k.py:1@k", 5)});  // record not delivered yet
   rt_.finalize(s, "");
   json j = read("early");
   const json* line = child(*child(j[0], "k"), "k.py:1@k");
@@ -74,7 +74,7 @@ TEST_F(PcSessions, SessionsWithoutPcSamplingIgnoreSamples) {
   SessionId s = rt_.start(config("plain"));
   launch("k", 50);
   fake_->flush();
-  rt_.processor().process_pc_samples(samples("k", "k.py:1@k", 5));
+  rt_.processor().deliver(PcSamples{samples("k", "k.py:1@k", 5)});
   rt_.finalize(s, "");
   json j = read("plain");
   EXPECT_TRUE(child(*child(j[0], "k"), "k.py:1@k") == nullptr);
@@ -86,7 +86,7 @@ TEST_F(PcSessions, StartAndFinalizeTwice) {
     SessionId s = rt_.start(config(name, "pcsampling"));
     launch("k", 50);
     fake_->flush();
-    rt_.processor().process_pc_samples(samples("k", "k.py:1@k", 3));
+    rt_.processor().deliver(PcSamples{samples("k", "k.py:1@k", 3)});
     rt_.finalize(s, "");
     json j = read(name);
     const json* line = child(*child(j[0], "k"), "k.py:1@k");
@@ -110,7 +110,7 @@ class SamplingBackend : public testing::FakeBackend {
   void stop_pc_sampling() override {
     if (starts == stops) return;
     ++stops;
-    if (at_disable) processor->process_pc_samples(*at_disable);
+    if (at_disable) processor->deliver(PcSamples{*at_disable});
   }
   RecordProcessor* processor = nullptr;
   const PcSampleBatch* at_disable = nullptr;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "attribution/flush_policy.h"
@@ -20,12 +21,15 @@ struct Delivery {
 
 class RecordingSink : public RecordSink {
  public:
-  void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override {
-    got.push_back({sessions, r.correlation, tag.context, tag.flags});
+  void deliver(SessionMask sessions, const Record& record) override {
+    kinds.emplace_back(record.index(), sessions);
+    if (const auto* lost = std::get_if<RecordsLost>(&record)) dropped_total += lost->count;
+    if (const auto* k = std::get_if<KernelDone>(&record))
+      got.push_back({sessions, k->kernel.correlation, k->tag.context, k->tag.flags});
   }
-  void dropped(uint64_t count) override { dropped_total += count; }
   std::vector<Delivery> got;
   uint64_t dropped_total = 0;
+  std::vector<std::pair<size_t, SessionMask>> kinds;  // every delivery: its kind and sessions
 };
 
 KernelRecord record(uint64_t correlation) {
@@ -185,6 +189,38 @@ TEST_F(Processor, DroppedRecordsAreCountedAndReported) {
   proc_.report_dropped(3);
   EXPECT_EQ(sink_.dropped_total, 15u);
   EXPECT_EQ(proc_.stats().dropped, 15u);
+}
+
+// Every kind reaches the sink through its one entry point, as a reference to the batch the
+// backend made (no copy): PC and counter batches for every session that collects them, lost
+// records for the sessions active now.
+TEST_F(Processor, EveryKindReachesTheSinkThroughOneEntryPoint) {
+  PcSampleBatch pc;
+  CounterSamples samples;
+  LaunchCounters values;
+  const PcSampleBatch* handed = nullptr;
+  class Check final : public RecordSink {
+   public:
+    explicit Check(const PcSampleBatch*& out) : out_(out) {}
+    void deliver(SessionMask, const Record& record) override {
+      if (const auto* p = std::get_if<PcSamples>(&record)) out_ = &p->batch;
+    }
+    const PcSampleBatch*& out_;
+  } check(handed);
+  RecordProcessor(check).deliver(PcSamples{pc});
+  EXPECT_EQ(handed, &pc);
+
+  LaunchStage::active_sessions = 0b101;
+  proc_.deliver(PcSamples{pc});
+  proc_.report_dropped(4);
+  proc_.deliver(CounterSampleBatch{samples});
+  proc_.deliver(LaunchCounterValues{values}, SessionMask{0b10});
+  using Kind = std::pair<size_t, SessionMask>;
+  EXPECT_EQ(sink_.kinds,
+            (std::vector<Kind>{{Record(PcSamples{pc}).index(), kAllSessions},
+                               {Record(RecordsLost{4}).index(), 0b101},
+                               {Record(CounterSampleBatch{samples}).index(), kAllSessions},
+                               {Record(LaunchCounterValues{values}).index(), 0b10}}));
 }
 
 }  // namespace

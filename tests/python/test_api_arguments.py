@@ -158,3 +158,11 @@ def test_a_path_object_is_a_name(tmp_path):
     session = proton.start(tmp_path / "as_path")
     proton.finalize(session)
     assert (tmp_path / "as_path.hatchet").is_file()
+
+
+def test_the_backends_start_takes_are_the_engines_registry():
+    import importlib
+
+    profile = importlib.import_module("proton.profile")  # the module, not proton.profile()
+    assert profile.BACKENDS == tuple(_proton.backend_names())
+    assert set(profile.BACKENDS) == {"cupti", "instrumentation"}

@@ -160,16 +160,13 @@ def test_loss_report_names_each_loss_and_its_remedy():
 
 
 def test_finalize_says_what_the_session_lost(monkeypatch, capsys):
-    # The runtime's counters move while the session runs: finalize prints the difference.
+    # The runtime's counters move while the session runs: finalize prints the difference, once
+    # the engine has drained and closed the session's pool.
     counters = {"overflows": 5, "wrapped_units": 0, "overwritten_events": 0}
-    closed = []
 
     class FakeRuntime:
         def instr_stats(self):
             return dict(counters)
-
-        def instr_close(self, sid):
-            closed.append(sid)
 
     monkeypatch.setattr(instrumentation, "_proton", lambda: FakeRuntime())
     monkeypatch.setitem(instrumentation._stats_at_start, 77, dict(counters))
@@ -181,9 +178,31 @@ def test_finalize_says_what_the_session_lost(monkeypatch, capsys):
     monkeypatch.setitem(instrumentation._Registry.sessions, 77, Hook())
     counters["overflows"] = 7
     counters["copy_errors"] = 1
-    instrumentation.end_session(77)
+    report = instrumentation.detach(77)  # Triton's hooks out, before the engine drains
+    assert capsys.readouterr().err == ""
+    report()  # once the engine drained and closed the pool
     err = capsys.readouterr().err
-    assert closed == [77]
     assert "proton: instrumentation session 77: 2 launches found the device pool full" in err
     assert "1 launches' records could not be copied back" in err
     assert 77 not in instrumentation._stats_at_start
+
+
+def test_the_engine_starts_an_instrumentation_session_by_itself(tmp_path):
+    # No Python hook in between: the native start takes backend="instrumentation" with its
+    # mode, checks it, and keeps it for Triton's compiler hooks; other sessions have none.
+    from proton import _proton
+
+    s = _proton.start(str(tmp_path / "p"), "shadow", "tree", "instrumentation",
+                      "default:buffer_size=1024")
+    plain = _proton.start(str(tmp_path / "q"), "shadow", "tree", "", "")
+    try:
+        assert _proton.instrumentation_mode(s) == "default:buffer_size=1024"
+        assert _proton.instrumentation_mode(plain) is None
+        with pytest.raises(ValueError, match="differs from the running session's"):
+            _proton.start(str(tmp_path / "r"), "shadow", "tree", "instrumentation", "")
+    finally:
+        _proton.finalize(s, "")
+        _proton.finalize(plain, "")
+    with pytest.raises(ValueError, match="takes an instrumentation mode, not 'graph'"):
+        _proton.start(str(tmp_path / "r"), "shadow", "tree", "instrumentation", "graph")
+    assert not _proton.has_sessions()

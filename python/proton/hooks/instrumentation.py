@@ -6,7 +6,9 @@ Triton's compiler side is reused: its proton dialect passes lower ``pl.enter_sco
 that hands each launch a slice of one device pool (no host round trip), the launch is queued
 for copy-back by the CUPTI launch callback at the launch's exit (Triton's launch-exit hook only
 where kernel timing is not running), and a consumer thread copies back what the warps wrote,
-decodes it and adds region nodes under the kernel's node.
+decodes it and adds region nodes under the kernel's node. The sessions open, drain and close
+that runtime themselves (``proton.start``/``finalize`` in the engine); this module holds only
+what Triton calls: the compiler passes, the allocator and the kernel-load and launch-exit hooks.
 
 Plumbing differs between Triton versions; each difference is detected by feature:
 - passes: ``triton._instrumentation.register_instrumentation`` (3.9) or
@@ -21,7 +23,7 @@ can start and finish many times in one process.
 import hashlib
 import json
 import sys
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .. import _instr_state
 from .. import mode as _mode
@@ -31,7 +33,7 @@ from ._instr_passes import (PROFILE_BUFFER_ALIGNMENT, _backend_name, _check_regi
 from .hook import Hook
 
 __all__ = ["InstrumentationHook", "PROFILE_BUFFER_ALIGNMENT", "add_cuda_regions", "calibrate",
-           "check_mode", "loss_report", "stats", "unbalanced_regions"]
+           "loss_report", "stats", "unbalanced_regions"]
 
 def _proton():
     from .. import _proton as p
@@ -264,26 +266,14 @@ class InstrumentationHook(Hook):
         _proton().instr_launch_exit(int(data.get("function") or 0), int(data.get("stream") or 0))
 
 
-def check_mode(mode_obj) -> "InstrumentationHook":
-    """Validates a mode for a new instrumentation session before the session exists: bad parts,
-    unsupported options, or a mode other than the running sessions' raise ValueError."""
-    hook = InstrumentationHook(mode_obj)
-    if _Registry.sessions and _Registry.mode != hook.mode:
-        raise ValueError(f"instrumentation mode {hook.mode} differs from the running "
-                         f"session's {_Registry.mode}; finalize it first")
-    return hook
-
-
-def start_session(session: int, mode_obj, pool_bytes: Optional[int] = None) -> None:
-    """Called by proton.start(backend="instrumentation"): opens the session's device pool and
-    installs the hook (once for all instrumentation sessions)."""
-    hook = InstrumentationHook(mode_obj)
-    _proton().instr_open(session, int(pool_bytes or 0))
-    try:
-        hook.attach(session)
-    except Exception:
-        _proton().instr_close(session)
-        raise
+def attach(session: int) -> None:
+    """Called by proton.start for every new session: an instrumentation session (the engine has
+    checked its mode and opened its pool) gets Triton's compiler hooks, installed once for all
+    instrumentation sessions."""
+    mode_text = _proton().instrumentation_mode(session)
+    if mode_text is None:
+        return
+    InstrumentationHook(mode_text or None).attach(session)
     _stats_at_start[session] = dict(_proton().instr_stats())
 
 
@@ -338,24 +328,31 @@ _LOSSES = (
 )
 
 
-def end_session(session: Optional[int]) -> None:
-    """Called by proton.finalize: drains the session's records, frees its pool."""
+def detach(session: Optional[int]) -> Callable[[], None]:
+    """Called by proton.finalize before the engine drains the session's regions into its tree
+    and frees its pool: takes Triton's compiler hooks out with the last instrumentation session.
+    Returns what says, once the engine has drained, what the session lost."""
     if session is None:
         ids = list(_Registry.sessions)
     elif session in _Registry.sessions:
         ids = [session]
     else:
-        return
+        return lambda: None
     mode_obj = _Registry.mode
     for sid in ids:
         _Registry.sessions[sid].detach(sid)
-    for sid in ids:
-        _proton().instr_close(sid)
-        before = _stats_at_start.pop(sid, None)
-        if before is not None:
+    starts = {sid: _stats_at_start.pop(sid, None) for sid in ids}
+
+    def report() -> None:
+        after = _proton().instr_stats()
+        for sid, before in starts.items():
+            if before is None:
+                continue
             # Never a silent loss: what the session did not get is said where it is finalized.
-            for line in loss_report(before, _proton().instr_stats(), mode_obj):
+            for line in loss_report(before, after, mode_obj):
                 print(f"proton: instrumentation session {sid}: {line}", file=sys.stderr)
+
+    return report
 
 
 def is_instrumented(session: int) -> bool:

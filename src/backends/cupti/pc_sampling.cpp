@@ -372,7 +372,7 @@ void PcSampler::deliver() {
   batch_.reasons = table_;
   if (sink_ != nullptr && table_) {
     try {
-      sink_->process_pc_samples(batch_);
+      sink_->deliver(PcSamples{batch_});
     } catch (...) {
       // Out of memory while aggregating: this drain is lost, sampling goes on.
     }

@@ -130,7 +130,7 @@ void PmSampler::decode_once() {
     }
     evaluate_ns += steady_ns() - e0;
     stats_.samples += batch.size();
-    if (sink_ != nullptr && batch.size() > 0) sink_->deliver_counter_samples(batch);
+    if (sink_ != nullptr && batch.size() > 0) sink_->deliver(CounterSampleBatch{batch});
   });
   stats_.decodes += counts.decodes;
   stats_.overflows += counts.overflows;

@@ -513,7 +513,7 @@ void RangeProfiler::evaluate(Image& image) {
     stats_.evaluated += batch.size();
     stats_.dropped_ranges += unmatched;
   }
-  if (sink_ != nullptr && batch.size() > 0) sink_->deliver_counters(batch);
+  if (sink_ != nullptr && batch.size() > 0) sink_->deliver(LaunchCounterValues{batch});
 }
 
 CounterRunStats counter_run_stats() {

@@ -29,11 +29,14 @@ struct Got {
 
 class Sink : public RecordSink {
  public:
-  void deliver(SessionMask sessions, const LaunchTag& tag, const KernelRecord& r) override {
-    got.push_back({r.correlation, tag.context, sessions,
+  void deliver(SessionMask sessions, const Record& record) override {
+    if (const auto* lost = std::get_if<RecordsLost>(&record)) dropped_total += lost->count;
+    const auto* k = std::get_if<KernelDone>(&record);
+    if (k == nullptr) return;
+    const KernelRecord& r = k->kernel;
+    got.push_back({r.correlation, k->tag.context, sessions,
                    std::string(NameTable::global().name(r.name)), r.end_ns - r.start_ns});
   }
-  void dropped(uint64_t count) override { dropped_total += count; }
   std::vector<Got> got;
   uint64_t dropped_total = 0;
 };

@@ -1,0 +1,150 @@
+// The collectors of a session's call tree, regions, PC samples and trace (session/collector.h);
+// the counters' collector is in session_counters.cpp, beside the rest of the counters' half.
+#include <algorithm>
+#include <variant>
+
+#include "context/launch_ops.h"
+#include "data/trace_store.h"
+#include "session/session.h"
+
+namespace proton {
+
+namespace {
+
+uint64_t duration_of(const KernelRecord& r) {
+  return r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+}
+
+}  // namespace
+
+TreeCollector::TreeCollector(Session& s)
+    : Collector(s, record_bit<KernelDone>() | record_bit<RecordsLost>()) {}
+
+void TreeCollector::collect(const Record& record) {
+  Session& s = session_;
+  if (const auto* lost = std::get_if<RecordsLost>(&record)) {
+    s.dropped_records += lost->count;
+    return;
+  }
+  const auto& [tag, r] = std::get<KernelDone>(record);
+  if (s.data_.tree) {
+    uint32_t phase = s.phase_for(tag);
+    if (CallTree* tree = s.phase_tree(phase)) {
+      // Launch metadata (hook="triton") renames the kernel's node and adds its metrics, once
+      // per launch.
+      const LaunchOp* op = tag.op != 0 ? &LaunchOps::global().get(tag.op) : nullptr;
+      NameId name = op != nullptr && op->name != kNoName ? op->name : r.name;
+      CallTree::NodeId kernel = tree->child(tree->node_for_context(s.context_of(tag)), name);
+      tree->add_kernel(kernel, duration_of(r), r.device_id, r.device_type);
+      s.placed_ = {tree, phase, kernel};
+      for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
+        try {
+          tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);
+        } catch (const MetricTypeError&) {
+          // The hook rejects type changes before the launch; never let one stop delivery.
+        }
+      }
+    } else {
+      ++s.late_kernels;  // its phase was cleared or written out
+    }
+  }
+  if (tag.flags & kTagUnattributed) ++s.unattributed_kernels;
+}
+
+RegionCollector::RegionCollector(Session& s) : Collector(s, record_bit<LaunchRegions>()) {}
+
+void RegionCollector::collect(const Record& record) {
+  const LaunchRegions& g = std::get<LaunchRegions>(record);
+  CallTree& tree = session_.tree();
+  CallTree::NodeId node = tree.child(tree.node_for_context(g.ctx), g.kernel);
+  try {
+    add_region_totals(tree, node, g.totals, g.units, g.device, DeviceType::kCuda);
+  } catch (const MetricTypeError&) {
+    // A user metric named "cycles" of another type: never let it stop delivery.
+  }
+}
+
+PcCollector::PcCollector(Session& s)
+    : Collector(s, record_bit<KernelDone>() | record_bit<PcSamples>()) {}
+
+void PcCollector::collect(const Record& record) {
+  Session& s = session_;
+  if (const auto* k = std::get_if<KernelDone>(&record)) {
+    // PC samples name the function, never the launch: note where it ran and for how long.
+    if (s.placed_.tree != nullptr) {
+      s.pc_->note_kernel(k->kernel.name, s.placed_.phase, s.placed_.node, duration_of(k->kernel));
+    }
+    return;
+  }
+  s.pc_->add(std::get<PcSamples>(record).batch);
+  s.pc_->distribute(s.pc_tree_of(), /*final=*/false);
+}
+
+TraceCollector::TraceCollector(Session& s)
+    : Collector(
+          s, record_bit<KernelDone>() | record_bit<ScopeEvent>() | record_bit<LaunchRegions>()) {}
+
+void TraceCollector::collect(const Record& record) {
+  Session& s = session_;
+  if (s.trace_finished_) return;
+  if (const auto* scope = std::get_if<ScopeEvent>(&record)) {
+    const LaunchTag& tag = scope->tag;
+    if (tag.flags & kTagScopeEnter) {
+      s.trace_->scope_enter(tag.thread, tag.context, tag.cpu_ns);
+    } else {
+      s.trace_->scope_exit(tag.thread, tag.context, tag.cpu_ns);
+    }
+    return;
+  }
+  if (const auto* g = std::get_if<LaunchRegions>(&record)) {
+    if (g->spans.empty()) return;
+    RegionAlignment::Batch b{g->ctx, g->kernel, g->device, {g->spans.begin(), g->spans.end()}};
+    if (!s.kernel_boxes_) {
+      // No kernel record will come: the GPU clock offset alone places the regions, and the
+      // launch's extent stands in for the kernel's box.
+      if (g->launch.end_ns > g->launch.start_ns) {
+        TraceEvent e;
+        e.kind = TraceEvent::kKernel;
+        e.start_ns = s.trace_ns(g->launch.start_ns);
+        e.end_ns = s.trace_ns(g->launch.end_ns);
+        e.context = g->ctx;
+        e.name = g->kernel;
+        e.device = g->device;
+        e.stream = kRegionKernelLane;
+        e.flags = kTraceFromRegions;
+        s.trace_->add(e);
+      }
+      s.emit_regions(b, s.trace_ns(RegionAlignment::first_start(b)));
+      return;
+    }
+    if (auto start = s.region_alignment_.on_regions(std::move(b))) {
+      s.emit_regions(
+          RegionAlignment::Batch{g->ctx, g->kernel, g->device, {g->spans.begin(), g->spans.end()}},
+          *start);
+    }
+    return;
+  }
+  const auto& [tag, r] = std::get<KernelDone>(record);
+  TraceEvent e;
+  e.kind = TraceEvent::kKernel;
+  e.start_ns = s.trace_ns(r.start_ns);
+  e.end_ns = s.trace_ns(r.end_ns);
+  e.launch_ns = tag.cpu_ns;
+  e.correlation = r.correlation;
+  e.context = s.context_of(tag);
+  e.name = r.name;
+  e.device = r.device_id;
+  e.stream = r.stream_id;
+  e.thread = tag.thread;
+  e.op = tag.op;  // the writer renames the event and adds the op's metrics, as the tree does
+  e.device_type = static_cast<uint8_t>(r.device_type);
+  if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
+  if (r.correlation != s.last_launch_) e.flags |= kTraceFirstOfLaunch;
+  s.last_launch_ = r.correlation;
+  s.trace_->add(e);
+  // Intra-kernel regions of this launch, if they came first (session/region_alignment.h).
+  if (auto regions = s.region_alignment_.on_kernel(r.name, e.start_ns))
+    s.emit_regions(*regions, e.start_ns);
+}
+
+}  // namespace proton
