@@ -10,7 +10,7 @@ A drop-in for ``import triton.profiler as proton``::
 """
 
 from . import _proton
-from . import context, data, hooks, metric, mode
+from . import context, data, hooks, metric, mode, specs
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, state
@@ -34,6 +34,7 @@ __all__ = [
     "mode",
     "profile",
     "scope",
+    "specs",
     "start",
     "state",
 ]

@@ -216,11 +216,13 @@ void add_metrics(nb::dict metrics) {
 
 namespace proton {
 void register_profiles(nb::module_& m);  // profiles_bindings.cpp: proton.profiles' reader
-}
+void register_specs(nb::module_& m);     // specs_bindings.cpp: proton.specs' peak table
+}  // namespace proton
 
 NB_MODULE(_proton, m) {
   m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
   register_profiles(m);
+  register_specs(m);
 
   // A metric that changes type: triton.profiler raises RuntimeError("Metric value type
   // mismatch ..."); ours is a RuntimeError too, and a TypeError as before, so either catches it.
