@@ -169,7 +169,7 @@ bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, Met
 void check_type(NameId metric, std::string_view name, const MetricValue& v) {
   auto [it, added] = state().metric_types.emplace(metric, metric_type(v));
   if (!added && it->second != metric_type(v)) {
-    throw MetricTypeError("Metric value type mismatch for launch_metadata metric '" +
+    throw MetricTypeError("Metric value type mismatch for valueId of launch_metadata metric '" +
                           std::string(name) + "': it was " + metric_type_name(it->second) +
                           ", now " + metric_type_name(metric_type(v)));
   }
