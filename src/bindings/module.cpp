@@ -248,14 +248,16 @@ NB_MODULE(_proton, m) {
       "start",
       [](std::string name, std::string context, std::string data, std::string backend,
          std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
-         std::string cupti_lib_dir) {
-        return Runtime::get().start(python::session_config(
-            std::move(name), std::move(context), std::move(data), std::move(backend),
-            std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)));
+         std::string cupti_lib_dir, int64_t profile_buffer_size) {
+        return Runtime::get().start(
+            python::session_config(std::move(name), std::move(context), std::move(data),
+                                   std::move(backend), std::move(mode), kernel_records, enable_nvtx,
+                                   std::move(cupti_lib_dir), profile_buffer_size));
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       nb::arg("kernel_records") = true, nb::arg("enable_nvtx") = nb::none(),
-      nb::arg("cupti_lib_dir") = "", nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("cupti_lib_dir") = "", nb::arg("profile_buffer_size") = 0,
+      nb::call_guard<nb::gil_scoped_release>());
   m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
   m.def("activate_all", [] { Runtime::get().activate_all(); });
   m.def(

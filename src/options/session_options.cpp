@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace proton {
 
@@ -15,6 +16,17 @@ void check_context(const std::string& context) {
 
 BackendOptions backend_options(const SessionOptions& o, const Environment& env) {
   BackendOptions b;
+  // PROTON_BUFFER_SIZE wins over Triton's knob, which wins over the default (1 MB, not
+  // Triton's 64 MB: a buffer is handed over when full or at the periodic flush).
+  if (int64_t knob = o.config.knobs.profile_buffer_size; knob != 0) {
+    if (knob < kMinBufferBytes || knob > kMaxBufferBytes) {
+      throw std::invalid_argument(
+          "triton.knobs.proton.profile_buffer_size (TRITON_PROFILE_BUFFER_SIZE) is " +
+          std::to_string(knob) + ": not a buffer size in bytes from " +
+          std::to_string(kMinBufferBytes) + " to " + std::to_string(kMaxBufferBytes));
+    }
+    b.buffer_bytes = static_cast<size_t>(knob);
+  }
   b.buffer_bytes = env.buffer_bytes.value_or(b.buffer_bytes);
   b.max_buffers = env.max_buffers.value_or(b.max_buffers);
   b.flush_interval_ms = env.flush_interval_ms.value_or(b.flush_interval_ms);

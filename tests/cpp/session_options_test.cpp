@@ -236,6 +236,26 @@ TEST_F(Env, OurVariablesWinOverTritonsKnobs) {
   EXPECT_EQ(o.backend.cupti_path, "/ours/libcupti.so");
 }
 
+TEST_F(Env, TritonsProfileBufferSizeSizesTheActivityBuffers) {
+  SessionConfig c;
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, size_t{1} << 20);
+  c.knobs.profile_buffer_size = 8 << 20;  // triton.knobs.proton.profile_buffer_size
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, size_t{8} << 20);
+  set("PROTON_BUFFER_SIZE", "4096");  // ours wins
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, 4096u);
+  unsetenv("PROTON_BUFFER_SIZE");
+  for (int64_t bad : {int64_t{-1}, int64_t{512}, (int64_t{1} << 30) + 1}) {
+    c.knobs.profile_buffer_size = bad;
+    try {
+      make_session_options(c, read_environment());
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("TRITON_PROFILE_BUFFER_SIZE"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos);
+    }
+  }
+}
+
 TEST_F(Env, InstrKernelTimeTurnsKernelRecordsOn) {
   SessionConfig c;
   c.kernel_records = false;  // an instrumentation session keeping region cycles only
