@@ -3,12 +3,31 @@ per-phase chrome traces under periodic flushing, proton.hooks.launch.id on every
 
 import json
 import os
+import threading
 
 import pytest
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
+triton = pytest.importorskip("triton")
+
+import triton.language as tl  # noqa: E402
+
+import proton  # noqa: E402
+
+
+@triton.jit(launch_metadata=lambda grid, metadata, args: {"name": "renamed_inc", "bytes": 4})
+def inc_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+@triton.jit
+def dec_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) - 1)
+
 
 
 BUFFER_SIZE_SCRIPT = """
@@ -39,3 +58,43 @@ def test_tritons_profile_buffer_size_sizes_cuptis_activity_buffers(run_script, t
     assert stats["allocated"] >= 1, stats
     prof = read_profile(str(out))
     assert prof.count(prof.root) == 100, prof.render()
+
+
+def test_launch_id_and_op_name_on_every_launch_of_every_thread(out_name, read_profile):
+    # Real Triton launches (one kernel with launch_metadata, one without) from four threads:
+    # each launch gets its own proton.hooks.launch.id, visible in the launching thread after the
+    # launch, and op_name the (renamed) kernel name, as triton.profiler sets them.
+    from proton.hooks import launch
+
+    xs = [torch.zeros(64, device="cuda") for _ in range(4)]
+    inc_kernel[(1,)](xs[0], BLOCK=64)  # compiled outside the session
+    dec_kernel[(1,)](xs[0], BLOCK=64)
+    torch.cuda.synchronize()
+    proton.start(out_name, hook="triton")
+    got, errors = {}, []
+
+    def worker(i):
+        try:
+            seen = []
+            for n in range(20):
+                kernel, name = (inc_kernel, "renamed_inc") if n % 2 else (dec_kernel, "dec_kernel")
+                kernel[(1,)](xs[i], BLOCK=64)
+                seen.append(launch.id.get())
+                assert launch.op_name.get() == name, (launch.op_name.get(), name)
+            got[i] = seen
+        except BaseException as e:  # reported from the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert not errors, errors
+    every = [x for seen in got.values() for x in seen]
+    assert len(every) == 80 and all(isinstance(x, int) for x in every), got
+    assert len(set(every)) == 80  # one number per launch
+    prof = read_profile()
+    assert prof.count(match="renamed_inc") == 40 and prof.count(match="dec_kernel") == 40, prof.render()

@@ -410,7 +410,8 @@ def test_p7_module_layout():
     from proton.hooks.instrumentation import InstrumentationHook  # noqa: F401
     from proton.hooks.launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook, id, op_name
     assert COMPUTE_METADATA_SCOPE_NAME == "__proton_launch_metadata"
-    assert id.get() is None and op_name.get() is None
+    assert id.get(None) is None or isinstance(id.get(), int)  # the last launch on this thread's
+    assert op_name.get(None) is None or isinstance(op_name.get(), str)
     assert issubclass(LaunchHook, Hook) and LaunchHook.priority == 100
     assert LaunchHook() is LaunchHook()
     assert proton.hooks.COMPUTE_METADATA_SCOPE_NAME == COMPUTE_METADATA_SCOPE_NAME
