@@ -3,9 +3,12 @@
 import contextlib
 import threading
 import time
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from . import _args, _proton
+
+# The metric values triton.profiler's annotations name (ours also take strings and tensors).
+MetricValueType = Union[float, int, Sequence[float], Sequence[int]]
 
 _enter = _proton.enter_scope
 _exit = _proton.exit_scope
