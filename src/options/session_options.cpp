@@ -101,11 +101,19 @@ SessionOptions make_session_options(const SessionConfig& config, const Environme
                                 "' is an instrumentation mode: start the session with "
                                 "backend='instrumentation'");
   }
-  if (o.periodic_flushing().enabled && !o.data.tree) {
-    throw std::invalid_argument(
-        "mode 'periodic_flushing' writes call trees; it needs data='tree' "
-        "or data='tree,trace', not '" +
-        config.data + "'");
+  if (PeriodicFlushing p = o.periodic_flushing(); p.enabled) {
+    if (p.format == "chrome_trace" && !o.data.trace) {
+      throw std::invalid_argument(
+          "mode 'periodic_flushing:format=chrome_trace' writes a trace per phase; it needs "
+          "data='trace' or data='tree,trace', not '" +
+          config.data + "'");
+    }
+    if (p.format != "chrome_trace" && !o.data.tree) {
+      throw std::invalid_argument(
+          "mode 'periodic_flushing' writes call trees; it needs data='tree' "
+          "or data='tree,trace', not '" +
+          config.data + "'");
+    }
   }
   if (o.config.trace_budget_bytes == 0) {
     o.config.trace_budget_bytes = env.trace_budget_bytes.value_or(0);

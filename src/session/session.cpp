@@ -62,6 +62,13 @@ CallTree& Session::tree() {
 uint32_t Session::begin_phase(uint32_t epoch) {
   phase_starts_.push_back(epoch);
   if (data_.tree) trees_[current_phase()] = std::make_unique<CallTree>();
+  if (trace_per_phase_ && trace_ && !trace_finished_) {
+    // The closed phase keeps its store for late kernels; the new one starts its own file.
+    uint32_t closed = current_phase() - 1;
+    phase_traces_.close(closed, output_path("chrome_trace", closed), std::move(trace_writer_),
+                        std::move(trace_));
+    start_trace(trace_clock_, gpu_offset_ns_, kernel_boxes_);
+  }
   return current_phase();
 }
 
@@ -91,15 +98,26 @@ void Session::clear_phases(uint32_t phase, bool up_to) {
   }
 }
 
-CallTree* Session::tree_for(const LaunchTag& tag) {
-  if (!data_.tree) return nullptr;
+uint32_t Session::phase_of(const LaunchTag& tag) const {
   // Stamps are epochs mod 2^24, never newer than the current epoch: recover the full value.
   uint32_t now = LaunchStage::phase_epoch.load(std::memory_order_relaxed);
   uint32_t epoch = now - ((now - tag_epoch(tag)) & kTagEpochMask);
   auto after = std::upper_bound(phase_starts_.begin(), phase_starts_.end(), epoch);
-  auto phase =
-      static_cast<uint32_t>(after == phase_starts_.begin() ? 0 : after - phase_starts_.begin() - 1);
-  CallTree* t = phase_tree(phase);
+  return static_cast<uint32_t>(after == phase_starts_.begin() ? 0
+                                                              : after - phase_starts_.begin() - 1);
+}
+
+TraceStore* Session::trace_for(const LaunchTag& tag) {
+  if (!trace_ || trace_finished_) return nullptr;
+  if (!trace_per_phase_) return trace_.get();
+  uint32_t phase = phase_of(tag);
+  // A phase already written takes no more events.
+  return phase == current_phase() ? trace_.get() : phase_traces_.store(phase);
+}
+
+CallTree* Session::tree_for(const LaunchTag& tag) {
+  if (!data_.tree) return nullptr;
+  CallTree* t = phase_tree(phase_of(tag));
   if (t == nullptr) ++late_kernels;
   return t;
 }
@@ -108,13 +126,24 @@ void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool k
   gpu_offset_ns_ = gpu_offset_ns;
   kernel_boxes_ = kernel_boxes;
   trace_base_steady_ns_ = clock.base_steady_ns;
-  trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
+  trace_clock_ = clock;
+  trace_per_phase_ = flushing_.enabled && flushing_.format == "chrome_trace";
+  // Per phase, the current phase's file is named once the session advances (begin_phase).
+  trace_writer_ = std::make_unique<ChromeTraceWriter>(
+      output_path("chrome_trace",
+                  trace_per_phase_ && current_phase() > 0 ? int64_t{current_phase()} : -1),
+      clock);
   trace_ = std::make_unique<TraceStore>(
       config_.trace_budget_bytes, [w = trace_writer_.get()](auto events) { w->append(events); });
 }
 
+void Session::finish_phase_trace(uint32_t phase, uint64_t now_ns) {
+  phase_traces_.finish(phase, now_ns);
+}
+
 void Session::finish_trace(uint64_t now_ns) {
   if (!trace_ || trace_finished_) return;
+  phase_traces_.finish_all(now_ns);  // closed phases not complete by now: what they have
   // Regions whose kernel record never came: placed by the GPU clock offset alone.
   for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched())
     emit_regions(b, trace_ns(RegionAlignment::first_start(b)));
@@ -189,11 +218,12 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
 
 void Session::add_scope_event(const LaunchTag& tag) {
   std::lock_guard lock(mu);
-  if (!trace_ || trace_finished_) return;
+  TraceStore* trace = trace_for(tag);
+  if (trace == nullptr) return;
   if (tag.flags & kTagScopeEnter) {
-    trace_->scope_enter(tag.thread, tag.context, tag.cpu_ns);
+    trace->scope_enter(tag.thread, tag.context, tag.cpu_ns);
   } else {
-    trace_->scope_exit(tag.thread, tag.context, tag.cpu_ns);
+    trace->scope_exit(tag.thread, tag.context, tag.cpu_ns);
   }
 }
 
@@ -232,7 +262,7 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
     }
   }
   if (tag.flags & kTagUnattributed) ++unattributed_kernels;
-  if (trace_ && !trace_finished_) {
+  if (TraceStore* trace = trace_for(tag)) {
     TraceEvent e;
     e.kind = TraceEvent::kKernel;
     e.start_ns = trace_ns(r.start_ns);
@@ -249,7 +279,7 @@ void Session::add_kernel(const LaunchTag& tag, const KernelRecord& r) {
     if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
     if (r.correlation != last_launch_) e.flags |= kTraceFirstOfLaunch;
     last_launch_ = r.correlation;
-    trace_->add(e);
+    trace->add(e);
     // Intra-kernel regions of this launch, if they came first (session/region_alignment.h).
     if (auto regions = region_alignment_.on_kernel(r.name, e.start_ns))
       emit_regions(*regions, e.start_ns);

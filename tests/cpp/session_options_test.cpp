@@ -48,6 +48,9 @@ TEST(ModeGrammar, PeriodicFlushingFormats) {
   EXPECT_TRUE(p.enabled);
   EXPECT_EQ(p.format, "hatchet_msgpack");
   EXPECT_EQ(std::get<PeriodicFlushing>(parse_mode("periodic_flushing")).format, "hatchet");
+  // As the newest triton.profiler: a trace per phase.
+  EXPECT_EQ(std::get<PeriodicFlushing>(parse_mode("periodic_flushing:format=chrome_trace")).format,
+            "chrome_trace");
 }
 
 TEST(ModeGrammar, PcSamplingKeepsTheIntervalAsked) {
@@ -106,8 +109,8 @@ TEST(ModeGrammar, BadInputNamesThePartAndWhatIsAccepted) {
       {"fancy", {"unknown mode", "default", "mma", "pcsampling", "counters"}},
       {"graph:x=1", {"graph", "no options"}},
       {"pcsamplingx", {"unknown mode"}},
-      {"periodic_flushing:format=chrome_trace", {"chrome_trace", "PROTON_TRACE_BUDGET_MB"}},
-      {"periodic_flushing:format=csv", {"unknown periodic_flushing format", "hatchet_msgpack"}},
+      {"periodic_flushing:format=csv",
+       {"unknown periodic_flushing format", "hatchet_msgpack", "chrome_trace"}},
       {"periodic_flushing:every=2", {"unknown periodic_flushing option", "format=hatchet"}},
       {"pcsampling:interval=0", {"interval", "from 1"}},
       {"pcsampling:interval=fast", {"interval"}},

@@ -98,3 +98,29 @@ def test_launch_id_and_op_name_on_every_launch_of_every_thread(out_name, read_pr
     assert len(set(every)) == 80  # one number per launch
     prof = read_profile()
     assert prof.count(match="renamed_inc") == 40 and prof.count(match="dec_kernel") == 40, prof.render()
+
+
+def test_periodic_flushing_writes_a_chrome_trace_per_phase(out_name):
+    # As the newest triton.profiler: name.part_<N>.chrome_trace per phase, each holding the
+    # kernels launched in that phase (1, 2, 3, 4 of them here) however late their records came.
+    x = torch.ones(1024, device="cuda")
+    torch.cuda.synchronize()
+    session = proton.start(out_name, data="trace", mode="periodic_flushing:format=chrome_trace")
+    for phase in range(4):
+        with proton.scope(f"step_{phase}"):
+            for _ in range(phase + 1):
+                x.mul_(1.0)
+        proton.data.advance_phase(session)
+    torch.cuda.synchronize()
+    proton.finalize()
+    for phase in range(4):
+        with open(f"{out_name}.part_{phase}.chrome_trace") as f:
+            events = json.load(f)["traceEvents"]
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        scopes = [e["name"] for e in events if e.get("cat") == "scope"]
+        assert len(kernels) == phase + 1, (phase, [k["name"] for k in kernels])
+        assert scopes == [f"step_{phase}"], (phase, scopes)
+        assert all(k["args"]["call_stack"][:2] == ["ROOT", f"step_{phase}"] for k in kernels), kernels
+    with open(f"{out_name}.part_4.chrome_trace") as f:  # the phase open at finalize: empty
+        assert not [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
+    assert not os.path.exists(f"{out_name}.chrome_trace")
