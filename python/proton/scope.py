@@ -3,6 +3,7 @@
 import contextlib
 import threading
 import time
+from collections.abc import Mapping
 from typing import Optional, Sequence, Union
 
 from . import _args, _proton
@@ -85,7 +86,7 @@ class cpu_timed_scope(scope):
     __slots__ = ("_start",)
 
     def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
-        if metrics and "cpu_time" in metrics:
+        if isinstance(metrics, Mapping) and "cpu_time" in metrics:  # others: refused on entry
             raise ValueError("The metric name 'cpu_time' is reserved.")
         super().__init__(name, metrics)
 
