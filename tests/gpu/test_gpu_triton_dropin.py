@@ -124,3 +124,32 @@ def test_periodic_flushing_writes_a_chrome_trace_per_phase(out_name):
     with open(f"{out_name}.part_4.chrome_trace") as f:  # the phase open at finalize: empty
         assert not [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
     assert not os.path.exists(f"{out_name}.chrome_trace")
+
+
+GRAPH_BEFORE_START_SCRIPT = """
+import sys
+import torch
+import proton
+x = torch.ones(256, device="cuda")
+g = torch.cuda.CUDAGraph()
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    x.mul_(1.0)  # warm up outside the capture
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, stream=s):
+        x.mul_(1.0)
+        x.add_(1.0)
+torch.cuda.synchronize()
+proton.start(sys.argv[1])  # the graph was captured (and instantiated) before this
+for _ in range(20):
+    g.replay()
+torch.cuda.synchronize()
+proton.finalize()
+"""
+
+
+def test_graph_captured_before_start_says_tritons_phrase_once(run_script, tmp_path):
+    r = run_script(GRAPH_BEFORE_START_SCRIPT, tmp_path / "g")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("Cannot find graph for graphExecId: ") == 1, r.stderr
+    assert "captured before profiling started" in r.stderr, r.stderr
