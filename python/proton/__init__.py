@@ -10,10 +10,10 @@ A drop-in for ``import triton.profiler as proton``::
 """
 
 from . import _proton
-from . import context, data, hooks, metric, mode
+from . import context, data, flags, hooks, metric, mode, specs
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
-from .state import enter_state, exit_state, state
+from .state import enter_state, exit_state, metadata_state, state
 
 __version__ = "0.1.0"
 
@@ -29,11 +29,14 @@ __all__ = [
     "exit_scope",
     "exit_state",
     "finalize",
+    "flags",
     "hooks",
+    "metadata_state",
     "metric",
     "mode",
     "profile",
     "scope",
+    "specs",
     "start",
     "state",
 ]

@@ -9,7 +9,7 @@ working with ``import proton``. Each knob maps onto what Proton does:
 | ``enable_nvtx`` (TRITON_ENABLE_NVTX)                      | False = ``PROTON_NVTX=0``       |
 | ``cupti_lib_dir`` (TRITON_CUPTI_LIB_PATH), when set       | as ``PROTON_CUPTI_PATH``        |
 | ``profile_metric_buffer_size`` (TRITON_PROFILE_METRIC_BUFFER_SIZE) | bytes of device tensor-metric accumulators |
-| ``profile_buffer_size`` (TRITON_PROFILE_BUFFER_SIZE)      | accepted; intra-kernel buffers  |
+| ``profile_buffer_size`` (TRITON_PROFILE_BUFFER_SIZE), when set | bytes per CUPTI activity buffer |
 | ``cupti_lib_blackwell_dir``, ``enable_hw_trace``          | accepted, no effect             |
 
 ``start()`` passes them to the native module as arguments (``start_args``), where our own
@@ -94,6 +94,14 @@ def cupti_lib_dir() -> Optional[str]:
     return os.environ.get("TRITON_CUPTI_LIB_PATH")
 
 
+def chosen_profile_buffer_size() -> int:
+    """The knob's bytes when the user chose them, else 0 (our own default buffer size)."""
+    if not _explicit(_knobs(), "profile_buffer_size", "TRITON_PROFILE_BUFFER_SIZE"):
+        return 0
+    return profile_buffer_size()
+
+
 def start_args() -> dict:
     """The knobs as ``_proton.start`` takes them (the engine lets PROTON_* variables win)."""
-    return dict(enable_nvtx=enable_nvtx(), cupti_lib_dir=cupti_lib_dir() or "")
+    return dict(enable_nvtx=enable_nvtx(), cupti_lib_dir=cupti_lib_dir() or "",
+                profile_buffer_size=chosen_profile_buffer_size())

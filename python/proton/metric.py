@@ -31,6 +31,9 @@ import threading
 from . import _proton
 from .state import COMPUTE_METADATA_SCOPE_NAME
 
+# The operand widths of the flops<width> metrics (triton.profiler.metric's name).
+FLOPS_WIDTHS = (8, 16, 32, 64)
+
 _SLAB = 4096
 # Tensors on these devices are read as numbers; others are accumulated on their device. (The
 # CPU tests empty it to run the accumulator logic on CPU tensors.)

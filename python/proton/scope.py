@@ -3,9 +3,13 @@
 import contextlib
 import threading
 import time
-from typing import Optional
+from collections.abc import Mapping
+from typing import Optional, Sequence, Union
 
 from . import _args, _proton
+
+# The metric values triton.profiler's annotations name (ours also take strings and tensors).
+MetricValueType = Union[float, int, Sequence[float], Sequence[int]]
 
 _enter = _proton.enter_scope
 _exit = _proton.exit_scope
@@ -72,9 +76,19 @@ class scope(contextlib.ContextDecorator):
 
 class cpu_timed_scope(scope):
     """A scope that also records its wall-clock CPU time as ``cpu_time (ns)``, and one
-    ``cpu_calls`` per run so ``proton-viewer -m avg_cpu_time/us`` gives the time per run."""
+    ``cpu_calls`` per run so ``proton-viewer -m avg_cpu_time/us`` gives the time per run.
+
+    Both are exclusive, as triton.profiler writes them (``"cpu_time (ns)(exc)"``): a node's time
+    already contains its nested timed scopes' time, so no viewer adds theirs to it again.
+    ``cpu_time`` in ``metrics`` is refused (``ValueError``), as in triton.profiler.
+    """
 
     __slots__ = ("_start",)
+
+    def __init__(self, name: str, metrics: Optional[dict] = None) -> None:
+        if isinstance(metrics, Mapping) and "cpu_time" in metrics:  # others: refused on entry
+            raise ValueError("The metric name 'cpu_time' is reserved.")
+        super().__init__(name, metrics)
 
     def __enter__(self):
         super().__enter__()
@@ -82,7 +96,7 @@ class cpu_timed_scope(scope):
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
-        _add_metrics({"cpu_time (ns)": time.perf_counter_ns() - self._start, "cpu_calls": 1})
+        _add_metrics({"cpu_time (ns)(exc)": time.perf_counter_ns() - self._start, "cpu_calls(exc)": 1})
         _exit(self.name)
 
 

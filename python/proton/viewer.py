@@ -21,6 +21,9 @@ import os
 import subprocess
 import sys
 import sysconfig
+from collections import namedtuple
+
+from . import specs
 
 # -- the command ----------------------------------------------------------------------------
 
@@ -54,6 +57,22 @@ def view(path: str, *args: str) -> str:
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
 FLOPS_WIDTHS = (8, 16, 32, 64)
 
+# triton.profiler.viewer's tables of derivable metrics: a request's unit -> its factor.
+FactorDict = namedtuple("FactorDict", ["name", "factor"])
+time_factor_dict = FactorDict("time", {"time/s": 1, "time/ms": 1e-3, "time/us": 1e-6, "time/ns": 1e-9})
+avg_time_factor_dict = FactorDict("avg_time", {f"avg_{k}": v for k, v in time_factor_dict.factor.items()})
+cpu_time_factor_dict = FactorDict("cpu_time", {f"cpu_{k}": v for k, v in time_factor_dict.factor.items()})
+avg_cpu_time_factor_dict = FactorDict("avg_cpu_time",
+                                      {f"avg_{k}": v for k, v in cpu_time_factor_dict.factor.items()})
+bytes_factor_dict = FactorDict("bytes", {"byte/s": 1, "gbyte/s": 1e9, "tbyte/s": 1e12})
+default_flop_factor_dict = {"flop/s": 1, "gflop/s": 1e9, "tflop/s": 1e12}
+derivable_metrics = {
+    **{k: bytes_factor_dict for k in bytes_factor_dict.factor},
+    **{k: FactorDict("flops", default_flop_factor_dict) for k in default_flop_factor_dict},
+    **{f"{p}flop{w}/s": FactorDict(f"flops{w}", {f"flop{w}/s": 1, f"gflop{w}/s": 1e9, f"tflop{w}/s": 1e12})
+       for w in FLOPS_WIDTHS for p in ("", "g", "t")},
+}
+
 _NEEDS = "proton.viewer's hatchet functions need llnl-hatchet and pandas: " \
     "pip install llnl-hatchet pandas"
 
@@ -67,33 +86,6 @@ def _libs():
     except ImportError as e:
         raise ImportError(f"{_NEEDS} ({e})") from None
     return hatchet, pandas, numpy
-
-
-# Peak rates, per device, as triton.profiler's specs compute them (clock rates in kHz).
-def _peak_flops(device_type, arch, width, num_sms, clock_rate):
-    bytes_per_op = width / 8
-    if device_type == "HIP":
-        per_cu_clock = {"gfx90a": 1024, "gfx942": 4096, "gfx950": 8192}[arch]
-        return per_cu_clock * num_sms * clock_rate * 1e3 / bytes_per_op
-    if device_type != "CUDA":
-        raise ValueError(f"Unsupported device type: {device_type}")
-    if arch == "80":
-        dense = 624e12
-    elif arch == "89":
-        dense = 330.3e12
-    elif arch == "90":  # 1513 TFLOP/s at 114 SMs and 1755 MHz, scaled to this part
-        dense = num_sms / 114 * clock_rate / 1755e3 * 1513e12
-    elif arch == "100":
-        dense = num_sms * 16384 * clock_rate * 1e3
-    else:
-        raise ValueError(f"Unsupported architecture: {arch}")
-    return dense / bytes_per_op
-
-
-def _peak_bytes_per_second(device_type, arch, bus_width, memory_clock_rate):
-    if device_type == "CUDA":  # double data rate over the bus
-        return 2 * bus_width * memory_clock_rate * 1e3 / 8
-    return {"gfx90a": 3.2e12, "gfx942": 5.3e12, "gfx950": 8.0e12}[arch]
 
 
 def match_available_metrics(metrics, inclusive_metrics, exclusive_metrics):
@@ -115,6 +107,12 @@ def match_available_metrics(metrics, inclusive_metrics, exclusive_metrics):
         raise RuntimeError(
             f"Metric {metric} is not found. Use the --list flag to list available metrics")
     return found
+
+
+def remove_frames(database):
+    """triton.profiler.viewer's name: the profile ``[root, device_map]`` without launch-metadata
+    frames and empty leaves (and parents left with no children)."""
+    return _drop_hidden_frames(database)
 
 
 def _drop_hidden_frames(database):
@@ -174,8 +172,8 @@ def get_min_time_flops(df, device_info):
             column = f"flops{width}"
             if column not in df.columns:
                 continue
-            peak = _peak_flops(device_type, device["arch"], width, device["num_sms"],
-                               device["clock_rate"])
+            peak = specs.max_flops(device_type, device["arch"], width, device["num_sms"],
+                                   device["clock_rate"])
             out.loc[rows, "min_time"] += df[rows][column].fillna(0) / peak
     return out
 
@@ -186,8 +184,8 @@ def get_min_time_bytes(df, device_info):
     out = pd.DataFrame(0.0, index=df.index, columns=["min_time"])
     for device_type, device_id, device in _devices(device_info):
         rows = df["device_id"] == device_id
-        peak = _peak_bytes_per_second(device_type, device["arch"], device["bus_width"],
-                                      device["memory_clock_rate"])
+        peak = specs.max_bps(device_type, device["arch"], device["bus_width"],
+                             device["memory_clock_rate"])
         out.loc[rows, "min_time"] += df[rows]["bytes"] / peak
     return out
 
@@ -310,6 +308,12 @@ def print_tree(gf, metrics, depth=100, format=None, print_sorted=False):
             name = ordered.iloc[row]["name"]
             name = name[:100] + "..." if len(name) > 100 else name
             print("{:105} {:.4}".format(name, ordered.iloc[row][metrics[0]]))
+    emit_warnings(gf, metrics)
+
+
+def emit_warnings(gf, metrics):
+    """Warns (on stdout, as triton.profiler) when a shown byte count is negative (an overflow)."""
+    _, _, np = _libs()
     if "bytes (inc)" in metrics and np.nanmin(gf.dataframe["bytes (inc)"].values) < 0:
         print("Warning: Negative byte values detected, this is usually the result of a "
               "datatype overflow\n")

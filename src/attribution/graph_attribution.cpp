@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string>
 
 #include "common/name_table.h"
 #include "context/context_tree.h"
@@ -18,14 +19,18 @@ void notice_unknown_graph(uint64_t graph) {
   // Called for every record of such a graph: a plain load first, the locked exchange once.
   if (g_noticed.load(std::memory_order_relaxed)) return;
   if (g_noticed.exchange(true, std::memory_order_relaxed)) return;
-  std::fprintf(stderr,
-               "proton: CUDA graph %llu was captured before profiling started; its kernels are "
-               "attributed to where the graph is launched, without their capture-site paths "
-               "(start profiling before capturing to see them)\n",
-               static_cast<unsigned long long>(graph));
+  std::fprintf(stderr, "%s\n", unknown_graph_notice(graph).c_str());
 }
 
 }  // namespace
+
+std::string unknown_graph_notice(uint64_t graph) {
+  std::string id = std::to_string(graph);
+  return "proton: Cannot find graph for graphExecId: " + id + ": CUDA graph " + id +
+         " was captured before profiling started; its kernels are attributed to where the graph "
+         "is launched, without their capture-site paths (start profiling before capturing to "
+         "see them)";
+}
 
 GraphAttribution::GraphAttribution(GraphRegistry& registry)
     : registry_(registry), capture_frame_(NameTable::global().intern(kCaptureFrame)) {}

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -85,5 +86,10 @@ class GraphAttribution {
   std::deque<uint64_t> unknown_;  // unknown-fan-out launches, oldest first
   uint64_t unknown_site_records_ = 0;
 };
+
+/// The one line printed, once per process, when kernels of a graph captured before profiling
+/// started arrive. It carries triton.profiler's phrase for that case ("Cannot find graph for
+/// graphExecId: N"), which scripts grep for.
+std::string unknown_graph_notice(uint64_t graph);
 
 }  // namespace proton

@@ -12,14 +12,22 @@
 // becomes a LaunchOp (name -> the kernel node's name; numeric entries -> metrics) marked
 // pending on this thread; the launch callback moves it into the launch's tag.
 // exit: clears the pending op (a launch that never reached the driver must not pass it on).
+// Every launch enter lets through also numbers the launch and keeps its (evaluated) name on this
+// thread: triton.profiler's proton.hooks.launch.id and op_name, which keep their values after
+// exit, as Triton's context variables do. Python reads them only when asked (no Python work per
+// launch).
 //
 // State shared across calls (filter, decisions, metric types) is guarded by the GIL: Triton
 // calls the hooks holding it.
 #include "bindings/launch_hook.h"
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +71,27 @@ HookState& state() {
 
 // Set while this thread runs a metadata function: Triton kernels it launches are not hooked.
 constinit thread_local bool tls_in_metadata = false;
+
+// proton.hooks.launch.id / op_name of this thread (0 / null: none yet). The name is a strong
+// reference, replaced under the GIL; a thread's last one is left at its exit (the interpreter
+// may be gone by then).
+std::atomic<uint64_t> g_launch_ids{0};
+constinit thread_local uint64_t tls_launch_id = 0;
+constinit thread_local PyObject* tls_launch_name = nullptr;
+
+void set_launch_name(PyObject* name) {
+  Py_XINCREF(name);
+  PyObject* old = tls_launch_name;
+  tls_launch_name = name;
+  Py_XDECREF(old);
+}
+
+// A launch `enter` lets through: a new number, and its name (the evaluated one when the
+// metadata function gave a str "name", else the kernel's).
+void note_launch(PyObject* name) {
+  tls_launch_id = g_launch_ids.fetch_add(1, std::memory_order_relaxed) + 1;
+  set_launch_name(name);
+}
 
 bool accepted(std::string_view kernel) {
   HookState& s = state();
@@ -169,7 +198,7 @@ bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, Met
 void check_type(NameId metric, std::string_view name, const MetricValue& v) {
   auto [it, added] = state().metric_types.emplace(metric, metric_type(v));
   if (!added && it->second != metric_type(v)) {
-    throw MetricTypeError("Metric value type mismatch for launch_metadata metric '" +
+    throw MetricTypeError("Metric value type mismatch for valueId of launch_metadata metric '" +
                           std::string(name) + "': it was " + metric_type_name(it->second) +
                           ", now " + metric_type_name(metric_type(v)));
   }
@@ -188,10 +217,18 @@ void launch_enter(nb::handle lazy) {
   if (!accepted(std::string_view(text, static_cast<size_t>(len)))) return;
   // No launch_metadata function: nothing beyond the kernel's own name to attach.
   nb::object extras = lazy.attr("extras");
-  if (nb::len(extras) == 0) return;
+  if (nb::len(extras) == 0) {
+    note_launch(kernel);
+    return;
+  }
   nb::object result = evaluate(lazy);
-  if (!nb::isinstance<nb::dict>(result)) return;
+  if (!nb::isinstance<nb::dict>(result)) {
+    note_launch(kernel);
+    return;
+  }
   nb::dict md = nb::borrow<nb::dict>(result);
+  PyObject* renamed = PyDict_GetItemString(md.ptr(), "name");  // borrowed
+  note_launch(renamed != nullptr && PyUnicode_Check(renamed) ? renamed : kernel);
   NameId name = kNoName;
   std::vector<std::pair<NameId, MetricValue>> metrics;
   for (auto [k, v] : md) {
@@ -251,6 +288,23 @@ void register_launch_hook(nb::module_& m) {
     }
     return nb::make_tuple(name, metrics);
   });
+  // proton.hooks.launch.id and op_name of the calling thread (None when unset), and their
+  // setters (ContextVar.set from Python).
+  m.def("_launch_id", []() -> nb::object {
+    if (tls_launch_id == 0) return nb::none();
+    return nb::int_(tls_launch_id);
+  });
+  m.def("_launch_op_name", []() -> nb::object {
+    if (tls_launch_name == nullptr) return nb::none();
+    return nb::borrow(tls_launch_name);
+  });
+  m.def(
+      "_set_launch_id", [](std::optional<uint64_t> id) { tls_launch_id = id.value_or(0); },
+      nb::arg("id").none());
+  m.def(
+      "_set_launch_op_name",
+      [](std::optional<nb::str> name) { set_launch_name(name ? name->ptr() : nullptr); },
+      nb::arg("name").none());
   m.def("_pending_launch_op", [] {
     uint32_t op = LaunchOps::take_pending();
     LaunchOps::set_pending(op);

@@ -217,11 +217,13 @@ void add_metrics(nb::dict metrics) {
 
 namespace proton {
 void register_profiles(nb::module_& m);  // profiles_bindings.cpp: proton.profiles' reader
-}
+void register_specs(nb::module_& m);     // specs_bindings.cpp: proton.specs' peak table
+}  // namespace proton
 
 NB_MODULE(_proton, m) {
   m.doc() = "Proton's C++ engine (internal; use the `proton` package)";
   register_profiles(m);
+  register_specs(m);
 
   // A metric that changes type: triton.profiler raises RuntimeError("Metric value type
   // mismatch ..."); ours is a RuntimeError too, and a TypeError as before, so either catches it.
@@ -247,14 +249,16 @@ NB_MODULE(_proton, m) {
       "start",
       [](std::string name, std::string context, std::string data, std::string backend,
          std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
-         std::string cupti_lib_dir) {
-        return Runtime::get().start(python::session_config(
-            std::move(name), std::move(context), std::move(data), std::move(backend),
-            std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)));
+         std::string cupti_lib_dir, int64_t profile_buffer_size) {
+        return Runtime::get().start(
+            python::session_config(std::move(name), std::move(context), std::move(data),
+                                   std::move(backend), std::move(mode), kernel_records, enable_nvtx,
+                                   std::move(cupti_lib_dir), profile_buffer_size));
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       nb::arg("kernel_records") = true, nb::arg("enable_nvtx") = nb::none(),
-      nb::arg("cupti_lib_dir") = "", nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("cupti_lib_dir") = "", nb::arg("profile_buffer_size") = 0,
+      nb::call_guard<nb::gil_scoped_release>());
   m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
   m.def("activate_all", [] { Runtime::get().activate_all(); });
   m.def(

@@ -73,7 +73,8 @@ nb::dict mode_dict(const Mode& mode) {
 
 SessionConfig session_config(std::string name, std::string context, std::string data,
                              std::string backend, std::string mode, bool kernel_records,
-                             std::optional<bool> enable_nvtx, std::string cupti_lib_dir) {
+                             std::optional<bool> enable_nvtx, std::string cupti_lib_dir,
+                             int64_t profile_buffer_size) {
   SessionConfig c;
   c.name = std::move(name);
   c.context = std::move(context);
@@ -81,7 +82,7 @@ SessionConfig session_config(std::string name, std::string context, std::string 
   c.backend = std::move(backend);
   c.mode = std::move(mode);
   c.kernel_records = kernel_records;
-  c.knobs = {enable_nvtx, std::move(cupti_lib_dir)};
+  c.knobs = {enable_nvtx, std::move(cupti_lib_dir), profile_buffer_size};
   return c;
 }
 
@@ -101,10 +102,11 @@ void register_options(nb::module_& m) {
       "session_options",
       [](std::string name, std::string context, std::string data, std::string backend,
          std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
-         std::string cupti_lib_dir) {
+         std::string cupti_lib_dir, int64_t profile_buffer_size) {
         SessionOptions o = make_session_options(
             session_config(std::move(name), std::move(context), std::move(data), std::move(backend),
-                           std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir)),
+                           std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir),
+                           profile_buffer_size),
             read_environment());
         nb::dict d;
         d["mode"] = mode_dict(o.mode);
@@ -117,7 +119,8 @@ void register_options(nb::module_& m) {
       },
       nb::arg("name") = "proton", nb::arg("context") = "shadow", nb::arg("data") = "tree",
       nb::arg("backend") = "", nb::arg("mode") = "", nb::arg("kernel_records") = true,
-      nb::arg("enable_nvtx") = nb::none(), nb::arg("cupti_lib_dir") = "");
+      nb::arg("enable_nvtx") = nb::none(), nb::arg("cupti_lib_dir") = "",
+      nb::arg("profile_buffer_size") = 0);
 }
 
 }  // namespace proton::python

@@ -3,6 +3,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -13,7 +14,8 @@ namespace proton::python {
 /// proton.start's arguments (and the knobs profile.py passes) as a SessionConfig.
 SessionConfig session_config(std::string name, std::string context, std::string data,
                              std::string backend, std::string mode, bool kernel_records,
-                             std::optional<bool> enable_nvtx, std::string cupti_lib_dir);
+                             std::optional<bool> enable_nvtx, std::string cupti_lib_dir,
+                             int64_t profile_buffer_size = 0);
 
 void register_options(nanobind::module_& m);
 

@@ -74,8 +74,8 @@ void CallTree::add_metric(NodeId id, NameId name, MetricValue value) {
   MetricType type = metric_type(value);
   auto [it, inserted] = metric_types_.try_emplace(name, type);
   if (!inserted && it->second != type) {
-    // "Metric value type mismatch" is triton.profiler's phrase: scripts and tests match on it.
-    throw MetricTypeError("Metric value type mismatch for metric '" + std::string(text) +
+    // "Metric value type mismatch for valueId" is triton.profiler's phrase: scripts match on it.
+    throw MetricTypeError("Metric value type mismatch for valueId of metric '" + std::string(text) +
                           "': it was " + metric_type_name(it->second) + ", now " +
                           metric_type_name(type));
   }

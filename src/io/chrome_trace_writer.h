@@ -73,6 +73,8 @@ class ChromeTraceWriter {
   void append_raw(const std::vector<std::string>& events) noexcept;
 
   const std::string& path() const { return path_; }
+  /// Where finish() puts the file (the partial file keeps its name until then).
+  void set_path(std::string path) { path_ = std::move(path); }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:

@@ -139,7 +139,8 @@ std::span<const EnvVariable> env_variables() {
 
 Environment read_environment() {
   Environment e;
-  e.buffer_bytes = uint_var("PROTON_BUFFER_SIZE", 1024, uint64_t{1} << 30);
+  e.buffer_bytes = uint_var("PROTON_BUFFER_SIZE", static_cast<uint64_t>(kMinBufferBytes),
+                            static_cast<uint64_t>(kMaxBufferBytes));
   e.max_buffers = uint_var("PROTON_MAX_BUFFERS", 1, 1 << 20);
   e.flush_interval_ms = uint32_var("PROTON_FLUSH_INTERVAL_MS", 0, 60'000);
   e.flush_tags = uint_var("PROTON_FLUSH_TAGS", 0, uint64_t{1} << 32);

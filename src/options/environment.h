@@ -26,10 +26,14 @@ struct EnvVariable {
 /// Every PROTON_* variable the product reads (the viewer's and the build's are not here).
 std::span<const EnvVariable> env_variables();
 
+/// The bytes a CUPTI activity buffer may have (PROTON_BUFFER_SIZE, Triton's profile_buffer_size).
+inline constexpr int64_t kMinBufferBytes = 1024;
+inline constexpr int64_t kMaxBufferBytes = int64_t{1} << 30;
+
 /// The variables' values; std::nullopt / "" where unset (the consumer keeps its default).
 struct Environment {
   // Kernel timing (the GPU backend).
-  std::optional<uint64_t> buffer_bytes;       // PROTON_BUFFER_SIZE
+  std::optional<uint64_t> buffer_bytes;       // PROTON_BUFFER_SIZE (kMin/kMaxBufferBytes)
   std::optional<uint64_t> max_buffers;        // PROTON_MAX_BUFFERS
   std::optional<uint32_t> flush_interval_ms;  // PROTON_FLUSH_INTERVAL_MS
   std::optional<uint64_t> flush_tags;         // PROTON_FLUSH_TAGS

@@ -5,7 +5,7 @@
 // Grammar: a head, then ':'-separated options (key=value, or a bare flag where noted).
 //   ""                                        kernel timing (the default)
 //   graph                                     one node per CUDA graph launch
-//   periodic_flushing[:format=hatchet|hatchet_msgpack]
+//   periodic_flushing[:format=hatchet|hatchet_msgpack|chrome_trace]
 //   pcsampling[:interval=N][:buffer_mb=N][:sleep_ms=N][:drain_ms=N][:adapt=0|1]
 //   counters[:metrics=a,b][:interval_us=N][:range=user|auto][:replay][:sampling=pm|range|both]
 //   default|mma[:metric_type=..][:sampling_strategy=..][:sampling_options=0,4][:granularity=..]
@@ -38,7 +38,7 @@ struct KernelTimingMode {};
 struct GraphMode {};
 
 /// "periodic_flushing[:format=...]": each completed phase is written to name.part_N.<format>
-/// and freed.
+/// and freed (chrome_trace: the phase's trace; the trees stay and are written at finalize).
 struct PeriodicFlushing {
   bool enabled = false;
   std::string format = "hatchet";

@@ -80,20 +80,15 @@ PeriodicFlushing periodic_flushing(const std::vector<std::string_view>& parts) {
   for (size_t i = 1; i < parts.size(); ++i) {
     Option o = option(parts[i]);
     if (o.key != "format" || !o.has_value) {
-      throw std::invalid_argument("unknown periodic_flushing option '" + std::string(parts[i]) +
-                                  "' (expected 'format=hatchet' or 'format=hatchet_msgpack')");
+      throw std::invalid_argument(
+          "unknown periodic_flushing option '" + std::string(parts[i]) +
+          "' (expected 'format=hatchet', 'format=hatchet_msgpack' or 'format=chrome_trace')");
     }
     p.format = std::string(o.value);
   }
-  if (p.format == "chrome_trace") {
-    throw std::invalid_argument(
-        "periodic_flushing writes one tree per phase; format=chrome_trace is not supported: a "
-        "data='trace' session already streams its timeline to one .chrome_trace file (bound it "
-        "with PROTON_TRACE_BUDGET_MB)");
-  }
-  if (p.format != "hatchet" && p.format != "hatchet_msgpack") {
+  if (p.format != "hatchet" && p.format != "hatchet_msgpack" && p.format != "chrome_trace") {
     throw std::invalid_argument("unknown periodic_flushing format '" + p.format +
-                                "' (expected 'hatchet' or 'hatchet_msgpack')");
+                                "' (expected 'hatchet', 'hatchet_msgpack' or 'chrome_trace')");
   }
   return p;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace proton {
 
@@ -15,6 +16,17 @@ void check_context(const std::string& context) {
 
 BackendOptions backend_options(const SessionOptions& o, const Environment& env) {
   BackendOptions b;
+  // PROTON_BUFFER_SIZE wins over Triton's knob, which wins over the default (1 MB, not
+  // Triton's 64 MB: a buffer is handed over when full or at the periodic flush).
+  if (int64_t knob = o.config.knobs.profile_buffer_size; knob != 0) {
+    if (knob < kMinBufferBytes || knob > kMaxBufferBytes) {
+      throw std::invalid_argument(
+          "triton.knobs.proton.profile_buffer_size (TRITON_PROFILE_BUFFER_SIZE) is " +
+          std::to_string(knob) + ": not a buffer size in bytes from " +
+          std::to_string(kMinBufferBytes) + " to " + std::to_string(kMaxBufferBytes));
+    }
+    b.buffer_bytes = static_cast<size_t>(knob);
+  }
   b.buffer_bytes = env.buffer_bytes.value_or(b.buffer_bytes);
   b.max_buffers = env.max_buffers.value_or(b.max_buffers);
   b.flush_interval_ms = env.flush_interval_ms.value_or(b.flush_interval_ms);
@@ -117,11 +129,19 @@ SessionOptions make_session_options(const SessionConfig& config, const Environme
                                 "' is an instrumentation mode: start the session with "
                                 "backend='instrumentation'");
   }
-  if (o.periodic_flushing().enabled && !o.data.tree) {
-    throw std::invalid_argument(
-        "mode 'periodic_flushing' writes call trees; it needs data='tree' "
-        "or data='tree,trace', not '" +
-        config.data + "'");
+  if (PeriodicFlushing p = o.periodic_flushing(); p.enabled) {
+    if (p.format == "chrome_trace" && !o.data.trace) {
+      throw std::invalid_argument(
+          "mode 'periodic_flushing:format=chrome_trace' writes a trace per phase; it needs "
+          "data='trace' or data='tree,trace', not '" +
+          config.data + "'");
+    }
+    if (p.format != "chrome_trace" && !o.data.tree) {
+      throw std::invalid_argument(
+          "mode 'periodic_flushing' writes call trees; it needs data='tree' "
+          "or data='tree,trace', not '" +
+          config.data + "'");
+    }
   }
   if (o.config.trace_budget_bytes == 0) {
     o.config.trace_budget_bytes = env.trace_budget_bytes.value_or(0);

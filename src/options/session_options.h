@@ -19,6 +19,9 @@ namespace proton {
 struct TritonKnobs {
   std::optional<bool> enable_nvtx;  // knobs.proton.enable_nvtx; nullopt: not given (on)
   std::string cupti_lib_dir;        // knobs.proton.cupti_lib_dir when the user chose one
+  /// knobs.proton.profile_buffer_size (TRITON_PROFILE_BUFFER_SIZE) when the user chose one: bytes
+  /// per CUPTI activity buffer, as triton.profiler sizes them; 0 = not chosen (our default).
+  int64_t profile_buffer_size = 0;
 };
 
 /// What the user asked proton.start for.

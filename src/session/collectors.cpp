@@ -89,10 +89,12 @@ void TraceCollector::collect(const Record& record) {
   if (s.trace_finished_) return;
   if (const auto* scope = std::get_if<ScopeEvent>(&record)) {
     const LaunchTag& tag = scope->tag;
+    TraceStore* trace = s.trace_for(tag);  // per phase with periodic chrome traces
+    if (trace == nullptr) return;
     if (tag.flags & kTagScopeEnter) {
-      s.trace_->scope_enter(tag.thread, tag.context, tag.cpu_ns);
+      trace->scope_enter(tag.thread, tag.context, tag.cpu_ns);
     } else {
-      s.trace_->scope_exit(tag.thread, tag.context, tag.cpu_ns);
+      trace->scope_exit(tag.thread, tag.context, tag.cpu_ns);
     }
     return;
   }
@@ -125,6 +127,8 @@ void TraceCollector::collect(const Record& record) {
     return;
   }
   const auto& [tag, r] = std::get<KernelDone>(record);
+  TraceStore* trace = s.trace_for(tag);
+  if (trace == nullptr) return;
   TraceEvent e;
   e.kind = TraceEvent::kKernel;
   e.start_ns = s.trace_ns(r.start_ns);
@@ -141,7 +145,7 @@ void TraceCollector::collect(const Record& record) {
   if (tag.flags & kTagUnattributed) e.flags |= kTraceUnattributed;
   if (r.correlation != s.last_launch_) e.flags |= kTraceFirstOfLaunch;
   s.last_launch_ = r.correlation;
-  s.trace_->add(e);
+  trace->add(e);
   // Intra-kernel regions of this launch, if they came first (session/region_alignment.h).
   if (auto regions = s.region_alignment_.on_kernel(r.name, e.start_ns))
     s.emit_regions(*regions, e.start_ns);

@@ -40,7 +40,8 @@ std::vector<std::string> resolve_formats(const Session& s, std::string_view form
   std::vector<std::string> out;
   if (format.empty()) {
     if (s.data().tree) {
-      out.push_back(s.periodic_flushing().enabled ? s.periodic_flushing().format : "hatchet");
+      const PeriodicFlushing& p = s.periodic_flushing();
+      out.push_back(p.enabled && p.format != "chrome_trace" ? p.format : "hatchet");
     }
     if (s.data().trace) out.emplace_back("chrome_trace");
     return out;

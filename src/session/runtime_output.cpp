@@ -131,6 +131,19 @@ void Runtime::flush_completed_phases(Session& s) {
     phases = s.live_phases();
   }
   const std::string& format = s.periodic_flushing().format;
+  if (format == "chrome_trace") {  // one trace per phase; the trees stay for finalize
+    std::vector<uint32_t> closed;
+    {
+      std::lock_guard lock(s.mu);
+      closed = s.phase_traces().held();
+    }
+    for (uint32_t phase : closed) {
+      if (!phase_complete(s, phase)) break;  // phases complete in order
+      std::lock_guard lock(s.mu);
+      s.finish_phase_trace(phase, steady_ns());
+    }
+    return;
+  }
   for (uint32_t phase : phases) {
     if (!phase_complete(s, phase)) break;  // phases complete in order
     write_tree(s, phase, format, s.output_path(format, phase));

@@ -90,6 +90,13 @@ CallTree& Session::tree() {
 uint32_t Session::begin_phase(uint32_t epoch) {
   phase_starts_.push_back(epoch);
   if (data_.tree) trees_[current_phase()] = std::make_unique<CallTree>();
+  if (trace_per_phase_ && trace_ && !trace_finished_) {
+    // The closed phase keeps its store for late kernels; the new one starts its own file.
+    uint32_t closed = current_phase() - 1;
+    phase_traces_.close(closed, output_path("chrome_trace", closed), std::move(trace_writer_),
+                        std::move(trace_));
+    start_trace(trace_clock_, gpu_offset_ns_, kernel_boxes_);
+  }
   return current_phase();
 }
 
@@ -114,18 +121,37 @@ void Session::clear_phases(uint32_t phase, bool up_to) {
   }
 }
 
+TraceStore* Session::trace_for(const LaunchTag& tag) {
+  if (!trace_ || trace_finished_) return nullptr;
+  if (!trace_per_phase_) return trace_.get();
+  uint32_t phase = phase_for(tag);
+  // A phase already written takes no more events.
+  return phase == current_phase() ? trace_.get() : phase_traces_.store(phase);
+}
+
 void Session::start_trace(const TraceClock& clock, int64_t gpu_offset_ns, bool kernel_boxes) {
   gpu_offset_ns_ = gpu_offset_ns;
   kernel_boxes_ = kernel_boxes;
   trace_base_steady_ns_ = clock.base_steady_ns;
-  trace_writer_ = std::make_unique<ChromeTraceWriter>(output_path("chrome_trace"), clock);
+  trace_clock_ = clock;
+  trace_per_phase_ = flushing_.enabled && flushing_.format == "chrome_trace";
+  // Per phase, the current phase's file is named once the session advances (begin_phase).
+  trace_writer_ = std::make_unique<ChromeTraceWriter>(
+      output_path("chrome_trace",
+                  trace_per_phase_ && current_phase() > 0 ? int64_t{current_phase()} : -1),
+      clock);
   trace_ = std::make_unique<TraceStore>(
       config_.trace_budget_bytes, [w = trace_writer_.get()](auto events) { w->append(events); });
-  add_collector(kTrace, std::make_unique<TraceCollector>(*this));
+  if (!collectors_[kTrace]) add_collector(kTrace, std::make_unique<TraceCollector>(*this));
+}
+
+void Session::finish_phase_trace(uint32_t phase, uint64_t now_ns) {
+  phase_traces_.finish(phase, now_ns);
 }
 
 void Session::finish_trace(uint64_t now_ns) {
   if (!trace_ || trace_finished_) return;
+  phase_traces_.finish_all(now_ns);  // closed phases not complete by now: what they have
   // Regions whose kernel record never came: placed by the GPU clock offset alone.
   for (const RegionAlignment::Batch& b : region_alignment_.take_unmatched())
     emit_regions(b, trace_ns(RegionAlignment::first_start(b)));

@@ -25,6 +25,7 @@
 #include "data/counter_track.h"
 #include "data/pc_attribution.h"
 #include "data/region_metrics.h"
+#include "io/phase_traces.h"
 #include "options/session_options.h"
 #include "session/collector.h"
 #include "session/region_alignment.h"
@@ -98,6 +99,10 @@ class Session {
   /// std::runtime_error when it cannot be written.
   void finish_trace(uint64_t now_ns);
   bool trace_finished() const { return trace_finished_; }
+  /// periodic_flushing:format=chrome_trace: writes the trace of `phase`, which has completed,
+  /// to name.part_<phase>.chrome_trace (requires mu; no-op otherwise). Throws as finish_trace.
+  void finish_phase_trace(uint32_t phase, uint64_t now_ns);
+  const PhaseTraces& phase_traces() const { return phase_traces_; }  // requires mu
 
   // PC sampling (mode="pcsampling"): samples wait in pc_ until their kernels' time is known
   // (data/pc_attribution.h). All require mu except pc_sampling().
@@ -180,6 +185,7 @@ class Session {
   ContextId context_of(const LaunchTag& tag) const {
     return python_context_ && tag.python_context != kRootContext ? tag.python_context : tag.context;
   }
+  TraceStore* trace_for(const LaunchTag& tag);  // the store its events go to, or nullptr
 
   SessionId id_;
   SessionOptions options_;
@@ -192,6 +198,10 @@ class Session {
   std::map<uint32_t, std::unique_ptr<CallTree>> trees_;  // live phases
   std::unique_ptr<ChromeTraceWriter> trace_writer_;
   std::unique_ptr<TraceStore> trace_;
+  // periodic_flushing:format=chrome_trace: trace_ holds the current phase; closed ones wait here.
+  bool trace_per_phase_ = false;
+  TraceClock trace_clock_;
+  PhaseTraces phase_traces_;
   RegionAlignment region_alignment_;  // intra-kernel regions waiting for their kernel (mu)
   bool kernel_boxes_ = true;          // start_trace's: regions wait for kernel records
   // Adds a region batch to the trace with its first region at `kernel_start_ns` (requires mu).

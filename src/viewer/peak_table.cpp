@@ -1,45 +1,33 @@
 #include "viewer/peak_table.h"
 
 #include <array>
+#include <stdexcept>
 #include <string>
 
 namespace proton::viewer {
 
 namespace {
 
-// Dense (non-sparse) tensor-core peaks of one reference board per architecture, in TFLOP/s for
-// 8/16/32/64-bit operands (32 = TF32 or FP32 matrix, 64 = FP64 tensor/matrix), from the vendors'
-// data sheets. Scaling by SMs x clock carries them to other boards of the same architecture.
-struct ArchPeak {
-  std::string_view type;
-  std::string_view arch;
-  double ref_sms;
-  double ref_clock_khz;
-  std::array<double, 4> tflops;  // widths 8, 16, 32, 64
-  double ref_tbytes_per_s;       // used only when the device map lacks memory clock/bus width
-};
-
+// The figures are triton.profiler's, so `util` here equals Triton's viewer's. Their sources:
 constexpr std::array<ArchPeak, 8> kPeaks{{
-    // A100 SXM: 108 SMs at 1410 MHz; INT8 624, FP16 312, TF32 156, FP64 19.5; 2.04 TB/s.
-    {"CUDA", "80", 108, 1410000, {624, 312, 156, 19.5}, 2.039},
-    // RTX 4090 class (Ada): 128 SMs at 2520 MHz; FP8 330.3 (FP32 accumulate) as Triton uses.
-    {"CUDA", "89", 128, 2520000, {330.3, 165.2, 82.6, 1.29}, 1.008},
-    // H100 SXM: 132 SMs at 1980 MHz; FP8 1979, FP16 989.4, TF32 494.7, FP64 66.9; 3.35 TB/s.
-    {"CUDA", "90", 132, 1980000, {1979, 989.4, 494.7, 66.9}, 3.35},
-    // B200: 148 SMs at 1965 MHz; 16384 dense FP8 FLOP per SM per clock; FP64 40; 8 TB/s.
-    {"CUDA", "100", 148, 1965000, {4765, 2382, 1191, 40}, 8.0},
-    // MI250X, one GCD as HIP sees it: 110 CUs at 1700 MHz; INT8/FP16 383/191.5, FP64 47.9.
-    {"HIP", "gfx90a", 110, 1700000, {383, 191.5, 47.9, 47.9}, 1.638},
-    // MI300X: 304 CUs at 2100 MHz; FP8 2614.9, FP16 1307.4, TF32 653.7, FP64 163.4; 5.3 TB/s.
-    {"HIP", "gfx942", 304, 2100000, {2614.9, 1307.4, 653.7, 163.4}, 5.3},
-    // Early MI300 parts report gfx941; Triton treats them as gfx942 and so do we.
-    {"HIP", "gfx941", 304, 2100000, {2614.9, 1307.4, 653.7, 163.4}, 5.3},
-    // MI355X: 256 CUs at 2400 MHz; FP8 5033, FP16 2516, FP32 matrix 157.3, FP64 78.6; 8 TB/s.
-    {"HIP", "gfx950", 256, 2400000, {5033, 2516, 157.3, 78.6}, 8.0},
+    // A100: 624 TOPS dense INT8, whatever the board. Fallback bandwidth: A100 SXM 2.04 TB/s.
+    {"CUDA", "80", 624e12, 0, 108, 1410000, 2.039e12},
+    // Ada (RTX 4090 class): 330.3 TFLOP/s FP8 with FP32 accumulate. Fallback: 1.01 TB/s.
+    {"CUDA", "89", 330.3e12, 0, 128, 2520000, 1.008e12},
+    // H100 PCIe as the reference: 1513 TFLOP/s FP8 on 114 SMs at 1755 MHz. Fallback: H100 SXM.
+    {"CUDA", "90", 0, 1513e12 / (114 * 1755e6), 114, 1755000, 3.35e12},
+    // Blackwell: 16384 dense FP8 FLOP per SM per clock (B200: 148 SMs at 1965 MHz, 8 TB/s).
+    {"CUDA", "100", 0, 16384, 148, 1965000, 8.0e12},
+    // CDNA2 (one MI250X GCD: 110 CUs at 1700 MHz): INT8 matrix rate, as it has no FP8.
+    {"HIP", "gfx90a", 0, 1024, 110, 1700000, 3.2e12},
+    // MI300X: 304 CUs at 2100 MHz. Early MI300 parts report gfx941, taken as gfx942.
+    {"HIP", "gfx942", 0, 4096, 304, 2100000, 5.3e12},
+    {"HIP", "gfx941", 0, 4096, 304, 2100000, 5.3e12},
+    // MI355X: 256 CUs at 2400 MHz.
+    {"HIP", "gfx950", 0, 8192, 256, 2400000, 8.0e12},
 }};
 
-// Triton writes "90" but other tools write "sm_90" or "sm90"; HIP archs may carry features
-// ("gfx942:sramecc+:xnack-").
+// Triton writes "90" but other tools write "sm_90" or "sm90"; HIP archs may carry features.
 std::string_view normalize_arch(std::string_view arch) {
   if (arch.substr(0, 3) == "sm_") return arch.substr(3);
   if (arch.substr(0, 2) == "sm") return arch.substr(2);
@@ -47,47 +35,73 @@ std::string_view normalize_arch(std::string_view arch) {
   return arch;
 }
 
+const ArchPeak* find(std::string_view type, std::string_view arch) {
+  arch = normalize_arch(arch);
+  for (const ArchPeak& entry : kPeaks) {
+    if (entry.type == type && entry.arch == arch) return &entry;
+  }
+  return nullptr;
+}
+
+const ArchPeak& known(std::string_view type, std::string_view arch) {
+  if (type != "CUDA" && type != "HIP") {
+    throw std::invalid_argument("Unsupported device type: " + std::string(type));
+  }
+  const ArchPeak* entry = find(type, arch);
+  if (entry == nullptr)
+    throw std::invalid_argument("Unsupported architecture: " + std::string(arch));
+  return *entry;
+}
+
+double flops8(const ArchPeak& entry, double units, double clock_khz) {
+  if (entry.fixed_flops8 > 0) return entry.fixed_flops8;
+  return entry.flops8_per_unit_clock * units * clock_khz * 1e3;
+}
+
 }  // namespace
 
+std::span<const ArchPeak> arch_peaks() {
+  return kPeaks;
+}
+
+double max_flops(std::string_view type, std::string_view arch, double width, double num_sms,
+                 double clock_rate_khz) {
+  const ArchPeak& entry = known(type, arch);
+  if (!(width > 0)) throw std::invalid_argument("width must be a positive number of bits");
+  return flops8(entry, num_sms, clock_rate_khz) / (width / 8);
+}
+
+double max_bps(std::string_view type, std::string_view arch, double bus_width_bits,
+               double memory_clock_rate_khz) {
+  if (type == "CUDA") return 2 * bus_width_bits * memory_clock_rate_khz * 1e3 / 8;
+  return known(type, arch).bytes_per_s;
+}
+
 std::optional<Peak> peak_for(const DeviceInfo& device, int width_bits) {
-  int slot;
-  switch (width_bits) {
-    case 8:
-      slot = 0;
-      break;
-    case 16:
-      slot = 1;
-      break;
-    case 32:
-      slot = 2;
-      break;
-    case 64:
-      slot = 3;
-      break;
-    default:
-      return std::nullopt;
+  if (width_bits != 8 && width_bits != 16 && width_bits != 32 && width_bits != 64) {
+    return std::nullopt;
   }
-  std::string_view arch = normalize_arch(device.arch);
-  for (const ArchPeak& entry : kPeaks) {
-    if (entry.arch != arch) continue;
-    if (!device.type.empty() && entry.type != device.type) continue;
-    Peak peak;
-    double scale = 1;
-    if (device.num_sms > 0 && device.clock_rate_khz > 0) {
-      scale = device.num_sms / entry.ref_sms * device.clock_rate_khz / entry.ref_clock_khz;
+  const ArchPeak* entry = nullptr;
+  if (device.type.empty()) {
+    for (std::string_view type : {"CUDA", "HIP"}) {
+      if (entry == nullptr) entry = find(type, device.arch);
     }
-    peak.flops_per_s = entry.tflops[static_cast<size_t>(slot)] * 1e12 * scale;
-    // CUDA reports the memory clock such that two transfers per clock over the bus give the
-    // data-sheet bandwidth (H100: 2619 MHz x 2 x 640 B = 3.35 TB/s). HIP's reported HBM clock
-    // under the same formula gives half of it (MI300X: 2.7 of 5.3 TB/s), so HIP uses the table.
-    if (device.type != "HIP" && device.memory_clock_rate_khz > 0 && device.bus_width_bits > 0) {
-      peak.bytes_per_s = 2 * device.bus_width_bits / 8 * device.memory_clock_rate_khz * 1e3;
-    } else {
-      peak.bytes_per_s = entry.ref_tbytes_per_s * 1e12;
-    }
-    return peak;
+  } else {
+    entry = find(device.type, device.arch);
   }
-  return std::nullopt;
+  if (entry == nullptr) return std::nullopt;
+  bool board = device.num_sms > 0 && device.clock_rate_khz > 0;
+  Peak peak;
+  peak.flops_per_s = flops8(*entry, board ? device.num_sms : entry->ref_units,
+                            board ? device.clock_rate_khz : entry->ref_clock_khz) /
+                     (width_bits / 8.0);
+  if (entry->type == "CUDA" && device.memory_clock_rate_khz > 0 && device.bus_width_bits > 0) {
+    peak.bytes_per_s =
+        max_bps("CUDA", entry->arch, device.bus_width_bits, device.memory_clock_rate_khz);
+  } else {
+    peak.bytes_per_s = entry->bytes_per_s;
+  }
+  return peak;
 }
 
 }  // namespace proton::viewer

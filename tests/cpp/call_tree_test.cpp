@@ -73,8 +73,9 @@ TEST(CallTree, TypeChangeNamesMetricAndBothTypes) {
     t.add_metric(b, id("latency"), 2.5);  // another node: types are per tree
     FAIL() << "expected MetricTypeError";
   } catch (const MetricTypeError& e) {
-    EXPECT_STREQ(e.what(),
-                 "Metric value type mismatch for metric 'latency': it was int, now float");
+    EXPECT_STREQ(
+        e.what(),
+        "Metric value type mismatch for valueId of metric 'latency': it was int, now float");
   }
   EXPECT_TRUE(t.node(b).metrics.empty());
 }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "attribution/graph_attribution.h"
 #include "attribution/graph_registry.h"
 #include "attribution/record_processor.h"
 #include "context/launch_ops.h"
@@ -278,6 +279,16 @@ TEST_F(Graphs, GraphFromBeforeStartGoesToTheLaunchSiteWithFlatMemory) {
   EXPECT_EQ(got.size(), 3u);
   EXPECT_LE(peak, 2u);  // the newest two launches of the graph, at most
   EXPECT_EQ(proc_.stats().unattributed, 0u);
+}
+
+TEST(GraphNotice, CarriesTritonsPhraseOnceAndSaysWhy) {
+  std::string line = unknown_graph_notice(42);
+  const std::string phrase = "Cannot find graph for graphExecId: 42";
+  size_t at = line.find(phrase);
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_EQ(line.find("Cannot find graph", at + 1), std::string::npos) << line;
+  EXPECT_NE(line.find("captured before profiling started"), std::string::npos) << line;
+  EXPECT_EQ(line.find('\n'), std::string::npos);  // one line
 }
 
 TEST_F(Graphs, ReplayMemoryDoesNotGrowWithKnownFanout) {

@@ -121,6 +121,50 @@ TEST_F(Phases, PeriodicFlushingWritesCompletedPhasesAtEachAdvance) {
   EXPECT_FALSE(fs::exists(dir_ / "pf.part_2.hatchet"));
 }
 
+// As triton.profiler: each completed phase's trace goes to name.part_<N>.chrome_trace.
+TEST_F(Phases, PeriodicFlushingChromeTraceWritesEachPhasesTrace) {
+  SessionConfig c = config("pt", "periodic_flushing:format=chrome_trace");
+  c.data = "tree,trace";
+  SessionId s = rt_.start(c);
+  auto kernels_in = [&](const std::string& file) {
+    std::vector<std::string> out;
+    json trace = read_json(file);
+    for (const auto& e : trace["traceEvents"]) {
+      if (e.value("ph", "") == "X" && e.value("cat", "") == "kernel") out.push_back(e["name"]);
+    }
+    return out;
+  };
+  launch("k0");
+  rt_.advance_phase(s);  // phase 0's record has not arrived: nothing written yet
+  EXPECT_FALSE(fs::exists(dir_ / "pt.part_0.chrome_trace"));
+  launch("k1");
+  rt_.deactivate(s, /*flush=*/true);  // records of k0 and k1 arrive
+  rt_.activate(s);
+  rt_.advance_phase(s);  // phases 0 and 1 are complete: their traces are written
+  EXPECT_EQ(kernels_in("pt.part_0.chrome_trace"), std::vector<std::string>{"k0"});
+  EXPECT_EQ(kernels_in("pt.part_1.chrome_trace"), std::vector<std::string>{"k1"});
+  launch("k2");
+  rt_.finalize(s, "");  // the current phase's trace, and the trees as usual
+  EXPECT_EQ(kernels_in("pt.part_2.chrome_trace"), std::vector<std::string>{"k2"});
+  EXPECT_FALSE(fs::exists(dir_ / "pt.chrome_trace"));
+  EXPECT_EQ(kernels(read_json("pt.part_1.hatchet")), std::vector<std::string>{"k1"});
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".partial"), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(Phases, PeriodicChromeTraceNeedsATraceAndTreeFormatsATree) {
+  SessionConfig c = config("bad", "periodic_flushing:format=chrome_trace");
+  EXPECT_THROW(rt_.start(c), std::invalid_argument);  // data="tree"
+  c.data = "trace";
+  SessionId s = rt_.start(c);
+  launch("k");
+  rt_.finalize(s, "");  // never advanced: one file, as a tree would be
+  EXPECT_TRUE(fs::exists(dir_ / "bad.chrome_trace"));
+  c.mode = "periodic_flushing";
+  EXPECT_THROW(rt_.start(c), std::invalid_argument);  // data="trace" has no tree to flush
+}
+
 TEST_F(Phases, ASessionThatNeverAdvancedWritesOneFile) {
   SessionConfig c = config("one", "periodic_flushing");
   c.name += ".hatchet";  // a known extension on the name is replaced, not doubled

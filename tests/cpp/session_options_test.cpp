@@ -48,6 +48,9 @@ TEST(ModeGrammar, PeriodicFlushingFormats) {
   EXPECT_TRUE(p.enabled);
   EXPECT_EQ(p.format, "hatchet_msgpack");
   EXPECT_EQ(std::get<PeriodicFlushing>(parse_mode("periodic_flushing")).format, "hatchet");
+  // As the newest triton.profiler: a trace per phase.
+  EXPECT_EQ(std::get<PeriodicFlushing>(parse_mode("periodic_flushing:format=chrome_trace")).format,
+            "chrome_trace");
 }
 
 TEST(ModeGrammar, PcSamplingKeepsTheIntervalAsked) {
@@ -106,8 +109,8 @@ TEST(ModeGrammar, BadInputNamesThePartAndWhatIsAccepted) {
       {"fancy", {"unknown mode", "default", "mma", "pcsampling", "counters"}},
       {"graph:x=1", {"graph", "no options"}},
       {"pcsamplingx", {"unknown mode"}},
-      {"periodic_flushing:format=chrome_trace", {"chrome_trace", "PROTON_TRACE_BUDGET_MB"}},
-      {"periodic_flushing:format=csv", {"unknown periodic_flushing format", "hatchet_msgpack"}},
+      {"periodic_flushing:format=csv",
+       {"unknown periodic_flushing format", "hatchet_msgpack", "chrome_trace"}},
       {"periodic_flushing:every=2", {"unknown periodic_flushing option", "format=hatchet"}},
       {"pcsampling:interval=0", {"interval", "from 1"}},
       {"pcsampling:interval=fast", {"interval"}},
@@ -234,6 +237,26 @@ TEST_F(Env, OurVariablesWinOverTritonsKnobs) {
   o = make_session_options(c, read_environment());
   EXPECT_TRUE(o.backend.nvtx);
   EXPECT_EQ(o.backend.cupti_path, "/ours/libcupti.so");
+}
+
+TEST_F(Env, TritonsProfileBufferSizeSizesTheActivityBuffers) {
+  SessionConfig c;
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, size_t{1} << 20);
+  c.knobs.profile_buffer_size = 8 << 20;  // triton.knobs.proton.profile_buffer_size
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, size_t{8} << 20);
+  set("PROTON_BUFFER_SIZE", "4096");  // ours wins
+  EXPECT_EQ(make_session_options(c, read_environment()).backend.buffer_bytes, 4096u);
+  unsetenv("PROTON_BUFFER_SIZE");
+  for (int64_t bad : {int64_t{-1}, int64_t{512}, (int64_t{1} << 30) + 1}) {
+    c.knobs.profile_buffer_size = bad;
+    try {
+      make_session_options(c, read_environment());
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("TRITON_PROFILE_BUFFER_SIZE"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos);
+    }
+  }
 }
 
 TEST_F(Env, InstrKernelTimeTurnsKernelRecordsOn) {

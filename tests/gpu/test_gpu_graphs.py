@@ -424,6 +424,7 @@ def test_memory_flat_over_100k_replays(run_script, tmp_path, read_profile, when,
         assert not prof.has("replay", CAPTURED), prof.render()
         assert prof.count(prof.node("replay")) == 550_000
         assert r.stderr.count("captured before profiling started") == 1, r.stderr
+        assert r.stderr.count("Cannot find graph for graphExecId: ") == 1, r.stderr  # Triton's phrase
     else:
         assert prof.count(prof.node("replay", CAPTURED)) == 550_000, prof.render()
         assert "captured before profiling started" not in r.stderr

@@ -73,6 +73,28 @@ def test_cpu_timed_scope_records_cpu_time(out):
     assert isinstance(ns, int) and ns > 0
 
 
+def test_nested_cpu_timed_scopes_are_not_counted_twice(out):
+    # Triton writes "cpu_time (ns)(exc)": a scope's time already holds its nested timed scopes'.
+    import proton.profiles
+
+    proton.start(out.name)
+    with proton.cpu_timed_scope("outer"):
+        with proton.cpu_timed_scope("inner"):
+            sum(range(10000))
+    proton.finalize()
+    root = out.read()[0]
+    assert root["metric_rules"]["cpu_time (ns)"] == "exc"
+    outer = child(root, "outer")
+    stored_outer = outer["metrics"]["cpu_time (ns)"]
+    stored_inner = child(outer, "inner")["metrics"]["cpu_time (ns)"]
+    assert 0 < stored_inner <= stored_outer
+    prof = proton.profiles.read(out.path)
+    assert prof["outer"]["cpu_time"] == stored_outer  # not outer + inner
+    assert prof["outer"]["avg_cpu_time/ns"] == stored_outer  # one run of it, not two
+    with pytest.raises(ValueError, match="The metric name 'cpu_time' is reserved."):
+        proton.cpu_timed_scope("s", {"cpu_time": 1})
+
+
 def test_enter_exit_scope(out):
     proton.start(out.name)
     proton.enter_scope("a", metrics={"n": 1})
@@ -133,7 +155,7 @@ def test_metric_type_change_is_a_clear_error(out):
     proton.start(out.name)
     with proton.scope("m", {"latency": 1}):
         pass
-    with pytest.raises(TypeError, match="Metric value type mismatch for metric 'latency': it was "
+    with pytest.raises(TypeError, match="Metric value type mismatch for valueId of metric 'latency': it was "
                                         "int, now float"):
         with proton.scope("m", {"latency": 1.5}):
             pass

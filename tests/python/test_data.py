@@ -79,11 +79,31 @@ def test_periodic_flushing_writes_phase_files(out):
     assert os.path.exists(f"{out.name}.part_3.hatchet_msgpack")
 
 
+def test_periodic_flushing_writes_a_chrome_trace_per_phase(out):
+    # As the newest triton.profiler: name.part_<N>.chrome_trace for each completed phase.
+    import json
+
+    session = proton.start(out.name, data="trace", mode="periodic_flushing:format=chrome_trace")
+    for i in range(3):
+        with proton.scope(f"step_{i}"):
+            pass
+        proton.data.advance_phase(session)
+        with open(f"{out.name}.part_{i}.chrome_trace") as f:
+            events = json.load(f)["traceEvents"]
+        assert [e["name"] for e in events if e.get("cat") == "scope"] == [f"step_{i}"]
+    with proton.scope("last"):
+        pass
+    proton.finalize(session)
+    with open(f"{out.name}.part_3.chrome_trace") as f:
+        assert [e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "scope"] == ["last"]
+    assert not os.path.exists(f"{out.name}.chrome_trace")
+
+
 @pytest.mark.parametrize(
     "mode, match",
     [("periodic_flushing:format=xml", "periodic_flushing format 'xml'"),
      ("periodic_flushing:every=3", "periodic_flushing option"),
-     ("periodic_flushing:format=chrome_trace", "one tree per phase")])
+     ("periodic_flushing:format=chrome_trace", "writes a trace per phase; it needs data='trace'")])
 def test_bad_periodic_flushing_modes(out, mode, match):
     with pytest.raises(ValueError, match=match):
         proton.start(out.name, mode=mode)

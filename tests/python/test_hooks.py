@@ -208,3 +208,50 @@ def test_other_hooks_added_later_still_run_and_ours_too(session):
         rt.launch_enter_hook.remove(other)
     proton.finalize()
     assert rt.launch_enter_hook.calls == [] and type(rt.launch_enter_hook) is triton.knobs.HookChain
+
+
+def test_launch_id_and_op_name_set_for_every_launch_on_every_thread(session):
+    # triton.profiler sets proton.hooks.launch.id (a new number) and op_name (the evaluated
+    # name) at every launch its filter lets through, with or without a metadata function, in the
+    # launching thread's context; they keep their values after the launch exits.
+    from proton.hooks import launch
+
+    got = {}
+    barrier = threading.Barrier(4)
+    mine = launch.id.get(), launch.op_name.get()  # this thread's last launch, from earlier tests
+
+    def worker(i):
+        assert launch.id.get() is None  # a new thread starts without a launch
+        barrier.wait()
+        ids = []
+        for n in range(50):
+            if n % 2:
+                d = lazy(f"k{i}", lambda grid, md, args, i=i: {"name": f"renamed{i}"})
+            else:
+                d = lazy(f"k{i}")  # no launch_metadata function
+            knobs.runtime.launch_enter_hook(d)
+            ids.append(launch.id.get())
+            knobs.runtime.launch_exit_hook(d)
+            assert launch.id.get() == ids[-1]  # kept after exit, as Triton's
+            assert launch.op_name.get() == (f"renamed{i}" if n % 2 else f"k{i}")
+        got[i] = ids
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [x for ids in got.values() for x in ids]
+    assert len(got) == 4 and all(isinstance(x, int) for x in every)
+    assert len(set(every)) == 200  # one number per launch, across threads
+    assert all(ids == sorted(ids) for ids in got.values())
+    assert (launch.id.get(), launch.op_name.get()) == mine  # other threads' launches are theirs
+    hooks.LaunchHook().configure(exclude="skipped")
+    knobs.runtime.launch_enter_hook(lazy("skipped"))  # the filter rejects it: no launch, as Triton
+    assert (launch.id.get(), launch.op_name.get()) == mine
+    token = launch.id.set(None)
+    assert launch.id.get() is None and launch.id.get(3) == 3
+    launch.id.set(7)
+    assert launch.id.get() == 7
+    launch.id.reset(token)
+    assert launch.id.get() == mine[0]

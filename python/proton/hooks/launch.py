@@ -16,18 +16,43 @@ kernel name (``re.match``, as triton.profiler)::
 """
 
 import re
-from contextvars import ContextVar
 from typing import Optional
 
 from .. import _proton
 from ..state import COMPUTE_METADATA_SCOPE_NAME, metadata_state  # noqa: F401 - re-exported
 from .hook import Hook, HookManager, _runtime_knobs
 
-# triton.profiler's per-launch context variables. The C++ fast path does not touch them (a
-# ContextVar.set per launch is the kind of Python work it exists to avoid); they are set when
-# LaunchHook.enter is called from Python (HookManager.enter, or a user's own chain).
-op_name = ContextVar("op_name", default=None)
-id = ContextVar("id", default=None)  # noqa: A001 - triton.profiler's name
+
+class _LaunchVar:
+    """triton.profiler's per-launch context variables ``id`` and ``op_name``, with a ContextVar's
+    ``get``/``set``/``reset``. Every launch the hook lets through, on any thread, numbers itself
+    and keeps its name in the engine's per-thread slot (no Python work per launch); ``get`` reads
+    this thread's slot. As in triton.profiler, the values stay after the launch exits.
+    """
+
+    __slots__ = ("name", "_get", "_set")
+
+    def __init__(self, name, get, set_):
+        self.name, self._get, self._set = name, get, set_
+
+    def get(self, *default):
+        value = self._get()
+        return value if value is not None or not default else default[0]
+
+    def set(self, value):
+        token = self._get()
+        self._set(value)
+        return token
+
+    def reset(self, token):
+        self._set(token)
+
+    def __repr__(self):
+        return f"<proton.hooks.launch.{self.name}: {self._get()!r}>"
+
+
+op_name = _LaunchVar("op_name", _proton._launch_op_name, _proton._set_launch_op_name)
+id = _LaunchVar("id", _proton._launch_id, _proton._set_launch_id)  # noqa: A001 - Triton's name
 
 
 class LaunchHook(Hook):
@@ -80,15 +105,10 @@ class LaunchHook(Hook):
 
     def enter(self, metadata) -> None:
         """What the installed C++ hook does, callable from Python (e.g. a HookManager chain)."""
-        _proton._launch_enter(metadata)
-        data = getattr(metadata, "data", None)
-        op_name.set(data.get("name") if isinstance(data, dict) else None)
-        id.set(_proton._pending_launch_op() or None)
+        _proton._launch_enter(metadata)  # sets id and op_name, as the installed hook does
 
     def exit(self, metadata) -> None:
         _proton._launch_exit(metadata)
-        op_name.set(None)
-        id.set(None)
 
 
 # Installation state of the C++ hooks in Triton's chains (LaunchHook.activate/deactivate).

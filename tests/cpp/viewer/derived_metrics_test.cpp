@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "test_util.h"
 #include "viewer/derived_metrics.h"
@@ -30,7 +32,8 @@ class Derived : public ::testing::Test {
 
 // H100 SXM as the fixture describes it: 1280-byte bus at 2619 MHz, double data rate.
 constexpr double kH100Bandwidth = 2.0 * 5120 / 8 * 2619000e3;
-constexpr double kH100Fp16 = 989.4e12;
+// Triton's figure: 1513 TFLOP/s FP8 on 114 SMs at 1755 MHz, scaled to 132 SMs at 1980 MHz, halved.
+constexpr double kH100Fp16 = 1513e12 * 132 / 114 * 1980 / 1755 / 2;
 
 TEST_F(Derived, TimeUnits) {
   EXPECT_DOUBLE_EQ(value("time/s", "matmul_kernel"), 4e-3);
@@ -124,21 +127,27 @@ TEST(DefaultMetric, TimeElseFirstElseNone) {
             std::nullopt);
 }
 
+// MI300X as the fixture describes it: 4096 FP8 FLOP per CU per clock, 304 CUs at 2100 MHz.
+constexpr double kMi300xFp8 = 4096.0 * 304 * 2100000e3;
+
 TEST(DerivedHip, Gfx942FromTheTable) {
   Profile p = load_hatchet(fixture("proton_style.json"));
   std::vector<std::string> warnings;
   auto c = derive_columns(p, {"flop8/s", "util"}, warnings);
   int32_t gemm = find_node(p, "gemm_fp8");
   EXPECT_DOUBLE_EQ(c[0].values[gemm], 5e9 / 2e-6);
-  EXPECT_NEAR(c[1].values[gemm], std::max(5e9 / 2614.9e12, 1e6 / 5.3e12) / 2e-6, 1e-12);
+  EXPECT_NEAR(c[1].values[gemm], std::max(5e9 / kMi300xFp8, 1e6 / 5.3e12) / 2e-6, 1e-12);
   EXPECT_NEAR(c[1].values[find_node(p, "copy_kernel")], 4e6 / 5.3e12 / 1e-6, 1e-12);
   EXPECT_TRUE(warnings.empty());
 }
 
 TEST(PeakTable, ScalesByBoardAndKnowsEveryRequiredArch) {
   DeviceInfo h100_pcie{"CUDA", "0", "90", 114, 1755000, 0, 0};
-  EXPECT_NEAR(peak_for(h100_pcie, 8)->flops_per_s, 1979e12 * 114 / 132 * 1755.0 / 1980, 1e6);
+  EXPECT_NEAR(peak_for(h100_pcie, 8)->flops_per_s, 1513e12, 1e3);
+  EXPECT_NEAR(peak_for({"CUDA", "0", "90", 132, 1980000}, 16)->flops_per_s, kH100Fp16, 1e3);
   EXPECT_DOUBLE_EQ(peak_for(h100_pcie, 16)->bytes_per_s, 3.35e12);  // table fallback
+  // No SMs or clock in the map: the reference board's.
+  EXPECT_NEAR(peak_for({"CUDA", "0", "100"}, 8)->flops_per_s, 148.0 * 16384 * 1965e6, 1e3);
   for (const char* arch : {"80", "89", "90", "100", "sm_90"}) {
     EXPECT_TRUE(peak_for({"CUDA", "0", arch}, 16).has_value()) << arch;
   }
@@ -147,6 +156,35 @@ TEST(PeakTable, ScalesByBoardAndKnowsEveryRequiredArch) {
   }
   EXPECT_FALSE(peak_for({"CUDA", "0", "75"}, 16).has_value());
   EXPECT_FALSE(peak_for({"CUDA", "0", "90"}, 4).has_value());
+}
+
+// The figures of triton.profiler.specs, written out from its formulas.
+TEST(PeakTable, MaxFlopsAndBpsAreTritons) {
+  EXPECT_DOUBLE_EQ(max_flops("CUDA", "80", 16, 108, 1410000), 624e12 / 2);
+  EXPECT_DOUBLE_EQ(max_flops("CUDA", "80", 8, 1, 1), 624e12);  // fixed whatever the board
+  EXPECT_DOUBLE_EQ(max_flops("CUDA", "89", 32, 128, 2520000), 330.3e12 / 4);
+  EXPECT_NEAR(max_flops("CUDA", "90", 16, 132, 1980000),
+              132.0 / 114 * 1980000 / (1755 * 1e3) * 1513 * 1e12 / 2, 1e3);
+  EXPECT_NEAR(max_flops("CUDA", "100", 64, 148, 1965000), 148.0 * 16384 * 1965.0 * 1e6 / 8, 1e3);
+  EXPECT_NEAR(max_flops("HIP", "gfx90a", 8, 110, 1700000), 1024.0 * 110 * 1700000 * 1e3, 1e3);
+  EXPECT_NEAR(max_flops("HIP", "gfx942", 16, 304, 2100000), 4096.0 * 304 * 2100000 * 1e3 / 2, 1e3);
+  EXPECT_NEAR(max_flops("HIP", "gfx950", 8, 256, 2400000), 8192.0 * 256 * 2400000 * 1e3, 1e3);
+  EXPECT_DOUBLE_EQ(max_bps("CUDA", "90", 5120, 2619000), 2.0 * 5120 * 2619000 * 1e3 / 8);
+  EXPECT_DOUBLE_EQ(max_bps("HIP", "gfx90a", 0, 0), 3.2e12);
+  EXPECT_DOUBLE_EQ(max_bps("HIP", "gfx942", 0, 0), 5.3e12);
+  EXPECT_DOUBLE_EQ(max_bps("HIP", "gfx950", 0, 0), 8.0e12);
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([] { max_flops("CUDA", "75", 16, 1, 1); }), "Unsupported architecture: 75");
+  EXPECT_EQ(message([] { max_flops("XPU", "1", 16, 1, 1); }), "Unsupported device type: XPU");
+  EXPECT_EQ(message([] { max_bps("HIP", "gfx1100", 1, 1); }), "Unsupported architecture: gfx1100");
+  EXPECT_NE(message([] { max_flops("CUDA", "90", 0, 1, 1); }), "no error");
 }
 
 TEST(DerivedUtil, UnknownArchWarnsInsteadOfFailing) {
