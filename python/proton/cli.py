@@ -61,6 +61,8 @@ examples:
   proton -n matmul bench.py --size 4096       writes matmul.hatchet
   proton -c python -k triton train.py         Python call paths, Triton launch metadata
   proton pytest -x tests/test_kernels.py
+  proton --idle -n serve server.py            no session; windows from another shell:
+                                              proton-ctl window --duration 10s PID
   proton-viewer -m time/ms matmul.hatchet
 """
 

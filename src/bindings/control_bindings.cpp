@@ -31,6 +31,10 @@ std::pair<std::string, uint64_t> as_pair(const WindowResult& r) {
   return {r.path, r.index};
 }
 
+std::optional<std::string> path_of(const std::optional<WindowResult>& r) {
+  return r ? std::optional<std::string>(r->path) : std::nullopt;
+}
+
 }  // namespace
 
 void register_control(nb::module_& m) {
@@ -55,11 +59,7 @@ void register_control(nb::module_& m) {
       "control_close", [] { return as_pair(WindowController::get().close()); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
-      "control_close_if_open",
-      []() -> std::optional<std::string> {
-        auto r = WindowController::get().close_if_open();
-        return r ? std::optional<std::string>(r->path) : std::nullopt;
-      },
+      "control_close_if_open", [] { return path_of(WindowController::get().close_if_open()); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("control_open_path", [] { return WindowController::get().open_path(); });
   m.def("control_windows_written", [] { return WindowController::get().windows_written(); });
@@ -74,11 +74,7 @@ void register_control(nb::module_& m) {
       "control_clear_schedule", [] { WindowController::get().clear_schedule(); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
-      "control_step",
-      []() -> std::optional<std::string> {
-        auto r = WindowController::get().step();
-        return r ? std::optional<std::string>(r->path) : std::nullopt;
-      },
+      "control_step", [] { return path_of(WindowController::get().step()); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("control_current_step", [] { return WindowController::get().current_step(); });
   // Idle mode's switch and the control socket: what PROTON_IDLE, PROTON_CONTROL_DIR and
