@@ -23,11 +23,11 @@ namespace proton::control {
 namespace {
 
 // The toggle signal's pipe: the handler writes one byte (async-signal-safe), the thread reads.
-std::atomic<int> g_signal_write{-1};
+volatile std::sig_atomic_t g_signal_write = -1;
 
 extern "C" void on_toggle_signal(int) {
   const int saved = errno;
-  const int fd = g_signal_write.load(std::memory_order_relaxed);
+  const int fd = g_signal_write;
   if (fd >= 0) {
     char byte = 't';
     [[maybe_unused]] ssize_t n = ::write(fd, &byte, 1);
@@ -118,7 +118,7 @@ std::string ControlServer::start(const std::string& dir, int toggle_signal) {
     struct sigaction old {};
     ::sigaction(toggle_signal, nullptr, &old);
     if (old.sa_handler == SIG_DFL && (old.sa_flags & SA_SIGINFO) == 0) {
-      g_signal_write.store(signal_pipe[1]);
+      g_signal_write = signal_pipe[1];
       struct sigaction sa {};
       sa.sa_handler = on_toggle_signal;
       sa.sa_flags = SA_RESTART;
@@ -131,6 +131,7 @@ std::string ControlServer::start(const std::string& dir, int toggle_signal) {
     }
   }
   path_ = path;
+  owner_pid_ = ::getpid();
   stop_write_ = stop_pipe[1];
   const int stop_read = stop_pipe[0], signal_read = signal_pipe[0], signal_write = signal_pipe[1];
   thread_ = std::thread([this, fd, stop_read, signal_read, signal_write] {
@@ -150,6 +151,13 @@ void ControlServer::stop() noexcept {
   {
     std::lock_guard lock(mu_);
     if (!thread_.joinable()) return;
+    if (owner_pid_ != ::getpid()) {
+      // A fork child: the thread and the socket are the parent's. The handle is let go without
+      // join or detach (the thread does not exist here), and the socket stays.
+      [[maybe_unused]] auto* parents = new std::thread(std::move(thread_));
+      path_.clear();
+      return;
+    }
     char byte = 'q';
     [[maybe_unused]] ssize_t n = ::write(stop_write_, &byte, 1);
     thread = std::move(thread_);
@@ -167,7 +175,7 @@ void ControlServer::stop() noexcept {
   } else {
     thread.join();
   }
-  g_signal_write.store(-1);
+  g_signal_write = -1;
   std::lock_guard lock(mu_);
   ::close(stop_write_);
   stop_write_ = -1;

@@ -44,6 +44,7 @@ class ControlServer {
   mutable std::mutex mu_;  // guards the fields below but the thread's
   std::thread thread_;
   std::string path_;
+  pid_t owner_pid_ = 0;  // the process whose thread serves
   int stop_write_ = -1;  // written to end the thread
   int toggle_signal_ = 0;
   // A window opened by `window MS`: closed at the deadline if it is still the one open.

@@ -1,5 +1,7 @@
 #include "control/windows.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
@@ -74,6 +76,7 @@ WindowResult WindowController::open_locked(const std::string& name, int64_t firs
   config.window_first_step = first_step;
   config.window_last_step = last_step;
   session_ = Runtime::get().start(config);
+  owner_pid_ = ::getpid();
   open_ = {primary_path(config, config.name), next_index_};
   ++next_index_;
   return open_;
@@ -83,7 +86,11 @@ WindowResult WindowController::close_locked() {
   if (!session_) throw std::logic_error("no window is open");
   const SessionId id = *session_;
   session_.reset();  // a failed write still ends the window: the next one can open
-  Runtime::get().finalize(id, "");
+  try {
+    Runtime::get().finalize(id, "");
+  } catch (const SessionNotFound&) {
+    // proton.finalize() of every session already wrote it.
+  }
   ++written_;
   return open_;
 }
@@ -117,6 +124,10 @@ std::optional<WindowResult> WindowController::close_if_open() noexcept {
   std::lock_guard lock(mu_);
   schedule_.reset();
   if (!session_) return std::nullopt;
+  if (owner_pid_ != ::getpid()) {  // a fork child: the window is its parent's to write
+    session_.reset();
+    return std::nullopt;
+  }
   try {
     return close_locked();
   } catch (...) {

@@ -6,6 +6,8 @@
 // and stops, releasing the vendor's tracing, when it is written.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -71,6 +73,7 @@ class WindowController {
   mutable std::mutex mu_;
   std::optional<SessionConfig> base_;
   std::optional<SessionId> session_;  // the open window's session
+  pid_t owner_pid_ = 0;               // the process that opened it (a fork child never writes it)
   WindowResult open_;                 // the open window's path and number
   uint64_t next_index_ = 0;           // window numbers count up per process, never reused
   uint64_t written_ = 0;

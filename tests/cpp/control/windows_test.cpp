@@ -3,6 +3,8 @@
 #include "control/windows.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -112,6 +114,29 @@ TEST_F(Windows, ClearingTheScheduleWritesItsOpenWindow) {
   wc_.clear_schedule();
   EXPECT_FALSE(wc_.is_open());
   EXPECT_NE(child(read("job.w0")[0], "k"), nullptr);
+}
+
+TEST_F(Windows, AForkChildNeverWritesItsParentsWindow) {
+  wc_.open();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // what the child's exit hook does
+    ::_exit(wc_.close_if_open().has_value() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+  EXPECT_TRUE(wc_.is_open());
+  wc_.close();
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+}
+
+TEST_F(Windows, AWindowFinalizedByOthersStillCloses) {
+  wc_.open();
+  rt_.finalize_all("");  // proton.finalize() of every session
+  EXPECT_EQ(wc_.close().path, (dir_ / "job.w0.hatchet").string());
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
 }
 
 TEST_F(Windows, BadScheduleIsRefusedBeforeAnythingChanges) {
