@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Optional
 
-from . import _args, _knobs, _proton, _ranks
+from . import _args, _exit, _knobs, _proton, _ranks
 from .profile import DEFAULT_PROFILE_NAME, StartError, _check_start_args
 
 _exit_hook = False
@@ -130,6 +130,7 @@ def idle(name: Optional[str] = None, **start_args) -> str:
     changes the options and keeps the socket. ``PROTON_IDLE=1`` calls it at ``import proton``,
     ``proton --idle`` before the script runs."""
     configure(name, **start_args)
+    _exit._install_signal_handlers()  # SIGTERM/SIGINT write an open window, as a session's
     return _proton.control_serve()
 
 

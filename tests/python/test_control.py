@@ -4,6 +4,7 @@ proton-ctl (CPU-side scopes and metrics are what a window records here)."""
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -206,3 +207,30 @@ def test_bad_proton_idle_value_warns_and_imports(tmp_path):
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "imported"
     assert "PROTON_IDLE='maybe' is not 0 or 1" in r.stderr
+
+
+KILLED_IN_WINDOW = textwrap.dedent("""
+    import os, signal, sys
+    import proton
+    proton.control.idle(sys.argv[1])
+    proton.control.open_window()
+    with proton.scope("before_sigterm"):
+        pass
+    if os.fork() == 0:  # a forked worker exits normally: it must not write the parent's window
+        sys.exit(0)
+    os.wait()
+    print("child wrote:", os.path.exists(sys.argv[1] + ".w0.hatchet"), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+""")
+
+
+def test_sigterm_writes_the_open_window_and_a_fork_child_does_not(tmp_path):
+    (tmp_path / "killed.py").write_text(KILLED_IN_WINDOW)
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"))
+    env.pop("PROTON_IDLE", None)
+    r = subprocess.run([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "k")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == -signal.SIGTERM, r.stderr
+    assert r.stdout.strip() == "child wrote: False"
+    assert child(read(tmp_path / "k.w0.hatchet")[0], "before_sigterm") is not None
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".hatchet") == ["k.w0.hatchet"]
