@@ -10,7 +10,8 @@ A drop-in for ``import triton.profiler as proton``::
 """
 
 from . import _proton
-from . import context, data, flags, hooks, metric, mode, specs
+from . import context, control, data, flags, hooks, metric, mode, specs
+from .control import schedule, step
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, metadata_state, state
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_PROFILE_NAME",
     "activate",
     "context",
+    "control",
     "cpu_timed_scope",
     "data",
     "deactivate",
@@ -35,10 +37,12 @@ __all__ = [
     "metric",
     "mode",
     "profile",
+    "schedule",
     "scope",
     "specs",
     "start",
     "state",
+    "step",
 ]
 
 import threading as _threading
@@ -46,3 +50,6 @@ import threading as _threading
 if _threading.current_thread() is _threading.main_thread():
     # Threads that never open a scope (autograd, pools) attribute to this thread's scopes.
     _proton.set_main_thread()
+
+# PROTON_IDLE=1: loaded idle, windows opened from outside (docs/always-on.md).
+control._idle_from_environment()

@@ -20,6 +20,7 @@ import sys
 import traceback
 
 from . import _flags, _ranks
+from . import control as _control
 from .profile import DEFAULT_PROFILE_NAME
 from .profile import finalize as _finalize
 from .profile import start as _start
@@ -60,6 +61,8 @@ examples:
   proton -n matmul bench.py --size 4096       writes matmul.hatchet
   proton -c python -k triton train.py         Python call paths, Triton launch metadata
   proton pytest -x tests/test_kernels.py
+  proton --idle -n serve server.py            no session; windows from another shell:
+                                              proton-ctl window --duration 10s PID
   proton-viewer -m time/ms matmul.hatchet
 """
 
@@ -107,6 +110,10 @@ def _parser():
     p.add_argument("--advise", action="store_true",
                    help="when the run ends, print the analyzer's top findings on the profile "
                         "(to stderr; all of them: proton-viewer --advise, docs/advise.md)")
+    p.add_argument("--idle", action="store_true",
+                   help="start no session: load idle and profile only in windows, opened by "
+                        "proton.schedule/step, proton-ctl or SIGUSR2 (same as PROTON_IDLE=1; "
+                        "docs/always-on.md)")
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
@@ -258,6 +265,14 @@ def main(argv=None) -> int:
                                   if opts.counter_metrics else "")
 
     try:
+        if opts.idle or _control.idle_requested():
+            if opts.hook is not None:
+                parser.error("--idle: windows do not take -k/--hook yet")
+            socket = _control.idle(opts.name, context=opts.context, data=opts.data,
+                                   backend=opts.backend, mode=opts.mode)
+            print(f"proton: idle; open a window with `proton-ctl start {os.getpid()}` "
+                  f"(socket {socket})", file=sys.stderr)
+            return _run_target(kind, target, args)  # an open window is written at exit
         _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
                mode=opts.mode, hook=opts.hook)
     except (ValueError, RuntimeError) as e:

@@ -218,6 +218,9 @@ void add_metrics(nb::dict metrics) {
 namespace proton {
 void register_profiles(nb::module_& m);  // profiles_bindings.cpp: proton.profiles' reader
 void register_specs(nb::module_& m);     // specs_bindings.cpp: proton.specs' peak table
+namespace python {
+void register_control(nb::module_& m);  // control_bindings.cpp: always-on windows
+}  // namespace python
 }  // namespace proton
 
 NB_MODULE(_proton, m) {
@@ -375,6 +378,7 @@ NB_MODULE(_proton, m) {
   python::register_launch_hook(m);
   python::register_counters(m);  // hardware counters
   python::register_options(m);   // the mode grammar, environment variables
+  python::register_control(m);   // always-on windows, schedules, the control socket
   // What a metric value may be, in the words of every refusal (python/proton/metric.py too).
   m.attr("_metric_values_accepted") = kAccepted;
 

@@ -175,6 +175,17 @@ void write_run_info(HatchetEmitter<W>& e) {
   e.frame_field("proton_version", proton_version());
 }
 
+// A window's number and kept steps, on the root's frame beside the rank block (frame keys stay
+// attributes in Hatchet; a metric would become a summed column).
+template <typename W>
+void write_window(HatchetEmitter<W>& e, const CollectionStats& stats) {
+  if (stats.window < 0) return;
+  e.frame_field("window", stats.window);
+  if (stats.window_first_step < 0) return;
+  e.frame_field("first_step", stats.window_first_step);
+  e.frame_field("last_step", stats.window_last_step);
+}
+
 // One walk for both encodings: the msgpack tree equals the JSON tree key for key.
 template <typename W>
 void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devices,
@@ -187,7 +198,10 @@ void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devic
       CallTree::kRoot, [&](CallTree::NodeId id) -> const auto& { return tree.node(id).children; },
       [&](CallTree::NodeId id) {
         e.begin_node(names.name(tree.node(id).name));
-        if (id == CallTree::kRoot) write_run_info(e);
+        if (id == CallTree::kRoot) {
+          write_run_info(e);
+          write_window(e, stats);
+        }
         write_metrics(e, tree, id, stats);
         if (id == CallTree::kRoot) write_metric_rules(e, tree);
       });

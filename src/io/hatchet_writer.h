@@ -27,6 +27,10 @@ bool is_kernel_column(std::string_view name);
 struct CollectionStats {
   uint64_t dropped_records = 0;       // activity records the backend lost
   uint64_t unattributed_kernels = 0;  // kernels whose launch context was unknown
+  // A window of an always-on process: its number and kept steps, on the root's frame (-1: none).
+  int64_t window = -1;
+  int64_t window_first_step = -1;
+  int64_t window_last_step = -1;
 };
 
 std::string hatchet_json(const CallTree& tree, std::span<const DeviceInfo> devices,

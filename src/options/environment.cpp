@@ -55,6 +55,12 @@ constexpr std::array kVariables{
                 "launches that wake the instrumentation consumer early (default 256)"},
     EnvVariable{"PROTON_INSTR_KERNEL_TIME", "0 or 1 (also true/false, on/off)",
                 "1: instrumentation sessions also time kernels with CUPTI"},
+    EnvVariable{"PROTON_IDLE", "0 or 1 (also true/false, on/off)",
+                "1: load Proton idle (hooks and control, no session) until a window opens"},
+    EnvVariable{"PROTON_CONTROL_DIR", "a folder path",
+                "where control sockets live (default $XDG_RUNTIME_DIR/proton or /tmp/proton-UID)"},
+    EnvVariable{"PROTON_CONTROL_SIGNAL", "one of 'usr2', 'usr1', 'off'",
+                "the signal that toggles a window in an idle process (default usr2)"},
     EnvVariable{"PROTON_RANK_PATTERN", "a file name pattern",
                 "per-rank output name of multi-process runs (as proton --rank-pattern)"},
     EnvVariable{"PROTON_VIEWER", "the path of a proton-viewer binary",
@@ -161,6 +167,9 @@ Environment read_environment() {
   e.instr_gather_ms = uint32_var("PROTON_INSTR_GATHER_MS", 1, 1000);
   e.instr_wake_batch = uint32_var("PROTON_INSTR_WAKE_BATCH", 1, 256);
   e.instr_kernel_time = bool_var("PROTON_INSTR_KERNEL_TIME");
+  e.idle = bool_var("PROTON_IDLE");
+  e.control_dir = string_var("PROTON_CONTROL_DIR");
+  e.control_signal = choice_var("PROTON_CONTROL_SIGNAL", {"usr2", "usr1", "off"});
   e.rank_pattern = string_var("PROTON_RANK_PATTERN");
   e.viewer = string_var("PROTON_VIEWER");
   return e;

@@ -57,6 +57,10 @@ struct Environment {
   std::optional<uint32_t> instr_gather_ms;   // PROTON_INSTR_GATHER_MS
   std::optional<uint32_t> instr_wake_batch;  // PROTON_INSTR_WAKE_BATCH
   std::optional<bool> instr_kernel_time;     // PROTON_INSTR_KERNEL_TIME
+  // Always-on control (control/).
+  std::optional<bool> idle;    // PROTON_IDLE
+  std::string control_dir;     // PROTON_CONTROL_DIR
+  std::string control_signal;  // PROTON_CONTROL_SIGNAL: usr2 | usr1 | off
   // Read by the Python layer through env_value() (named here so that one table lists all).
   std::string rank_pattern;  // PROTON_RANK_PATTERN
   std::string viewer;        // PROTON_VIEWER

@@ -40,6 +40,11 @@ struct SessionConfig {
   /// places regions by the GPU's global timer in boxes from the CTAs' extent.
   bool kernel_records = true;
   TritonKnobs knobs = {};
+  /// A window of an always-on process (control/): its number and the first and last step it
+  /// kept, written on the root's frame; -1 where not a window or no schedule counts steps.
+  int64_t window = -1;
+  int64_t window_first_step = -1;
+  int64_t window_last_step = -1;
 };
 
 /// What `data` asks for: "tree", "trace", or both ("tree,trace" / "trace,tree").

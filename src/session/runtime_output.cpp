@@ -42,7 +42,9 @@ std::string Runtime::encode_tree(Session& s, uint32_t phase, bool msgpack) {
   CallTree empty;
   const CallTree* tree = s.phase_tree(phase);
   if (tree == nullptr) tree = &empty;  // cleared or already written: an empty profile
-  CollectionStats stats{s.dropped_records, s.unattributed_kernels};
+  const SessionConfig& c = s.config();
+  CollectionStats stats{s.dropped_records, s.unattributed_kernels, c.window, c.window_first_step,
+                        c.window_last_step};
   return msgpack ? proton::hatchet_msgpack(*tree, devices, stats)
                  : proton::hatchet_json(*tree, devices, stats);
 }

@@ -1,0 +1,203 @@
+#include "control/windows.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string_view>
+
+#include "session/runtime.h"
+
+namespace proton::control {
+
+namespace {
+
+constexpr std::string_view kExtensions[] = {".hatchet", ".hatchet_msgpack", ".chrome_trace"};
+
+std::string strip_extension(std::string name) {
+  for (std::string_view ext : kExtensions) {
+    if (name.size() > ext.size() && name.ends_with(ext)) {
+      name.resize(name.size() - ext.size());
+      break;
+    }
+  }
+  return name;
+}
+
+// The file a window's session writes first: its tree, or its trace when it keeps only a trace.
+std::string primary_path(const SessionConfig& config, const std::string& name) {
+  return name + (parse_data(config.data).tree ? ".hatchet" : ".chrome_trace");
+}
+
+bool any_output_exists(const std::string& name) {
+  std::error_code ec;
+  for (std::string_view ext : kExtensions) {
+    if (std::filesystem::exists(name + std::string(ext), ec)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+WindowController& WindowController::get() {
+  static WindowController* controller = new WindowController();  // leaked: used at exit
+  return *controller;
+}
+
+void WindowController::configure(const SessionConfig& base) {
+  (void)make_session_options(base, read_environment());  // refuses what start() would refuse
+  std::lock_guard lock(mu_);
+  base_ = base;
+  base_->name = strip_extension(base_->name);
+}
+
+bool WindowController::configured() const {
+  std::lock_guard lock(mu_);
+  return base_.has_value();
+}
+
+std::string WindowController::unique_name_locked(const std::string& base) {
+  // Numbers count up in this process; a number whose file exists (an earlier run) is skipped.
+  for (;;) {
+    std::string name = base + ".w" + std::to_string(next_index_);
+    if (!any_output_exists(name)) return name;
+    ++next_index_;
+  }
+}
+
+WindowResult WindowController::open_locked(const std::string& name, int64_t first_step,
+                                           int64_t last_step) {
+  if (!base_) throw std::logic_error("no window options: start Proton idle first");
+  if (session_) throw std::logic_error("a window is already open (" + open_.path + ")");
+  SessionConfig config = *base_;
+  const std::string base = name.empty() ? base_->name : strip_extension(name);
+  config.name = unique_name_locked(base);
+  config.window = static_cast<int64_t>(next_index_);
+  config.window_first_step = first_step;
+  config.window_last_step = last_step;
+  session_ = Runtime::get().start(config);
+  owner_pid_ = ::getpid();
+  open_ = {primary_path(config, config.name), next_index_};
+  ++next_index_;
+  return open_;
+}
+
+WindowResult WindowController::close_locked() {
+  if (!session_) throw std::logic_error("no window is open");
+  const SessionId id = *session_;
+  session_.reset();  // a failed write still ends the window: the next one can open
+  try {
+    Runtime::get().finalize(id, "");
+  } catch (const SessionNotFound&) {
+    // proton.finalize() of every session already wrote it.
+  }
+  ++written_;
+  return open_;
+}
+
+WindowResult WindowController::open(const std::string& name, int64_t first_step,
+                                    int64_t last_step) {
+  std::lock_guard lock(mu_);
+  return open_locked(name, first_step, last_step);
+}
+
+WindowResult WindowController::close() {
+  std::lock_guard lock(mu_);
+  return close_locked();
+}
+
+void WindowController::discard_so_far() {
+  std::lock_guard lock(mu_);
+  discard_locked();
+}
+
+void WindowController::discard_locked() {
+  if (!session_) return;
+  Runtime& rt = Runtime::get();
+  // Everything launched so far reaches the session first, so none of it lands after the clear.
+  rt.deactivate(*session_, /*flush=*/true);
+  rt.clear_phase(*session_, 0, /*clear_up_to_phase=*/false);
+  rt.activate(*session_);
+}
+
+std::optional<WindowResult> WindowController::close_if_open() noexcept {
+  std::lock_guard lock(mu_);
+  schedule_.reset();
+  if (!session_) return std::nullopt;
+  if (owner_pid_ != ::getpid()) {  // a fork child: the window is its parent's to write
+    session_.reset();
+    return std::nullopt;
+  }
+  try {
+    return close_locked();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+bool WindowController::is_open() const {
+  std::lock_guard lock(mu_);
+  return session_.has_value();
+}
+
+std::string WindowController::open_path() const {
+  std::lock_guard lock(mu_);
+  return session_ ? open_.path : std::string();
+}
+
+uint64_t WindowController::windows_written() const {
+  std::lock_guard lock(mu_);
+  return written_;
+}
+
+std::optional<WindowResult> WindowController::apply_locked(const StepActions& a) {
+  std::optional<WindowResult> written;
+  if (a.close && session_) written = close_locked();
+  if (a.open) {
+    open_locked("", static_cast<int64_t>(a.first_step), static_cast<int64_t>(a.last_step));
+  }
+  if (a.discard_warmup) discard_locked();
+  return written;
+}
+
+void WindowController::set_schedule(const ScheduleSpec& spec) {
+  if (std::string why = check_schedule(spec); !why.empty()) {
+    throw std::invalid_argument("proton.schedule: " + why);
+  }
+  std::lock_guard lock(mu_);
+  if (!base_) throw std::logic_error("no window options: configure before the schedule");
+  if (session_) throw std::logic_error("a window is already open (" + open_.path + ")");
+  schedule_ = spec;
+  step_ = 0;
+  apply_locked(actions_entering(spec, 0));
+}
+
+void WindowController::clear_schedule() {
+  std::lock_guard lock(mu_);
+  if (!schedule_) return;
+  schedule_.reset();
+  if (session_) close_locked();
+}
+
+std::optional<WindowResult> WindowController::step() {
+  std::lock_guard lock(mu_);
+  ++step_;
+  if (!schedule_) return std::nullopt;
+  return apply_locked(actions_entering(*schedule_, step_));
+}
+
+uint64_t WindowController::current_step() const {
+  std::lock_guard lock(mu_);
+  return step_;
+}
+
+void WindowController::reset_for_testing() {
+  close_if_open();
+  std::lock_guard lock(mu_);
+  base_.reset();
+  next_index_ = 0;
+  written_ = 0;
+  step_ = 0;
+}
+
+}  // namespace proton::control

@@ -1,0 +1,192 @@
+// The control socket end to end, in this process: the folder's and socket's modes, requests over
+// the socket, a foreign uid, dead peers, a timed window, the toggle signal and proton-ctl.
+#include "control/server.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "control/client.h"
+#include "control/control_dir.h"
+#include "control/ctl.h"
+#include "control/windows.h"
+#include "runtime_fixture.h"
+
+namespace proton::control {
+namespace {
+
+mode_t mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+// Waits (at most 20 s) until `done` holds; the tests assert on effects, never on time.
+template <typename F>
+bool eventually(F done) {
+  for (int i = 0; i < 2000 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+class ControlSocket : public testing::RuntimeFixture {
+ protected:
+  ControlSocket() : RuntimeFixture("proton_ctl_", 8'000'000) {}
+  void SetUp() override {
+    RuntimeFixture::SetUp();
+    WindowController::get().reset_for_testing();
+    WindowController::get().configure(config("serve"));
+    sock_dir_ = dir_ / "run";
+    path_ = server_.start(sock_dir_.string(), SIGUSR2);
+  }
+  void TearDown() override {
+    server_.stop();
+    WindowController::get().reset_for_testing();
+    RuntimeFixture::TearDown();
+  }
+  std::string ask(const std::string& line) {
+    std::string error;
+    std::string reply = send_request(path_, line, error);
+    EXPECT_EQ(error, "");
+    return reply;
+  }
+  ControlServer& server_ = ControlServer::get();
+  std::filesystem::path sock_dir_;
+  std::string path_;
+};
+
+TEST_F(ControlSocket, PrivateFolderAndSocket) {
+  EXPECT_EQ(path_, (sock_dir_ / (std::to_string(::getpid()) + ".sock")).string());
+  EXPECT_EQ(mode_of(sock_dir_), 0700u);
+  EXPECT_EQ(mode_of(path_), 0600u);
+  struct stat st {};
+  ASSERT_EQ(::lstat(path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  server_.stop();
+  EXPECT_FALSE(std::filesystem::exists(path_));  // removed when serving ends
+}
+
+TEST_F(ControlSocket, AFolderOthersCanEnterIsRefused) {
+  auto open_dir = dir_ / "open";
+  std::filesystem::create_directory(open_dir);
+  ::chmod(open_dir.c_str(), 0755);
+  std::string why = ensure_private_dir(open_dir.string(), ::geteuid());
+  EXPECT_NE(why.find("mode 0755"), std::string::npos) << why;
+  EXPECT_NE(ensure_private_dir(open_dir.string(), ::geteuid() + 1), "");  // someone else's
+  auto file = dir_ / "file";
+  std::ofstream(file) << "x";
+  EXPECT_NE(ensure_private_dir(file.string(), ::geteuid()).find("not a folder"), std::string::npos);
+  server_.stop();
+  EXPECT_THROW(server_.start(open_dir.string(), 0), std::runtime_error);
+}
+
+TEST_F(ControlSocket, StartAndStopWriteUniqueWindows) {
+  for (int k = 0; k < 3; ++k) {
+    std::string opened = ask("start");
+    EXPECT_EQ(opened, "ok " + (dir_ / ("serve.w" + std::to_string(k) + ".hatchet")).string());
+    launch("kernel" + std::to_string(k), 10);
+    EXPECT_EQ(ask("stop"), opened);
+  }
+  for (int k = 0; k < 3; ++k) {
+    auto root = read("serve.w" + std::to_string(k))[0];
+    EXPECT_NE(child(root, "kernel" + std::to_string(k)), nullptr);
+    EXPECT_EQ(child(root, "kernel" + std::to_string((k + 1) % 3)), nullptr);
+  }
+  EXPECT_EQ(ask("stop"), "error no window is open");
+  EXPECT_EQ(ask("start " + (dir_ / "named").string()),
+            "ok " + (dir_ / "named.w3.hatchet").string());
+  EXPECT_EQ(ask("start").rfind("error a window is already open", 0), 0u);
+  ask("stop");
+}
+
+TEST_F(ControlSocket, UnknownCommandGetsOneLine) {
+  EXPECT_EQ(ask("reboot"),
+            "error unknown command 'reboot' (expected start, stop, window or status)");
+  EXPECT_FALSE(rt_.has_sessions());
+}
+
+TEST_F(ControlSocket, ForeignUserIsRefused) {
+  ::testing::internal::CaptureStderr();
+  std::string reply = server_.answer("start", ::geteuid() + 1);
+  std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(reply.rfind("error refused", 0), 0u);
+  EXPECT_NE(logged.find("refused a control request from uid " + std::to_string(::geteuid() + 1)),
+            std::string::npos);
+  EXPECT_FALSE(rt_.has_sessions());
+  EXPECT_FALSE(WindowController::get().is_open());
+}
+
+TEST_F(ControlSocket, DeadPeersLeaveTheServerServing) {
+  auto connect_raw = [&] {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    return fd;
+  };
+  ::close(connect_raw());  // says nothing
+  int half = connect_raw();
+  ASSERT_EQ(::send(half, "sta", 3, MSG_NOSIGNAL), 3);  // dies mid-request
+  ::close(half);
+  int gone = connect_raw();  // asks, then leaves before the answer
+  ASSERT_EQ(::send(gone, "status\n", 7, MSG_NOSIGNAL), 7);
+  ::close(gone);
+  EXPECT_EQ(ask("status").rfind("ok idle", 0), 0u);
+  EXPECT_FALSE(rt_.has_sessions());  // the half request opened nothing
+}
+
+TEST_F(ControlSocket, TimedWindowClosesItself) {
+  std::string reply = ask("window 50ms");
+  EXPECT_EQ(reply, "ok " + (dir_ / "serve.w0.hatchet").string());
+  EXPECT_TRUE(eventually([&] { return std::filesystem::exists(dir_ / "serve.w0.hatchet"); }));
+  EXPECT_TRUE(eventually([&] { return !WindowController::get().is_open(); }));
+  EXPECT_EQ(ask("status").rfind("ok idle; 1 windows written", 0), 0u);
+}
+
+TEST_F(ControlSocket, ToggleSignalOpensAndCloses) {
+  ASSERT_EQ(::raise(SIGUSR2), 0);
+  EXPECT_TRUE(eventually([] { return WindowController::get().is_open(); }));
+  launch("toggled", 10);
+  ASSERT_EQ(::raise(SIGUSR2), 0);
+  EXPECT_TRUE(eventually([&] { return std::filesystem::exists(dir_ / "serve.w0.hatchet"); }));
+  EXPECT_NE(child(read("serve.w0")[0], "toggled"), nullptr);
+}
+
+TEST_F(ControlSocket, ProtonCtlPrintsWhere) {
+  ::setenv("PROTON_CONTROL_DIR", sock_dir_.c_str(), 1);
+  const std::string pid = std::to_string(::getpid());
+  std::ostringstream out, err;
+  EXPECT_EQ(run_ctl({"start", pid}, out, err), 0) << err.str();
+  EXPECT_NE(out.str().find((dir_ / "serve.w0.hatchet").string()), std::string::npos);
+  out.str("");
+  EXPECT_EQ(run_ctl({"stop", pid}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), "wrote " + (dir_ / "serve.w0.hatchet").string() + "\n");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "serve.w0.hatchet"));
+  err.str("");
+  EXPECT_EQ(run_ctl({"stop", pid}, out, err), 1);
+  EXPECT_EQ(err.str(), "proton-ctl: process " + pid + ": no window is open\n");
+  err.str("");
+  EXPECT_EQ(run_ctl({"start", "python3"}, out, err), 2);
+  EXPECT_NE(err.str().find("is not a PID"), std::string::npos);
+  err.str("");
+  EXPECT_EQ(run_ctl({"window", pid}, out, err), 2);
+  EXPECT_NE(err.str().find("needs --duration"), std::string::npos);
+  err.str("");
+  EXPECT_EQ(run_ctl({"status", "999999999"}, out, err), 1);
+  EXPECT_NE(err.str().find("has no control socket"), std::string::npos);
+  ::unsetenv("PROTON_CONTROL_DIR");
+}
+
+}  // namespace
+}  // namespace proton::control

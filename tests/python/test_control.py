@@ -1,0 +1,236 @@
+"""Always on, on a machine with no GPU: step schedules, idle mode, the control socket and
+proton-ctl (CPU-side scopes and metrics are what a window records here)."""
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import proton
+from proton import _proton
+from tree_util import child
+
+
+@pytest.fixture(autouse=True)
+def clean_control():
+    _proton.control_reset_for_testing()
+    yield
+    _proton.control_reset_for_testing()
+    _proton.control_stop_serving()
+    proton.finalize()
+
+
+def read(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_schedule_writes_each_active_window_with_its_steps(tmp_path):
+    name = str(tmp_path / "train")
+    written = []
+    with proton.schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1, name=name) as s:
+        for i in range(12):
+            with proton.scope(f"step{i}", {"items": 1}):
+                pass
+            path = s.step() if i % 2 else proton.step()
+            if path:
+                written.append(path)
+    assert written == [name + ".w0.hatchet", name + ".w1.hatchet"]
+    w0, w1 = read(written[0])[0], read(written[1])[0]
+    # skip 1, then cycles of 4: step 1 waits, 2 warms up, 3-4 kept; 5 waits, 6 warms up, 7-8 kept.
+    assert (w0["frame"]["window"], w0["frame"]["first_step"], w0["frame"]["last_step"]) == (0, 3, 4)
+    assert (w1["frame"]["first_step"], w1["frame"]["last_step"]) == (7, 8)
+    assert [c["frame"]["name"] for c in w0["children"]] == ["step3", "step4"]
+    assert [c["frame"]["name"] for c in w1["children"]] == ["step7", "step8"]  # warm-up dropped
+    assert not os.path.exists(name + ".w2.hatchet")
+    assert not _proton.has_sessions()
+
+
+def test_a_second_schedule_never_overwrites_the_first(tmp_path):
+    name = str(tmp_path / "again")
+    for _ in range(2):
+        with proton.schedule(active=1, repeat=1, name=name):
+            proton.step()
+    assert sorted(os.listdir(tmp_path)) == ["again.w0.hatchet", "again.w1.hatchet"]
+
+
+def test_schedule_arguments_are_checked():
+    with pytest.raises(ValueError, match="active must be at least 1"):
+        proton.schedule(active=0)
+    with pytest.raises(TypeError):
+        proton.schedule(wait="1")
+    with pytest.raises(ValueError, match="wait must be >= 0"):
+        proton.schedule(wait=-1)
+    assert not _proton.has_sessions()
+
+
+def test_windows_with_the_api(tmp_path):
+    proton.control.configure(str(tmp_path / "api"))
+    assert not _proton.has_sessions()  # configured, idle: no session, no backend
+    path = proton.control.open_window()
+    assert _proton.has_sessions()
+    with proton.scope("inside"):
+        pass
+    assert proton.control.close_window() == path == str(tmp_path / "api.w0.hatchet")
+    with proton.scope("outside"):
+        pass
+    root = read(path)[0]
+    assert child(root, "inside") is not None
+    assert not any(c["frame"]["name"] == "outside" for c in root["children"])
+    with pytest.raises(RuntimeError, match="no window is open"):
+        proton.control.close_window()
+
+
+def test_answer_refuses_another_user_and_logs_it(tmp_path, capfd):
+    proton.control.configure(str(tmp_path / "x"))
+    reply = _proton.control_answer_for_testing("start", os.geteuid() + 1)
+    assert reply.startswith("error refused")
+    assert f"refused a control request from uid {os.geteuid() + 1}" in capfd.readouterr().err
+    assert not _proton.has_sessions()
+    assert _proton.control_answer_for_testing("frobnicate", os.geteuid()) == (
+        "error unknown command 'frobnicate' (expected start, stop, window or status)")
+
+
+def _ctl():
+    here = shutil.which("proton-ctl", path=os.path.dirname(sys.executable))
+    if here is None:
+        pytest.skip("proton-ctl is not installed beside this Python")
+    return here
+
+
+IDLE_SERVER = textwrap.dedent("""
+    import os, sys, time
+    import proton
+    print(proton.control._proton.has_sessions(), flush=True)
+    for i in range(100000):
+        with proton.scope("request"):
+            time.sleep(0.002)
+        if os.path.exists(sys.argv[1]):
+            break
+""")
+
+
+def _wait_for(predicate, what):
+    for _ in range(2000):
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_proton_ctl_controls_an_idle_process(tmp_path):
+    ctl = _ctl()
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, PROTON_IDLE="1", PROTON_CONTROL_DIR=str(run_dir))
+    stop_file = tmp_path / "stop"
+    (tmp_path / "server.py").write_text(IDLE_SERVER)
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "server.py"), str(stop_file)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "False"  # idle: no session
+        sock = run_dir / f"{proc.pid}.sock"
+        _wait_for(sock.exists, "the control socket")
+        assert stat.S_IMODE(os.stat(run_dir).st_mode) == 0o700
+        assert stat.S_IMODE(os.lstat(sock).st_mode) == 0o600
+        cenv = dict(os.environ, PROTON_CONTROL_DIR=str(run_dir))
+        paths = []
+        for _ in range(2):  # start/stop twice: two files, never the same one
+            started = subprocess.run([ctl, "start", "--name", "serve", str(proc.pid)], env=cenv,
+                                     cwd=tmp_path, capture_output=True, text=True)
+            assert started.returncode == 0, started.stderr
+            time.sleep(0.05)
+            stopped = subprocess.run([ctl, "stop", str(proc.pid)], env=cenv,
+                                     capture_output=True, text=True)
+            assert stopped.returncode == 0, stopped.stderr
+            paths.append(stopped.stdout.strip().removeprefix("wrote "))
+            assert paths[-1] in started.stdout
+        assert paths == [str(tmp_path / "serve.w0.hatchet"), str(tmp_path / "serve.w1.hatchet")]
+        for p in paths:
+            assert child(read(p)[0], "request") is not None
+        bad = subprocess.run([ctl, "restart", str(proc.pid)], env=cenv, capture_output=True,
+                             text=True)
+        assert bad.returncode == 2 and "unknown command 'restart'" in bad.stderr
+        window = subprocess.run([ctl, "window", "--duration", "100ms", str(proc.pid)], env=cenv,
+                                capture_output=True, text=True)
+        assert window.returncode == 0, window.stderr
+        _wait_for(lambda: (tmp_path / "proton.w2.hatchet").exists(), "the timed window's file")
+    finally:
+        stop_file.write_text("")
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert not (run_dir / f"{proc.pid}.sock").exists()  # removed at exit
+
+
+TOGGLED = textwrap.dedent("""
+    import os, signal, time
+    import proton
+    from proton import _proton
+    os.kill(os.getpid(), signal.SIGUSR2)
+    while not _proton.control_open_path():
+        time.sleep(0.01)
+    with proton.scope("toggled"):
+        pass
+    os.kill(os.getpid(), signal.SIGUSR2)
+    while _proton.control_open_path():
+        time.sleep(0.01)
+    with proton.scope("after"):
+        pass
+""")
+
+
+def test_proton_idle_command_and_the_toggle_signal(tmp_path):
+    (tmp_path / "toggle.py").write_text(TOGGLED)
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"))
+    env.pop("PROTON_IDLE", None)
+    r = subprocess.run([sys.executable, "-m", "proton", "--idle", "-n", "tg", "toggle.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "proton: idle; open a window with `proton-ctl start" in r.stderr
+    assert "window written to " + str(tmp_path / "tg.w0.hatchet") in r.stderr
+    root = read(tmp_path / "tg.w0.hatchet")[0]
+    assert child(root, "toggled") is not None
+    assert not any(c["frame"]["name"] == "after" for c in root["children"])
+    assert not (tmp_path / "tg.hatchet").exists()  # --idle starts no whole-run session
+
+
+def test_bad_proton_idle_value_warns_and_imports(tmp_path):
+    env = dict(os.environ, PROTON_IDLE="maybe")
+    r = subprocess.run([sys.executable, "-c", "import proton; print('imported')"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "imported"
+    assert "PROTON_IDLE='maybe' is not 0 or 1" in r.stderr
+
+
+KILLED_IN_WINDOW = textwrap.dedent("""
+    import os, signal, sys
+    import proton
+    proton.control.idle(sys.argv[1])
+    proton.control.open_window()
+    with proton.scope("before_sigterm"):
+        pass
+    if os.fork() == 0:  # a forked worker exits normally: it must not write the parent's window
+        sys.exit(0)
+    os.wait()
+    print("child wrote:", os.path.exists(sys.argv[1] + ".w0.hatchet"), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+""")
+
+
+def test_sigterm_writes_the_open_window_and_a_fork_child_does_not(tmp_path):
+    (tmp_path / "killed.py").write_text(KILLED_IN_WINDOW)
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"))
+    env.pop("PROTON_IDLE", None)
+    r = subprocess.run([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "k")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == -signal.SIGTERM, r.stderr
+    assert r.stdout.strip() == "child wrote: False"
+    assert child(read(tmp_path / "k.w0.hatchet")[0], "before_sigterm") is not None
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".hatchet") == ["k.w0.hatchet"]
