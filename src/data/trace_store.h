@@ -28,7 +28,7 @@ namespace proton {
 struct TraceEvent {
   // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
   // thread = warp, flags = warps per lane (granularity), op = the kernel's NameId, name = the
-  // region's.
+  // region's, launch_ns = its CTA's finalization time (ns), reserved = the SM clock (MHz).
   enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2 };
   uint64_t start_ns = 0;             // steady clock
   uint64_t end_ns = 0;               // steady clock
@@ -46,7 +46,7 @@ struct TraceEvent {
   uint8_t kind = kKernel;
   uint8_t device_type = 0;  // DeviceType of a kernel
   uint16_t flags = 0;       // kTraceFirstOfLaunch, kTraceUnattributed
-  uint32_t reserved = 0;    // explicit tail padding: the record is 64 bytes either way
+  uint32_t reserved = 0;    // region: SM clock in MHz; else explicit tail padding (64 bytes)
 };
 static_assert(sizeof(TraceEvent) == 64);
 

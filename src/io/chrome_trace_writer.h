@@ -135,6 +135,7 @@ class ChromeTraceWriter {
     uint32_t group_warps = 1;  // warps the lane stands for (granularity)
   };
   std::map<uint32_t, std::map<uint64_t, RegionLane>> region_lanes_;
+  std::unordered_map<NameId, size_t> region_colors_;  // region name -> its color's index
 };
 
 }  // namespace proton
