@@ -266,6 +266,22 @@ def test_a_later_session_with_another_mode_gets_its_regions(out_name, read_profi
     assert counts == [CTAS * WARPS, CTAS * 2, CTAS * WARPS]
 
 
+def test_region_events_carry_tritons_args(out_name):
+    import json
+
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    assert regions and all(e["name"] == "loop" for e in regions)
+    assert len({e["cname"] for e in regions}) == 1
+    for e in regions:
+        assert e["args"]["Frequency (MHz)"] > 100  # the SM clock the cycles were converted at
+        assert 0 <= e["args"]["Finalization Time (ns)"] < 10_000_000
+
+
 def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path, monkeypatch):
     import json
 
