@@ -91,6 +91,17 @@ void LaunchStage::scope_event(ContextId scope, bool enter) {
                               enter ? kTagScopeEnter : kTagScopeExit, 0, self.tags.thread});
 }
 
+void LaunchStage::scope_metrics(ContextId scope, uint32_t op) {
+  SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
+                       trace_sessions.load(std::memory_order_relaxed);
+  if (traced == 0) return;
+  hot::Thread& self = hot::this_thread();
+  if (self.tags.block == nullptr) [[unlikely]]
+    register_thread(self);
+  ThreadStage::push(self.tags, LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
+                                         kTagScopeMetrics, op, self.tags.thread});
+}
+
 void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {
   std::lock_guard lock(g_stages_mu);
   auto& all = stages();

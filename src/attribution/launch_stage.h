@@ -44,6 +44,9 @@ inline constexpr uint32_t kTagUnattributed = 1;
 /// (cpu_ns = when, context = the scope's path); see LaunchStage::scope_event.
 inline constexpr uint32_t kTagScopeEnter = 2;
 inline constexpr uint32_t kTagScopeExit = 4;
+/// LaunchTag::flags: metrics added to the scope open on a traced thread (op = a LaunchOps
+/// entry holding them); staged in order with the scope's enter and exit.
+inline constexpr uint32_t kTagScopeMetrics = 8;
 /// LaunchTag::flags bits 8..31: the phase epoch (mod 2^24) the record processor stamps on a
 /// tag when it drains it; launch sites leave them 0. See RecordProcessor::advance_epoch.
 inline constexpr uint32_t kTagEpochShift = 8;
@@ -153,6 +156,14 @@ class LaunchStage {
   /// Stages a CPU scope opening or closing on the calling thread for the active trace
   /// sessions, in order with its launches (installed as ThreadContext's scope observer).
   static void scope_event(ContextId scope, bool enter);
+  /// Stages metrics added to the innermost open scope of the calling thread (`op`, a LaunchOps
+  /// entry) for the active trace sessions: their trace shows them on that scope's event.
+  static void scope_metrics(ContextId scope, uint32_t op);
+  /// Whether an active session records a trace (scope metrics are staged only then).
+  static bool tracing() {
+    return (active_sessions.load(std::memory_order_relaxed) &
+            trace_sessions.load(std::memory_order_relaxed)) != 0;
+  }
 
   /// Drains all threads' tags (consumer; called by the RecordProcessor under its lock).
   static void drain(const std::function<void(const LaunchTag&)>& fn);

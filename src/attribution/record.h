@@ -25,8 +25,8 @@ struct KernelDone {
   const LaunchTag& tag;
   const KernelRecord& kernel;
 };
-/// A CPU scope opening or closing on a traced thread (tag.flags has kTagScopeEnter or
-/// kTagScopeExit), in the thread's order with its launches.
+/// A CPU scope opening, closing or given metrics on a traced thread (tag.flags has
+/// kTagScopeEnter, kTagScopeExit or kTagScopeMetrics), in the thread's order with its launches.
 struct ScopeEvent {
   const LaunchTag& tag;
 };

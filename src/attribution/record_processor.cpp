@@ -13,7 +13,7 @@ void RecordProcessor::drain_tags() {
   LaunchStage::drain([&](const LaunchTag& staged) {
     LaunchTag tag = staged;
     tag.flags |= stamp;
-    if (tag.flags & (kTagScopeEnter | kTagScopeExit)) {
+    if (tag.flags & (kTagScopeEnter | kTagScopeExit | kTagScopeMetrics)) {
       sink_.deliver(tag.sessions, ScopeEvent{tag});
       return;
     }

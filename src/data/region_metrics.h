@@ -38,6 +38,8 @@ struct RegionSpan {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint32_t group_warps = 1;  // warps it stands for: 1, a warpgroup (4), ...; kWholeCta
+  uint32_t clock_mhz = 0;    // the SM clock its cycles were converted at
+  uint32_t finalize_ns = 0;  // its CTA's finalization (the header's post- minus pre-final time)
 };
 
 /// A launch's extent on the GPU's global timer (ns), from its CTAs' headers and regions: the

@@ -1,8 +1,13 @@
 #include "data/trace_store.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
+#include "common/name_table.h"
 #include "context/context_tree.h"
+#include "context/launch_ops.h"
+#include "data/metric.h"
 
 namespace proton {
 
@@ -43,20 +48,53 @@ void TraceStore::add(const TraceEvent& e) {
 }
 
 void TraceStore::scope_enter(uint32_t thread, ContextId scope, uint64_t ns) {
-  open_scopes_[thread].emplace_back(scope, ns);
+  open_scopes_[thread].push_back(OpenScope{scope, ns, next_scope_id_++});
+}
+
+void TraceStore::scope_metrics(uint32_t thread, uint32_t op) {
+  auto it = open_scopes_.find(thread);
+  if (op == 0 || it == open_scopes_.end() || it->second.empty()) return;
+  OpenScope& open = it->second.back();
+  if (open.op == 0) {
+    open.op = op;
+    return;
+  }
+  // A second add to one scope (rare: a scope's metrics usually come at once): combined into one
+  // entry as the tree combines them.
+  LaunchOps& ops = LaunchOps::global();
+  std::vector<std::pair<NameId, MetricValue>> merged = ops.get(open.op).metrics;
+  for (const auto& added : ops.get(op).metrics) {
+    NameId name = added.first;
+    const MetricValue& value = added.second;
+    auto same =
+        std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.first == name; });
+    if (same == merged.end()) {
+      merged.emplace_back(name, value);
+      continue;
+    }
+    if (metric_type(same->second) == metric_type(value)) {
+      combine_metric(metric_rule(NameTable::global().name(name)), same->second, value);
+    } else {
+      same->second = value;  // types that do not combine: the newest value stands
+    }
+  }
+  open.op = ops.intern(kNoName, std::move(merged));
 }
 
 void TraceStore::scope_exit(uint32_t thread, ContextId scope, uint64_t ns) {
   auto it = open_scopes_.find(thread);
   // A scope opened before the trace started has no enter event: nothing to pair it with.
-  if (it == open_scopes_.end() || it->second.empty() || it->second.back().first != scope) return;
+  if (it == open_scopes_.end() || it->second.empty() || it->second.back().context != scope) return;
+  const OpenScope& open = it->second.back();
   TraceEvent e;
   e.kind = TraceEvent::kScope;
-  e.start_ns = it->second.back().second;
+  e.start_ns = open.start_ns;
   e.end_ns = ns;
   e.context = scope;
   e.name = ContextTree::global().node(scope).name;
   e.thread = thread;
+  e.correlation = open.id;
+  e.op = open.op;
   it->second.pop_back();
   add(e);
 }
@@ -65,7 +103,7 @@ void TraceStore::close_open_scopes(uint64_t ns) {
   for (auto& [thread, stack] : open_scopes_) {
     while (!stack.empty()) {
       ++unfinished_scopes_;
-      scope_exit(thread, stack.back().first, std::max(ns, stack.back().second));
+      scope_exit(thread, stack.back().context, std::max(ns, stack.back().start_ns));
     }
   }
 }

@@ -28,25 +28,25 @@ namespace proton {
 struct TraceEvent {
   // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
   // thread = warp, flags = warps per lane (granularity), op = the kernel's NameId, name = the
-  // region's.
+  // region's, launch_ns = its CTA's finalization time (ns), reserved = the SM clock (MHz).
   enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2 };
   uint64_t start_ns = 0;             // steady clock
   uint64_t end_ns = 0;               // steady clock
   uint64_t launch_ns = 0;            // kernel: CPU time of its launch (0 = unknown)
-  uint64_t correlation = 0;          // kernel: launch correlation id
+  uint64_t correlation = 0;          // kernel: launch correlation id; scope: its instance id
   ContextId context = kRootContext;  // the call path (kernel: where it was launched)
   NameId name = kNoName;             // kernel: its own name (scopes: the path's last frame)
   uint32_t device = 0;               // kernel: device id
   uint32_t stream = 0;               // kernel: stream id
   uint32_t thread = 0;               // launching thread / scope's thread (small index)
-  // kernel: the launch-metadata entry of its launch (LaunchOps id, 0 = none); the writer looks
-  // up the display name and metrics when it formats the event, which it may do at any time
-  // (LaunchOps entries are never freed).
+  // kernel: the launch-metadata entry of its launch (LaunchOps id, 0 = none); scope: the
+  // metrics added to it (a LaunchOps entry, 0 = none). The writer looks them up when it formats
+  // the event, which it may do at any time (LaunchOps entries are never freed).
   uint32_t op = 0;
   uint8_t kind = kKernel;
   uint8_t device_type = 0;  // DeviceType of a kernel
   uint16_t flags = 0;       // kTraceFirstOfLaunch, kTraceUnattributed
-  uint32_t reserved = 0;    // explicit tail padding: the record is 64 bytes either way
+  uint32_t reserved = 0;    // region: SM clock in MHz; else explicit tail padding (64 bytes)
 };
 static_assert(sizeof(TraceEvent) == 64);
 
@@ -77,6 +77,9 @@ class TraceStore {
   /// CPU scopes arrive as enter/exit pairs per thread; a completed pair becomes one event.
   void scope_enter(uint32_t thread, ContextId scope, uint64_t ns);
   void scope_exit(uint32_t thread, ContextId scope, uint64_t ns);
+  /// Metrics (a LaunchOps entry) added to the innermost scope open on `thread`; several on one
+  /// scope combine by their rules, as in the tree.
+  void scope_metrics(uint32_t thread, uint32_t op);
   /// Closes every scope still open at `ns` (finalize); they are flagged as unfinished.
   void close_open_scopes(uint64_t ns);
 
@@ -99,7 +102,14 @@ class TraceStore {
   Spill spill_;
   std::vector<std::unique_ptr<Chunk>> chunks_;  // oldest first (front erase is rare: per chunk)
   std::unique_ptr<Chunk> spare_;                // a recycled chunk, so steady state allocates none
-  std::unordered_map<uint32_t, std::vector<std::pair<ContextId, uint64_t>>> open_scopes_;
+  struct OpenScope {
+    ContextId context;
+    uint64_t start_ns;
+    uint64_t id;      // scope instance, numbered from 1 in entry order (the trace's scope_id)
+    uint32_t op = 0;  // its metrics so far (LaunchOps id)
+  };
+  std::unordered_map<uint32_t, std::vector<OpenScope>> open_scopes_;
+  uint64_t next_scope_id_ = 1;
   uint64_t recorded_ = 0;
   uint64_t dropped_ = 0;
   uint64_t dropped_until_ns_ = 0;

@@ -1,6 +1,7 @@
 // Intra-kernel regions on the Chrome trace: each (SM, CTA, unit) gets a lane in its GPU's
 // process, below the stream lanes, so Perfetto shows a kernel's box and, under it, the regions
 // each warp (or warpgroup, or CTA, by the mode's granularity) ran, on one clock.
+#include <iterator>
 #include <string>
 
 #include "common/name_table.h"
@@ -11,6 +12,20 @@
 namespace proton {
 
 namespace {
+
+// The colors triton.profiler gives regions, in turn (Chrome's reserved color names): a region
+// keeps its color across the trace.
+constexpr const char* kRegionColors[] = {"cq_build_passed",
+                                         "cq_build_failed",
+                                         "thread_state_iowait",
+                                         "thread_state_running",
+                                         "thread_state_runnable",
+                                         "thread_state_unknown",
+                                         "rail_response",
+                                         "rail_idle",
+                                         "rail_load",
+                                         "cq_build_attempt_passed",
+                                         "cq_build_attempt_failed"};
 
 // Region lanes start far above stream ids, so the two never share a tid.
 constexpr uint64_t kRegionLaneBase = uint64_t{1} << 32;
@@ -40,12 +55,26 @@ void ChromeTraceWriter::append_region(const TraceEvent& e) {
   if (inserted) it->second = {kRegionLaneBase + lanes.size() - 1, e.flags != 0 ? e.flags : 1u};
   if (!first_event_) buf_.push_back(',');
   first_event_ = false;
+  // As triton.profiler writes a region: its name, a color per region and, in the args, its
+  // CTA's finalization time, the clock its cycles were read at and the call path. Its category
+  // is "region" (Triton's: the kernel's name, which "kernel" holds here), its lane a number.
+  auto color =
+      region_colors_.try_emplace(e.name, region_colors_.size() % std::size(kRegionColors)).first;
   buf_ += "\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":";
   buf_ += quoted_name(e.name);
+  buf_ += ",\"cname\":\"";
+  buf_ += kRegionColors[color->second];
+  buf_.push_back('"');
   append_gpu_place(e.device, it->second.tid, e.start_ns);
   buf_ += ",\"dur\":";
   append_duration(e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0);
-  buf_ += ",\"args\":{\"kernel\":";
+  buf_ += ",\"args\":{\"Finalization Time (ns)\":";
+  buf_ += std::to_string(e.launch_ns);
+  if (e.reserved != 0) {
+    buf_ += ",\"Frequency (MHz)\":";
+    buf_ += std::to_string(e.reserved);
+  }
+  buf_ += ",\"kernel\":";
   buf_ += quoted_name(e.op);
   buf_ += ",\"sm\":";
   buf_ += std::to_string(e.stream);

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cinttypes>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -13,6 +15,7 @@
 #include "common/version.h"
 #include "context/context_tree.h"
 #include "context/launch_ops.h"
+#include "data/metric.h"
 #include "format/json_writer.h"
 #include "format/metric_value_writer.h"
 #include "io/run_info.h"
@@ -34,6 +37,45 @@ void append_uint(std::string& out, uint64_t v) {
 bool own_kernel_arg(std::string_view key) {
   return key == "call_stack" || key == "correlation" || key == "time (ns)" || key == "kernel" ||
          key == "unattributed";
+}
+
+// A metric value as triton.profiler prints it in a scope's metric event: integers in decimal,
+// floats with six decimals (C's "%f"), strings as they are, lists as "[a,b]".
+void append_metric_text(std::string& out, const MetricValue& value) {
+  char buf[64];
+  auto number = [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), double>) {
+      std::snprintf(buf, sizeof(buf), "%f", v);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%" PRId64, v);
+    }
+    out += buf;
+  };
+  auto element = [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), double>) {
+      std::snprintf(buf, sizeof(buf), "%g", v);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%" PRId64, v);
+    }
+    out += buf;
+  };
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          out += v;
+        } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          number(v);
+        } else {
+          out.push_back('[');
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i) out.push_back(',');
+            element(v[i]);
+          }
+          out.push_back(']');
+        }
+      },
+      value);
 }
 
 }  // namespace
@@ -155,6 +197,70 @@ const ChromeTraceWriter::OpArgs& ChromeTraceWriter::op_args(uint32_t op) {
   return it->second;
 }
 
+const ChromeTraceWriter::ScopeMetricArgs& ChromeTraceWriter::scope_metric_args(uint32_t op) {
+  auto [it, inserted] = scope_ops_.try_emplace(op);
+  if (inserted) {
+    // Sorted by name, each as a string, as triton.profiler writes them (names without their
+    // "(exc)"/"(pty)" tag, as in the tree).
+    std::vector<std::pair<std::string_view, const MetricValue*>> sorted;
+    for (const auto& [metric, value] : LaunchOps::global().get(op).metrics)
+      sorted.emplace_back(metric_output_name(NameTable::global().name(metric)), &value);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string& label = it->second.label;
+    std::string& metrics = it->second.metrics;
+    label = ": ";
+    metrics.push_back('{');
+    std::string text;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (i > 0 && sorted[i].first == sorted[i - 1].first) continue;  // one key per name
+      text.clear();
+      append_metric_text(text, *sorted[i].second);
+      if (i) {
+        label += ", ";
+        metrics.push_back(',');
+      }
+      label.append("<").append(sorted[i].first).append(", ").append(text).append(">");
+      JsonWriter::append_string(metrics, sorted[i].first);
+      metrics.push_back(':');
+      JsonWriter::append_string(metrics, text);
+    }
+    metrics.push_back('}');
+  }
+  return it->second;
+}
+
+// A CPU scope. With metrics added to it, triton.profiler's metric event: named
+// "<scope>: <name, value>, ...", category "metric", the metrics in args.metrics (as strings).
+// args.scope_id numbers the scope's instances within the trace.
+void ChromeTraceWriter::append_scope(const TraceEvent& e) {
+  uint64_t dur = e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
+  const ScopeMetricArgs* m = e.op != 0 ? &scope_metric_args(e.op) : nullptr;
+  if (m != nullptr && m->metrics.size() <= 2) m = nullptr;  // no metrics after all: "{}"
+  if (m == nullptr) {
+    buf_ += "{\"ph\":\"X\",\"cat\":\"scope\",\"name\":";
+    buf_ += quoted_name(e.name);
+  } else {
+    buf_ += "{\"ph\":\"X\",\"cat\":\"metric\",\"name\":";
+    std::string name(e.name == kNoName ? std::string_view("<unknown>")
+                                       : NameTable::global().name(e.name));
+    name += m->label;
+    JsonWriter::append_string(buf_, name);
+  }
+  append_cpu_place(e.thread, e.start_ns);
+  buf_ += ",\"dur\":";
+  append_duration(dur);
+  buf_ += ",\"args\":{\"call_stack\":";
+  buf_ += call_stack(e.context);
+  buf_ += ",\"scope_id\":";
+  append_uint(buf_, e.correlation);
+  if (m != nullptr) {
+    buf_ += ",\"metrics\":";
+    buf_ += m->metrics;
+  }
+  buf_ += "}}";
+}
+
 // Every event starts with where (process, lane) and when; CPU events live in this process's
 // pid, GPU events in one pid per device with a lane per stream.
 void ChromeTraceWriter::append_cpu_place(uint64_t thread, uint64_t ts_ns) {
@@ -190,14 +296,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
   if (e.kind == TraceEvent::kScope) {
     cpu_lanes_.insert(e.thread);
     sep();
-    buf_ += "{\"ph\":\"X\",\"cat\":\"scope\",\"name\":";
-    buf_ += quoted_name(e.name);
-    append_cpu_place(e.thread, e.start_ns);
-    buf_ += ",\"dur\":";
-    append_duration(dur);
-    buf_ += ",\"args\":{\"call_stack\":";
-    buf_ += call_stack(e.context);
-    buf_ += "}}";
+    append_scope(e);
     return;
   }
   gpu_lanes_[e.device].insert(e.stream);

@@ -9,6 +9,9 @@
 // thread (tid = Proton's small thread index). Kernels and scopes are complete ("X") events in
 // µs relative to the session's trace start; each kernel with a known launch gets a zero-length
 // "launch" slice on its thread and a flow arrow ("s" -> "f", bound to the enclosing slices).
+// Scope args carry the call path and "scope_id" (the scope's instance, numbered per trace); a
+// scope given metrics is written as triton.profiler writes it, a "metric" event named
+// "<scope>: <name, value>, ..." with the values as strings in "metrics".
 // Kernel args carry the call path ("call_stack": "ROOT", the scopes, the kernel name, as
 // triton.profiler writes it), the correlation id and "time (ns)". A kernel whose launch carried
 // launch metadata (hook="triton", TraceEvent::op) is named after it, as its call-tree node is,
@@ -98,6 +101,13 @@ class ChromeTraceWriter {
     std::string metrics;    // ,"metric":value... ready to append to the args
   };
   const OpArgs& op_args(uint32_t op);
+  // Metrics added to a scope, as triton.profiler writes them on the scope's event.
+  struct ScopeMetricArgs {
+    std::string label;    // ": <name, value>, ..." appended to the scope's name (unescaped)
+    std::string metrics;  // {"name":"value",...}
+  };
+  const ScopeMetricArgs& scope_metric_args(uint32_t op);
+  void append_scope(const TraceEvent& e);
   bool open_file();
   void flush_buffer();
 
@@ -113,17 +123,19 @@ class ChromeTraceWriter {
   uint64_t bytes_written_ = 0;
   bool first_event_ = true;
   uint64_t next_flow_id_ = 1;
-  std::unordered_map<ContextId, std::string> stacks_;  // call_stack JSON arrays per context
-  std::unordered_map<NameId, std::string> names_;      // quoted, escaped names
-  std::unordered_map<uint32_t, OpArgs> ops_;           // per launch-metadata op
-  std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;   // device -> streams seen
-  std::set<uint32_t> cpu_lanes_;                       // thread indices seen
+  std::unordered_map<ContextId, std::string> stacks_;        // call_stack JSON arrays per context
+  std::unordered_map<NameId, std::string> names_;            // quoted, escaped names
+  std::unordered_map<uint32_t, OpArgs> ops_;                 // per launch-metadata op
+  std::unordered_map<uint32_t, ScopeMetricArgs> scope_ops_;  // per set of scope metrics
+  std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;         // device -> streams seen
+  std::set<uint32_t> cpu_lanes_;                             // thread indices seen
   // device -> (SM, CTA, warp) key -> lane (chrome_trace_regions.cpp)
   struct RegionLane {
     uint64_t tid = 0;
     uint32_t group_warps = 1;  // warps the lane stands for (granularity)
   };
   std::map<uint32_t, std::map<uint64_t, RegionLane>> region_lanes_;
+  std::unordered_map<NameId, size_t> region_colors_;  // region name -> its color's index
 };
 
 }  // namespace proton

@@ -19,18 +19,22 @@ namespace {
 using format::HatchetEmitter;
 
 // Hatchet (and so triton.profiler's viewer) takes its metric columns from the root's keys only,
-// so the root lists every scalar metric that appears anywhere, with 0 where it has no value of
-// its own. Vector metrics are left out: Hatchet would concatenate them when summing.
+// and sums those columns over each subtree. So the root lists every summed scalar metric that
+// appears anywhere, with 0 where it has no value of its own. Left out: vector metrics (Hatchet
+// would concatenate them when summing) and exclusive ones ("x (exc)"), which Triton writes only
+// on the nodes that recorded them; Hatchet then keeps them per node, unsummed.
 std::vector<std::pair<NameId, MetricType>> scalar_columns(const CallTree& tree) {
   std::vector<std::pair<NameId, MetricType>> columns;
   std::vector<bool> seen;
+  auto& names = NameTable::global();
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
     const CallTree::Node& node = tree.node(id);
     for (const auto& [metric, value] : node.metrics) {
       MetricType t = metric_type(value);
       if (t != MetricType::kInt && t != MetricType::kFloat) continue;
+      if (metric_rule(names.name(metric)) == MetricRule::kExclusive) continue;
       // Never written: the kernel's own column of that name stands in its place.
-      if (node.has_kernel && is_kernel_column(NameTable::global().name(metric))) continue;
+      if (node.has_kernel && is_kernel_column(names.name(metric))) continue;
       if (metric >= seen.size()) seen.resize(metric + 1, false);
       if (seen[metric]) continue;
       seen[metric] = true;

@@ -91,7 +91,9 @@ void TraceCollector::collect(const Record& record) {
     const LaunchTag& tag = scope->tag;
     TraceStore* trace = s.trace_for(tag);  // per phase with periodic chrome traces
     if (trace == nullptr) return;
-    if (tag.flags & kTagScopeEnter) {
+    if (tag.flags & kTagScopeMetrics) {
+      trace->scope_metrics(tag.thread, tag.op);
+    } else if (tag.flags & kTagScopeEnter) {
       trace->scope_enter(tag.thread, tag.context, tag.cpu_ns);
     } else {
       trace->scope_exit(tag.thread, tag.context, tag.cpu_ns);

@@ -11,6 +11,7 @@
 #include "attribution/launch_stage.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/clock.h"
+#include "context/launch_ops.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
 #include "io/chrome_trace_writer.h"
@@ -398,6 +399,11 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   ContextId ctx = ThreadContext::launch_context();
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
   if (active == 0) return;
+  if (!metrics.empty() && LaunchStage::tracing()) {
+    // A trace shows them on the scope's own event: staged in order with its enter and exit.
+    LaunchStage::scope_metrics(
+        ctx, LaunchOps::global().intern(kNoName, {metrics.begin(), metrics.end()}));
+  }
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {
     if (Session* s = sessions_[std::countr_zero(active)].get()) s->add_metrics(ctx, metrics);

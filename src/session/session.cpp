@@ -192,6 +192,8 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
     e.thread = r.warp;
     e.flags = static_cast<uint16_t>(std::min<uint32_t>(r.group_warps, 0xffffu));
     e.op = b.kernel;
+    e.launch_ns = r.finalize_ns;
+    e.reserved = r.clock_mhz;
     trace_->add(e);
   }
 }

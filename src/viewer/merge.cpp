@@ -12,7 +12,9 @@ namespace {}  // namespace
 
 std::string merge_stat_name(std::string_view metric, std::string_view stat, MetricKind kind) {
   std::string_view core = trim(metric);
-  if (kind != MetricKind::kInclusive) core = trim(core.substr(0, core.size() - 5));
+  // The tag, when the name has one: a kind a file declared ("metric_rules") names no tag.
+  if (kind != MetricKind::kInclusive && metric_kind_of(core) == kind)
+    core = trim(core.substr(0, core.size() - 5));
   auto open = core.find('(');
   std::string_view base = trim(core.substr(0, open));
   // Built by append: GCC 12 at -O3 reports a false -Wrestrict on `" " + std::string(...)`.
@@ -51,6 +53,7 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
     }
     int32_t sum_id = out.metric_id(name);
     out.metrics[static_cast<size_t>(sum_id)].integral = integral;
+    out.metrics[static_cast<size_t>(sum_id)].kind = kind;  // declared kinds too
     if (kind == MetricKind::kProperty) {
       for (size_t i = 0; i < nodes; ++i) {
         for (size_t k = 0; k < n; ++k) {

@@ -337,6 +337,8 @@ Profile RankMerger::result() const {
   for (const Column& c : cols) {
     int32_t id = out.metric_id(c.name);
     out.metrics[static_cast<size_t>(id)].integral = c.integral;
+    // The summed column keeps the kind its files gave it, a declared one ("metric_rules") too.
+    if (c.what == Stat::kSum) out.metrics[static_cast<size_t>(id)].kind = metrics_[c.metric].kind;
     for (size_t i = 0; i < out.nodes.size(); ++i) {
       double v = value(i, c);
       if (!is_absent(v)) out.add_value(static_cast<int32_t>(i), id, v);

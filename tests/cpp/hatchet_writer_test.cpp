@@ -164,12 +164,33 @@ TEST(HatchetWriter, RuleSuffixesAreRemovedAndRecordedOnTheRoot) {
                      : json::parse(hatchet_json(t, {}, {}));
     const json& root = j[0];
     EXPECT_EQ(root["metric_rules"], (json{{"peak", "exc"}, {"dtype", "pty"}}));
-    EXPECT_EQ(root["metrics"], (json{{"peak", 0}, {"n", 0}}));  // string metrics: no column
+    // Columns for Hatchet: summed scalars only. The exclusive "peak" is written, as Triton
+    // writes it, only where it was recorded; string metrics have no column.
+    EXPECT_EQ(root["metrics"], (json{{"n", 0}}));
     EXPECT_EQ(root["children"][0]["metrics"], (json{{"peak", 5}}));
     EXPECT_EQ(root["children"][0]["children"][0]["metrics"],
               (json{{"peak", 3}, {"dtype", "bf16"}, {"n", 1}}));
     EXPECT_FALSE(root["children"][0].contains("metric_rules"));
   }
+}
+
+TEST(HatchetWriter, ExclusiveMetricsOnlyWhereRecorded) {
+  // Triton writes an exclusive metric on the nodes that recorded it and nowhere else: the root
+  // has it only with its own value, and a float "(exc)" metric gets no 0.0 column either.
+  CallTree t;
+  auto a = t.child(CallTree::kRoot, id("a"));
+  t.add_metric(a, id("cpu_time (ns)(exc)"), int64_t{40});
+  t.add_metric(a, id("ratio (exc)"), 0.5);
+  t.add_metric(t.child(a, id("b")), id("ratio (exc)"), 0.25);
+  for (bool msgpack : {false, true}) {
+    json j = msgpack ? json::from_msgpack(hatchet_msgpack(t, {}, {}))
+                     : json::parse(hatchet_json(t, {}, {}));
+    EXPECT_EQ(j[0]["metrics"], json::object());
+    EXPECT_EQ(j[0]["metric_rules"], (json{{"cpu_time (ns)", "exc"}, {"ratio", "exc"}}));
+    EXPECT_EQ(j[0]["children"][0]["metrics"], (json{{"cpu_time (ns)", 40}, {"ratio", 0.5}}));
+  }
+  t.add_metric(CallTree::kRoot, id("ratio (exc)"), 2.0);
+  EXPECT_EQ(json::parse(hatchet_json(t, {}, {}))[0]["metrics"], (json{{"ratio", 2.0}}));
 }
 
 TEST(HatchetWriter, NoRulesKeyWithoutSuffixedMetrics) {

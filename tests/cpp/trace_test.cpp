@@ -16,6 +16,7 @@
 #include "common/version.h"
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
+#include "io/chrome_trace_writer.h"
 #include "io/run_info.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
@@ -457,6 +458,95 @@ TEST_F(Traces, GraphReplaysCarryTheCapturedLaunchMetadata) {
   EXPECT_EQ(relu, 3u);
 }
 
+// As triton.profiler writes CPU scopes: every scope event carries args.scope_id (one per
+// instance); a scope given metrics becomes a "metric" event named "<scope>: <name, value>, ..."
+// with the metrics, as strings, in args.metrics.
+TEST_F(Traces, ScopeEventsCarryTheirIdAndTheirMetrics) {
+  SessionId s = rt_.start(config("sm", "tree,trace"));
+  auto& tc = ThreadContext::current();
+  using Metrics = std::vector<std::pair<NameId, MetricValue>>;
+  Metrics first{{id("flops"), int64_t{5}}, {id("peak (exc)"), 2.5}};
+  Metrics second{{id("flops"), int64_t{3}}, {id("dtype"), std::string("bf16")}};
+  for (int i = 0; i < 2; ++i) {
+    tc.enter_scope(id("step"));
+    rt_.add_metrics(first);
+    rt_.add_metrics(second);
+    tc.exit_scope(id("step"));
+  }
+  tc.enter_scope(id("plain"));
+  tc.exit_scope(id("plain"));
+  rt_.finalize(s, "");
+  auto events = check_chrome_rules(read_json("sm.chrome_trace"));
+  std::vector<json> metric_events, scopes;
+  for (const json& e : events["X"]) {
+    if (e["cat"] == "metric") metric_events.push_back(e);
+    if (e["cat"] == "scope") scopes.push_back(e);
+  }
+  ASSERT_EQ(metric_events.size(), 2u);
+  ASSERT_EQ(scopes.size(), 1u);
+  std::set<uint64_t> ids;
+  for (const json& e : metric_events) {
+    EXPECT_EQ(e["name"], "step: <dtype, bf16>, <flops, 8>, <peak, 2.500000>");
+    EXPECT_EQ(e["args"]["metrics"],
+              (json{{"dtype", "bf16"}, {"flops", "8"}, {"peak", "2.500000"}}));
+    EXPECT_EQ(e["args"]["call_stack"], (json{"step"}));
+    ids.insert(e["args"]["scope_id"].get<uint64_t>());
+  }
+  EXPECT_EQ(scopes[0]["name"], "plain");
+  EXPECT_FALSE(scopes[0]["args"].contains("metrics"));
+  ids.insert(scopes[0]["args"]["scope_id"].get<uint64_t>());
+  EXPECT_EQ(ids.size(), 3u);  // one id per scope instance
+  // The tree still sums the metrics over both instances.
+  EXPECT_EQ((*child(read("sm")[0], "step"))["metrics"]["flops"], 16);
+}
+
+// The writer alone over synthetic events: a scope event's op holds its metrics, its
+// correlation field its instance id; lists print as "[a,b]".
+TEST(ChromeTraceWriterUnit, ScopeMetricEventsFromSyntheticEvents) {
+  testing::MainThreadFixture main;
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("outer"));
+  tc.enter_scope(id("inner"));
+  ContextId inner = tc.scope_context();
+  tc.exit_scope(id("inner"));
+  tc.exit_scope(id("outer"));
+  fs::path path = fs::temp_directory_path() /
+                  ("proton_trace_unit_" + std::to_string(::getpid()) + ".chrome_trace");
+  ChromeTraceWriter w(path.string(), TraceClock{1000, 1, 0});
+  TraceEvent metric;
+  metric.kind = TraceEvent::kScope;
+  metric.start_ns = 2000;
+  metric.end_ns = 3500;
+  metric.context = inner;
+  metric.name = id("inner");
+  metric.thread = 4;
+  metric.correlation = 41;
+  metric.op = LaunchOps::global().intern(
+      kNoName, {{id("v"), std::vector<int64_t>{1, 2}}, {id("cpu_time (ns)(exc)"), int64_t{7}}});
+  TraceEvent plain = metric;
+  plain.correlation = 42;
+  plain.op = 0;
+  std::vector<TraceEvent> batch{metric, plain};
+  w.append(batch);
+  w.finish(TraceSummary{});
+  std::ifstream in(path);
+  json trace = json::parse(in);
+  fs::remove(path);
+  std::vector<json> x;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "X") x.push_back(e);
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_EQ(x[0]["cat"], "metric");
+  EXPECT_EQ(x[0]["name"], "inner: <cpu_time (ns), 7>, <v, [1,2]>");
+  EXPECT_EQ(x[0]["args"]["metrics"], (json{{"cpu_time (ns)", "7"}, {"v", "[1,2]"}}));
+  EXPECT_EQ(x[0]["args"]["call_stack"], (json{"outer", "inner"}));
+  EXPECT_EQ(x[0]["args"]["scope_id"], 41);
+  EXPECT_EQ(x[0]["ts"], 1.0);
+  EXPECT_EQ(x[1]["cat"], "scope");
+  EXPECT_EQ(x[1]["name"], "inner");
+  EXPECT_EQ(x[1]["args"], (json{{"call_stack", {"outer", "inner"}}, {"scope_id", 42}}));
+}
+
 TEST(TraceStoreUnit, ScopesPairPerThreadAndOpenOnesCloseAtTheEnd) {
   testing::MainThreadFixture main;
   std::vector<TraceEvent> spilled;
@@ -481,6 +571,8 @@ TEST(TraceStoreUnit, ScopesPairPerThreadAndOpenOnesCloseAtTheEnd) {
   EXPECT_EQ(kept[0].context, b);
   EXPECT_EQ(kept[0].start_ns, 20u);
   EXPECT_EQ(kept[0].end_ns, 30u);
+  // Instance ids in entry order (the trace's scope_id): a 1, b 2, thread 2's a 3.
+  EXPECT_EQ(kept[0].correlation, 2u);
   EXPECT_EQ(store.unfinished_scopes(), 2u);
   EXPECT_TRUE(spilled.empty());
 }

@@ -248,6 +248,40 @@ def test_with_hook_triton(out_name, read_profile):
         CTAS * WARPS
 
 
+def test_a_later_session_with_another_mode_gets_its_regions(out_name, read_profile, tmp_path):
+    # Only sessions running together must agree on the mode: after a finalize, the next session
+    # may use another buffer size or sampling, and each profile has its own kernel's regions.
+    names = [out_name, str(tmp_path / "second"), str(tmp_path / "third")]
+    modes = [None, "default:sampling_strategy=selective:sampling_options=0,2",
+             "default:buffer_size=1024"]
+    for name, mode in zip(names, modes):
+        s = proton.start(name, backend="instrumentation", mode=mode)
+        run_loop(K.loop_one_region)
+        torch.cuda.synchronize()
+        proton.finalize(s)
+    counts = []
+    for name in names:
+        p = read_profile(name)
+        counts.append(p.node("loop", start=kernel_node(p, name="loop_one_region"))["metrics"]["count"])
+    assert counts == [CTAS * WARPS, CTAS * 2, CTAS * WARPS]
+
+
+def test_region_events_carry_tritons_args(out_name):
+    import json
+
+    session = proton.start(out_name, backend="instrumentation", data="tree,trace")
+    run_loop(K.loop_one_region)
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    trace = json.load(open(out_name + ".chrome_trace"))["traceEvents"]
+    regions = [e for e in trace if e.get("cat") == "region"]
+    assert regions and all(e["name"] == "loop" for e in regions)
+    assert len({e["cname"] for e in regions}) == 1
+    for e in regions:
+        assert e["args"]["Frequency (MHz)"] > 100  # the SM clock the cycles were converted at
+        assert 0 <= e["args"]["Finalization Time (ns)"] < 10_000_000
+
+
 def test_timeline_lanes_per_warp_inside_the_kernel(out_name, tmp_path, monkeypatch):
     import json
 

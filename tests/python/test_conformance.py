@@ -93,15 +93,29 @@ def test_p1_triton_viewer_reads_our_file(out):
         with proton.scope("inner", {"peak (exc)": 3}):
             pass
     proton.finalize()
-    gf, inclusive, _, _ = viewer.read(out.path)  # same call in Triton 3.6 and 3.9
-    # Triton's viewer sums every metric over the subtree, its own exclusive ones too: the
-    # name it finds is the one Triton writes.
-    assert "peak" in inclusive
+    gf, inclusive, exclusive, _ = viewer.read(out.path)  # same call in Triton 3.6 and 3.9
+    # As in Triton's own files, an exclusive metric is not a root column: Hatchet (and so
+    # Triton's viewer) leaves it per node instead of summing it over the subtree. The name it
+    # finds is the one Triton writes.
+    assert "peak" not in inclusive and "peak" in exclusive
     df = gf.dataframe.set_index("name")
     assert df.loc["outer", "peak"] == 5 and df.loc["inner", "peak"] == 3
-    assert df.loc["outer", "peak (inc)"] == 8
-    derived = viewer.derive_metrics(gf, ["peak"], inclusive, [], {})
-    assert derived == ["peak (inc)"]
+    assert "peak (inc)" not in df.columns
+    derived = viewer.derive_metrics(gf, ["peak"], inclusive, exclusive, {})
+    assert derived == ["peak"]
+
+
+def test_p1_exclusive_metrics_are_not_written_on_the_root(out):
+    # Triton writes an exclusive metric only on the nodes that recorded it: no 0 on the root.
+    proton.start(out.name)
+    with proton.scope("outer", {"peak (exc)": 5, "n": 5}):
+        with proton.cpu_timed_scope("timed"):
+            pass
+    proton.finalize()
+    root, _ = out.read()
+    assert root["metrics"] == {"n": 0}
+    assert root["metric_rules"] == {"peak": "exc", "cpu_time (ns)": "exc", "cpu_calls": "exc"}
+    assert child(root, "outer")["metrics"]["peak"] == 5
 
 
 # --- point 2: empty scopes stay in the tree ------------------------------------------------------

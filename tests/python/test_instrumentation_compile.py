@@ -182,6 +182,32 @@ def test_sessions_with_different_modes_are_refused(tmp_path):
             proton.finalize()
 
 
+def test_a_later_session_may_use_another_mode(tmp_path, lang):
+    # Only sessions that run together share Triton's passes: once the first is finalized, the
+    # next compiles with its own mode (here another buffer size, then the default again).
+    fn = _kernels()
+    sizes = []
+    with stub_driver():
+        for i, mode in enumerate([None, "default:buffer_size=4096", None]):
+            s = proton.start(str(tmp_path / f"p{i}"), backend="instrumentation", mode=mode)
+            try:
+                sizes.append(_compile(fn, tmp_path / f"cache{i}").metadata.profile_scratch_size)
+            finally:
+                proton.finalize(s)
+    assert sizes[1] in (4096 + 56, 4224) and sizes[0] == sizes[2] != sizes[1]
+
+
+def test_enable_host_buffer_is_refused_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(instr.InstrumentationHook, "enable_host_buffer", True)
+    with stub_driver():
+        with pytest.raises(ValueError, match="enable_host_buffer is not supported"):
+            proton.start(str(tmp_path / "p"), backend="instrumentation")
+        assert instr.InstrumentationHook.host_buffer is None
+        monkeypatch.setattr(instr.InstrumentationHook, "enable_host_buffer", False)
+        s = proton.start(str(tmp_path / "q"), backend="instrumentation")  # nothing left behind
+        proton.finalize(s)
+
+
 def test_the_mode_knob_is_short_and_names_the_mode(tmp_path):
     # Triton formats its launch options, this knob included, into a string at every launch:
     # the mode's full text (~250 characters) cost each launch ~0.2-0.3 us there.

@@ -53,7 +53,37 @@ def test_tree_and_trace_from_one_session(out):
         pass
     proton.finalize(session)
     assert out.read()[0]["children"][0]["frame"]["name"] == "both"
-    assert [e["name"] for e in scopes(load_trace(out.name + ".chrome_trace"))] == ["both"]
+    # A scope given metrics is triton.profiler's "metric" event.
+    events = [e for e in load_trace(out.name + ".chrome_trace")["traceEvents"] if e["ph"] == "X"]
+    assert [(e["cat"], e["name"]) for e in events] == [("metric", "both: <bytes, 1>")]
+
+
+def test_scope_events_carry_scope_id_and_scope_metrics(out):
+    # As Triton 3.9 writes them: args.scope_id on every scope event (one per instance), and the
+    # metrics of proton.scope(name, metrics) / enter_scope(metrics=) / cpu_timed_scope as a
+    # "metric" event whose name lists them, sorted, and whose args.metrics holds them as text.
+    session = proton.start(out.name, data="trace")
+    for _ in range(2):
+        with proton.scope("step", {"flops": 2.5, "peak (exc)": 3}):
+            with proton.scope("plain"):
+                pass
+    proton.enter_scope("manual", metrics={"n": 1})
+    proton.exit_scope(metrics={"tag (pty)": "x"})
+    proton.finalize(session)
+    events = [e for e in load_trace(out.name + ".chrome_trace")["traceEvents"] if e["ph"] == "X"]
+    ids = [e["args"]["scope_id"] for e in events]
+    assert len(ids) == 5 and len(set(ids)) == 5
+    steps = [e for e in events if e["name"].startswith("step")]
+    assert [e["cat"] for e in steps] == ["metric", "metric"]
+    assert steps[0]["name"] == "step: <flops, 2.500000>, <peak, 3>"
+    assert steps[0]["args"]["metrics"] == {"flops": "2.500000", "peak": "3"}
+    assert steps[0]["args"]["call_stack"] == ["step"]
+    plain = [e for e in events if e["name"] == "plain"]
+    assert [e["cat"] for e in plain] == ["scope", "scope"]
+    assert "metrics" not in plain[0]["args"]
+    manual = next(e for e in events if e["name"].startswith("manual"))
+    assert manual["name"] == "manual: <n, 1>, <tag, x>"
+    assert manual["args"]["metrics"] == {"n": "1", "tag": "x"}
 
 
 def test_scopes_open_at_finalize_are_closed_and_counted(out):

@@ -150,6 +150,11 @@ class InstrumentationHook(Hook):
 
     priority: int = 0
     profile_buffer_alignment: int = PROFILE_BUFFER_ALIGNMENT
+    # Triton's hand-off of each launch's raw profile buffer to external tools. Not supported:
+    # the buffer stays in the session's device pool and is decoded off the launching thread, so
+    # there is no per-launch host copy; setting it makes start() fail with that reason.
+    enable_host_buffer: bool = False
+    host_buffer = None
 
     def __init__(self, mode_obj=None):
         parsed = _mode.parse(mode_obj)
@@ -167,6 +172,11 @@ class InstrumentationHook(Hook):
 
     # Sessions -------------------------------------------------------------------------------
     def attach(self, session: int) -> None:
+        if InstrumentationHook.enable_host_buffer:
+            raise ValueError("InstrumentationHook.enable_host_buffer is not supported: Proton "
+                             "decodes each launch's profile buffer from its device pool off the "
+                             "launching thread and keeps no per-launch host copy (the regions "
+                             "are in the session's tree and trace)")
         if _Registry.sessions and _Registry.mode != self.mode:
             raise ValueError(f"instrumentation mode {self.mode} differs from the running "
                              f"session's {_Registry.mode}; finalize it first")

@@ -1,6 +1,7 @@
 #include "backends/instrumentation/region_totals.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "common/name_table.h"
@@ -59,6 +60,11 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
     r.cta = s.cta;
     r.warp = s.unit;
     r.group_warps = k.group_warps;
+    r.clock_mhz = clock_khz / 1000;
+    if (h.post_final_ns > h.pre_final_ns) {
+      r.finalize_ns =
+          static_cast<uint32_t>(std::min<uint64_t>(h.post_final_ns - h.pre_final_ns, UINT32_MAX));
+    }
     r.start_ns = h.init_ns + static_cast<uint64_t>(
                                  static_cast<double>(s.start_cycle - h.first_clock) * ns_per_cycle);
     r.end_ns = r.start_ns + static_cast<uint64_t>(static_cast<double>(s.end_cycle - s.start_cycle) *

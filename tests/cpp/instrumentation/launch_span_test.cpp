@@ -48,5 +48,19 @@ TEST(LaunchSpan, HeadersNotWrittenWholeAreLeftOutAndNothingGivesNoBox) {
   EXPECT_EQ(extent({cta(0, 9000)}), Extent(0, 0));
 }
 
+TEST(RegionSpans, CarryTheirClockAndTheirCtasFinalizationTime) {
+  // What the trace writes as Triton's "Frequency (MHz)" and "Finalization Time (ns)".
+  DecodeResult d;
+  CtaHeader h = cta(4000, 7000);
+  h.pre_final_ns = 6400;
+  d.ctas = {h};
+  d.samples = {{0, 1, 0, 0, 100, 300}};
+  KernelInfo k;
+  std::vector<RegionSpan> spans = region_spans(k, d, 1755000);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].clock_mhz, 1755u);
+  EXPECT_EQ(spans[0].finalize_ns, 600u);
+}
+
 }  // namespace
 }  // namespace proton::instr

@@ -89,5 +89,46 @@ TEST(RegionLanes, ARegionOfAWarpgroupSaysHowManyWarpsItStandsFor) {
   EXPECT_EQ(seen, 2);
 }
 
+// As triton.profiler writes a region event: the region's name, a Chrome color per region (the
+// same one for every event of it), and Triton's args beside ours: its CTA's finalization time
+// and the clock its cycles were read at.
+TEST(RegionLanes, RegionEventsCarryTritonsNameColorAndArgs) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "proton_region_triton_test.json").string();
+  {
+    ChromeTraceWriter w(path, TraceClock{1000, 1000, 0});
+    TraceEvent a = region(1, 0, 0, 1, 2000);
+    a.launch_ns = 640;  // finalization (ns)
+    a.reserved = 1755;  // SM clock (MHz)
+    TraceEvent b = a;
+    b.name = NameTable::global().intern("consume");
+    b.thread = 1;
+    TraceEvent c = a;
+    c.correlation = 1;
+    c.reserved = 0;  // clock unknown: no frequency
+    std::vector<TraceEvent> events{a, b, c};
+    w.append(events);
+    w.finish(TraceSummary{});
+  }
+  std::ifstream in(path);
+  json trace = json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  std::filesystem::remove(path);
+  std::vector<json> x;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "X") x.push_back(e);
+  ASSERT_EQ(x.size(), 3u);
+  EXPECT_EQ(x[0]["name"], "produce");
+  EXPECT_EQ(x[1]["name"], "consume");
+  EXPECT_EQ(x[0]["cname"], "cq_build_passed");
+  EXPECT_EQ(x[1]["cname"], "cq_build_failed");
+  EXPECT_EQ(x[2]["cname"], x[0]["cname"]);  // one color per region
+  EXPECT_EQ(x[0]["args"]["Finalization Time (ns)"], 640);
+  EXPECT_EQ(x[0]["args"]["Frequency (MHz)"], 1755);
+  EXPECT_FALSE(x[2]["args"].contains("Frequency (MHz)"));
+  EXPECT_TRUE(x[0]["args"].contains("call_stack"));
+  EXPECT_EQ(x[0]["args"]["kernel"], "ws_kernel");  // ours, kept
+  EXPECT_EQ(x[0]["cat"], "region");
+}
+
 }  // namespace
 }  // namespace proton

@@ -121,6 +121,26 @@ TEST_F(SessionRegions, InstrumentationSessionsMustAgreeOnTheMode) {
   }
 }
 
+TEST_F(SessionRegions, ALaterSessionMayUseAnotherMode) {
+  // Only sessions that run together share Triton's passes: once one is finalized, the next may
+  // instrument with other options, and each gets its own pool and its regions.
+  const char* modes[] = {"", "default:buffer_size=1024", "default:buffer_type=shared", "",
+                         "default:granularity=warp:optimizations=clock32"};
+  uint64_t function = 0xb000;
+  for (const char* mode : modes) {
+    std::string name = "seq" + std::to_string(function & 0xf);
+    SessionId id = rt_.start(instrumented(name, mode));
+    EXPECT_EQ(rt_.instrumentation_mode(id), std::optional<std::string>(mode));
+    EXPECT_GT(InstrRuntime::get().stats().pool_bytes, 0u);
+    launch_regions(++function);
+    rt_.finalize(id, "");
+    EXPECT_EQ(InstrRuntime::get().stats().pool_bytes, 0u);
+    nlohmann::json tree = read(name);
+    EXPECT_NE(loop_region(tree), nullptr) << mode << ": " << tree.dump();
+  }
+  EXPECT_FALSE(rt_.has_sessions());
+}
+
 TEST_F(SessionRegions, ModesTritonsPassesCannotCompileAreRefusedAtStart) {
   for (const char* mode :
        {"graph", "default:buffer_strategy=flush",

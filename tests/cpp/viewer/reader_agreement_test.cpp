@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/merge.h"
 #include "viewer/profile_writer.h"
 #include "viewer/rank_file.h"
 #include "viewer/rank_merge.h"
@@ -162,6 +164,41 @@ TEST(ReaderAgreement, MetricRulesReadTheSameBothWays) {
   ASSERT_EQ(file.metrics.size(), 1u);
   EXPECT_EQ(file.metrics[0].kind, MetricKind::kExclusive);
   EXPECT_EQ(file.inclusive(0)[0], 3);  // not rolled up: 3, not 8
+}
+
+TEST(ReaderAgreement, DeclaredKindOfAMetricTheRootDoesNotHold) {
+  // As Proton writes an exclusive metric: a rule on the root and values only on the nodes that
+  // recorded it. Both readers and the rank merge still keep it exclusive.
+  std::string_view text =
+      R"J([{"frame":{"name":"ROOT"},"metrics":{"n":0},"metric_rules":{"peak":"exc"},
+            "children":[{"frame":{"name":"a"},"metrics":{"peak":5,"n":1},
+              "children":[{"frame":{"name":"k"},"metrics":{"peak":3,"n":2}}]}]},{}])J";
+  expect_agreement(text, std::string(text));
+  Profile p = parse_hatchet(text);
+  int32_t peak = p.find_metric("peak");
+  ASSERT_GE(peak, 0);
+  EXPECT_EQ(p.metrics[peak].kind, MetricKind::kExclusive);
+  EXPECT_EQ(p.inclusive(peak)[testing::find_node(p, "a")], 5);  // not 8
+  RankFile file = parse_rank_file(text);
+  for (const auto& m : file.metrics)
+    EXPECT_EQ(m.kind, m.name == "peak" ? MetricKind::kExclusive : MetricKind::kInclusive);
+  // Merged (from files, from profiles, or by proton-viewer's merge of profiles), written and read
+  // back: still exclusive, and its statistics are named after it.
+  RankMerger files, profiles;
+  std::string why;
+  for (const char* label : {"r0", "r1"}) {
+    ASSERT_TRUE(files.add_file(parse_rank_file(text), label, why)) << why;
+    ASSERT_TRUE(profiles.add(parse_hatchet(text), label, why)) << why;
+  }
+  Profile a = parse_hatchet(text), b = parse_hatchet(text);
+  for (const Profile& result : {files.result(), profiles.result(), merge_profiles({&a, &b})}) {
+    Profile merged = parse_hatchet(to_hatchet_json(result));
+    int32_t merged_peak = merged.find_metric("peak");
+    ASSERT_GE(merged_peak, 0);
+    EXPECT_EQ(merged.metrics[merged_peak].kind, MetricKind::kExclusive);
+    EXPECT_EQ(merged.inclusive(merged_peak)[testing::find_node(merged, "a")], 10);  // not 16
+    EXPECT_GE(merged.find_metric("peak:max (exc)"), 0);
+  }
 }
 
 TEST(ReaderAgreement, RankMergeOfFilesKeepsDeclaredKinds) {
