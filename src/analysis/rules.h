@@ -73,6 +73,11 @@ inline constexpr double kLowOccupancy = 0.5;
 // kernel's share of the time, at most medium, and only at or below this occupancy (a quarter of
 // the warps) may an occupancy finding be medium.
 inline constexpr double kVeryLowOccupancy = 0.25;
+// spills: local memory per thread from this many bytes. Kernels that never spill can still
+// keep a small array there: the slow path of sin/cos keeps 28 bytes (a 32-byte stack frame,
+// seen in Triton kernels compiled for sm_90); a spilling kernel's frame is larger (Triton's
+// 8,192-element, one-warp reduction: 176 bytes at 255 registers).
+inline constexpr double kMinLocalBytes = 64;
 // tail_effect: the share of the kernel's wave time its idle SMs waste. A quarter or more is a
 // shape worth changing: it takes under ~4 waves (later waves dilute the last one) or a grid that
 // leaves a quarter of the SMs without a block.

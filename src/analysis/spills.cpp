@@ -1,5 +1,6 @@
 // spills: kernels whose threads keep values in local memory (the launch facts'
-// local_bytes_per_thread: register spills, or arrays the compiler could not keep in registers).
+// local_bytes_per_thread: register spills, or arrays the compiler could not keep in registers),
+// from kMinLocalBytes: below it, the small arrays of math routines in kernels that never spill.
 #include <algorithm>
 #include <string>
 
@@ -22,7 +23,7 @@ std::vector<Finding> spills(const ProfileView& view) {
     double t = view.value(node, time);
     if (!n.is_kernel() || !significant_kernel_time(t, total)) continue;
     auto s = launch_shape(view, ids, node);
-    if (!s || !(s->local_bytes_per_thread > 0)) continue;
+    if (!s || !(s->local_bytes_per_thread >= kMinLocalBytes)) continue;
     Finding f = finding_at(view, "spills", node);
     f.number("local_bytes_per_thread", s->local_bytes_per_thread);
     f.number("registers_per_thread", s->registers_per_thread);
