@@ -4,7 +4,8 @@
 //   partial_wave  a few waves and a last one mostly empty: the kernel takes ceil(waves) wave
 //                 times for `waves` waves of work.
 // Between (at least one block per SM, one wave at most) every SM is busy: fewer blocks per SM
-// than it could hold is the occupancy rule's matter, not a tail. Kernels whose launches differ
+// than it could hold is the occupancy rule's matter, not a tail. Kernels averaging under
+// kShortKernelNs a launch are launch-bound, not grid-bound. Kernels whose launches differ
 // (the grid follows the shape) and cluster launches (placed by GPU clusters, not by SM) are
 // left out. The time at stake assumes blocks of equal time: an upper bound.
 #include <cmath>
@@ -31,6 +32,10 @@ std::vector<Finding> tail_effect(const ProfileView& view) {
     const ViewDevice* d = view.device(n.device_type, n.device_id);
     auto s = launch_shape(view, ids, node);
     if (d == nullptr || !s || s->varies || s->cluster_blocks > 1 || !(d->num_sms > 0)) continue;
+    // A kernel of a few microseconds is launch-bound: its fixed cost, not its grid, sets its
+    // time (launch_bound speaks for it).
+    double c = view.value(node, count_id);
+    if (c > 0 && t / c < kShortKernelNs) continue;
     auto o = theoretical_occupancy(*d, *s);
     if (!o) continue;
     double sms = d->num_sms;
@@ -46,7 +51,6 @@ std::vector<Finding> tail_effect(const ProfileView& view) {
     f.number("grid_blocks", s->grid_blocks).number("num_sms", sms);
     f.number("blocks_per_sm", o->blocks_per_sm).number("waves", waves);
     f.number("idle_share", idle).number("time_ns", t);
-    double c = view.value(node, count_id);
     if (c > 0) f.number("count", c);
     f.saving_ns = t * idle;
     f.severity = severity_for(*f.saving_ns, total);

@@ -60,5 +60,14 @@ TEST(TailEffect, QuietWhenTheGridVariesOrClustersPlaceTheBlocks) {
   EXPECT_TRUE(tail_effect(launched({.grid = 16, .block = 128, .registers = 32}, 1e5)).empty());
 }
 
+TEST(TailEffect, QuietOnKernelsOfAFewMicroseconds) {
+  // 2,000 launches of 2 us on one block: launch-bound, whatever the grid.
+  ProfileView v = launched({.grid = 1, .block = 256, .registers = 16}, 4e6);
+  v.set(2, "count", 2000);
+  EXPECT_TRUE(tail_effect(v).empty());
+  v.set(2, "count", 10);  // 400 us a launch: the grid is what idles the GPU
+  EXPECT_EQ(tail_effect(v).size(), 1u);
+}
+
 }  // namespace
 }  // namespace proton::analysis
