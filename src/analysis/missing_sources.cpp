@@ -2,6 +2,7 @@
 // would feed and how to record what it needs; none has a time at stake.
 #include <string>
 
+#include "analysis/launch_model.h"
 #include "analysis/rank_stats.h"
 #include "analysis/rule_support.h"
 #include "analysis/rules.h"
@@ -27,6 +28,8 @@ std::vector<Finding> missing_sources(const ProfileView& view) {
   double kernels = 0;
   bool declared = false;
   bool peaks = true;
+  bool limits = true;  // every kernel with launch facts has its device's SM limits
+  LaunchMetrics launch(view);
   int32_t bytes = view.find_metric("bytes");
   std::vector<int32_t> work{bytes};
   for (const char* w : {"flops8", "flops16", "flops32", "flops64", "flops"})
@@ -41,12 +44,31 @@ std::vector<Finding> missing_sources(const ProfileView& view) {
     declared |= has_work;
     const ViewDevice* d = view.device(n.device_type, n.device_id);
     if (has_work && (d == nullptr || !(d->peak_bytes_per_s > 0))) peaks = false;
+    if (launch.any() && launch_shape(view, launch, static_cast<int32_t>(i)) &&
+        (d == nullptr || !(d->max_warps_per_sm > 0))) {
+      limits = false;
+    }
   }
   if (kernels == 0) {
     out.push_back(hint(view, "hint.kernels", "The profile has no kernels.",
                        "Profile a run that launches GPU kernels (a CPU-only session records "
                        "scopes alone)."));
     return out;
+  }
+  if (!launch.any()) {
+    out.push_back(hint(view, "hint.launch_config",
+                       "No kernel has its launch configuration (grid, block, registers, shared "
+                       "and local memory): the rules 'occupancy', 'spills' and 'tail_effect' "
+                       "have nothing to read.",
+                       "Profile with this Proton on the GPU: it records each kernel's launch "
+                       "configuration from the GPU's own kernel records (files of "
+                       "triton.profiler, of older versions, and graph-level mode have none)."));
+  } else if (!limits) {
+    out.push_back(hint(view, "hint.device_limits",
+                       "Kernels have their launch configuration but their device's SM limits "
+                       "are unknown: 'occupancy' and 'tail_effect' cannot place them.",
+                       "Write the profile with this Proton on the GPU that ran it: its device "
+                       "map records each SM's warps, blocks, registers and shared memory."));
   }
   if (view.find_metric("num_samples") < 0) {
     out.push_back(hint(view, "hint.pcsampling",

@@ -37,6 +37,13 @@ struct ViewDevice {
   double num_sms = 0;
   std::array<double, 4> peak_flops_per_s{};  // dense tensor-core peak for 8/16/32/64-bit operands
   double peak_bytes_per_s = 0;
+  // What one SM holds at once (the device map's limits; 0 = unknown): occupancy and waves.
+  double warp_size = 0;
+  double max_warps_per_sm = 0;
+  double max_blocks_per_sm = 0;
+  double registers_per_sm = 0;
+  double shared_memory_per_sm = 0;              // bytes
+  double reserved_shared_memory_per_block = 0;  // bytes
 };
 
 class ProfileView {

@@ -20,6 +20,16 @@ Severity severity_for(double saving_ns, double total_ns) {
   return Severity::kLow;
 }
 
+bool significant_kernel_time(double time_ns, double total_ns) {
+  return time_ns >= kMinKernelTimeNs && time_ns >= kSignificantKernelShare * total_ns;
+}
+
+std::string kilobytes(double bytes) {
+  if (bytes < 1024) return count(bytes) + " B";
+  double kb = bytes / 1024;
+  return (kb == std::floor(kb) ? count(kb) : fixed(kb, 1)) + " KB";
+}
+
 Finding finding_at(const ProfileView& view, const char* rule, int32_t node) {
   Finding f;
   f.rule = rule;

@@ -15,6 +15,11 @@ namespace proton::analysis {
 double total_kernel_time(const ProfileView& view);
 /// High, medium or low by `saving_ns` as a share of `total_ns` (rules.h).
 Severity severity_for(double saving_ns, double total_ns);
+/// A kernel's total time worth a finding on its launch facts: at least kMinKernelTimeNs and
+/// kSignificantKernelShare of `total_ns`.
+bool significant_kernel_time(double time_ns, double total_ns);
+/// "12.5 KB", "228 KB", "512 B" (KB = 1,024 bytes, as CUDA states shared memory).
+std::string kilobytes(double bytes);
 /// Fills node-dependent fields (frame) of a finding.
 Finding finding_at(const ProfileView& view, const char* rule, int32_t node);
 /// "2.1 us", "340 ms", "1.2 s".

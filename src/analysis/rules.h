@@ -59,11 +59,38 @@ inline constexpr double kStragglerMinShare = 0.02;
 // work (per FLOP or per byte). Half again as slow per unit is more than shape effects explain.
 inline constexpr double kVariantSpread = 1.5;
 
+// --- occupancy, spills, tail_effect: a kernel's launch facts (grid, block, registers, shared
+// and local memory, recorded from the GPU's kernel records) against its device's SM limits.
+// They speak only for kernels that matter: at least kMinKernelTimeNs in all and this share of
+// the profile's kernel time (the medium severity's floor: below it a win would be noted, not
+// pressed).
+inline constexpr double kSignificantKernelShare = 0.02;
+// At most half the SM's warps resident: latency-bound code has too few warps to switch to when
+// others wait. Above half, more warps rarely help (and block sizes that cannot reach 100% land
+// above it); tensor-core kernels with large tiles often run well below it, hence no estimate.
+inline constexpr double kLowOccupancy = 0.5;
+// A finding on occupancy or spills has no honest time at stake; its severity follows the
+// kernel's share of the time, at most medium, and only at or below this occupancy (a quarter of
+// the warps) may an occupancy finding be medium.
+inline constexpr double kVeryLowOccupancy = 0.25;
+// spills: local memory per thread from this many bytes. Kernels that never spill can still
+// keep a small array there: the slow path of sin/cos keeps 28 bytes (a 32-byte stack frame,
+// seen in Triton kernels compiled for sm_90); a spilling kernel's frame is larger (Triton's
+// 8,192-element, one-warp reduction: 176 bytes at 255 registers).
+inline constexpr double kMinLocalBytes = 64;
+// tail_effect: the share of the kernel's wave time its idle SMs waste. A quarter or more is a
+// shape worth changing: it takes under ~4 waves (later waves dilute the last one) or a grid that
+// leaves a quarter of the SMs without a block.
+inline constexpr double kTailWasteShare = 0.25;
+
 std::vector<Finding> launch_bound(const ProfileView& view);
 std::vector<Finding> roofline(const ProfileView& view);
 std::vector<Finding> stall_hot_lines(const ProfileView& view);
 std::vector<Finding> stragglers(const ProfileView& view);
 std::vector<Finding> variant_spread(const ProfileView& view);
+std::vector<Finding> occupancy(const ProfileView& view);
+std::vector<Finding> spills(const ProfileView& view);
+std::vector<Finding> tail_effect(const ProfileView& view);
 // What more the profile would need for the rules that found nothing to read ("hint.*").
 std::vector<Finding> missing_sources(const ProfileView& view);
 

@@ -9,6 +9,7 @@
 
 #include "common/ids.h"
 #include "data/call_tree.h"
+#include "data/launch_facts.h"
 
 namespace proton {
 
@@ -22,6 +23,7 @@ struct KernelRecord {
   DeviceType device_type = DeviceType::kCuda;
   uint64_t graph_id = 0;       // 0 unless launched from a CUDA graph
   uint64_t graph_node_id = 0;  // node id inside that graph
+  LaunchFacts launch;          // grid, block, registers, shared and local memory; zero if unknown
 };
 
 }  // namespace proton

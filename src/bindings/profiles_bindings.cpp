@@ -172,6 +172,15 @@ void register_profiles(nb::module_& m) {
           e["clock_rate"] = d.clock_rate_khz;
           e["memory_clock_rate"] = d.memory_clock_rate_khz;
           e["bus_width"] = d.bus_width_bits;
+          if (d.max_threads_per_sm > 0) {  // the SM's limits, in files that record them
+            e["warp_size"] = d.warp_size;
+            e["max_threads_per_sm"] = d.max_threads_per_sm;
+            e["max_warps_per_sm"] = d.max_warps_per_sm;
+            e["max_blocks_per_sm"] = d.max_blocks_per_sm;
+            e["registers_per_sm"] = d.registers_per_sm;
+            e["shared_memory_per_sm"] = d.shared_memory_per_sm;
+            e["reserved_shared_memory_per_block"] = d.reserved_shared_memory_per_block;
+          }
           out.append(e);
         }
         return out;

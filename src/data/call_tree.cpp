@@ -26,14 +26,16 @@ void CallTree::clear() {
   metric_types_.clear();
   has_kernels_ = false;
   devices_seen_[0] = devices_seen_[1] = 0;
-  nodes_.push_back(Node{NameTable::global().intern("ROOT"), kRoot, {}, false, {}, {}});
+  nodes_.emplace_back().name = NameTable::global().intern("ROOT");
 }
 
 CallTree::NodeId CallTree::child(NodeId parent, NameId name) {
   auto [it, inserted] = child_index_.try_emplace(key(parent, name), 0);
   if (inserted) {
     auto id = static_cast<NodeId>(nodes_.size());
-    nodes_.push_back(Node{name, parent, {}, false, {}, {}});
+    Node& node = nodes_.emplace_back();
+    node.name = name;
+    node.parent = parent;
     nodes_[parent].children.push_back(id);
     it->second = id;
   }

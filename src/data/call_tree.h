@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "data/launch_facts.h"
 #include "data/metric.h"
 
 namespace proton {
@@ -47,6 +48,11 @@ class CallTree {
     std::vector<NodeId> children;  // in creation order
     bool has_kernel = false;
     KernelStats kernel;
+    // The last launch's configuration (known() once a backend reported one), and whether the
+    // node's launches differed: the same name under one path can be launched with another grid
+    // (another shape) or, while autotuning, another compiled config; the last is the steady one.
+    LaunchFacts launch;
+    bool launch_varies = false;
     std::vector<std::pair<NameId, MetricValue>> metrics;  // flexible metrics, first-use order
     // An intra-kernel region (data/region_metrics.h): the writer adds device_id/device_type.
     bool has_cycles = false;
@@ -61,6 +67,14 @@ class CallTree {
   NodeId node_for_context(ContextId ctx);
 
   void add_kernel(NodeId node, uint64_t duration_ns, uint32_t device_id, DeviceType type);
+  /// Keeps a launch's configuration on a kernel node (a copy of a few words; unknown facts
+  /// are ignored).
+  void note_launch(NodeId node, const LaunchFacts& facts) {
+    if (!facts.known()) return;
+    Node& n = nodes_[node];
+    if (n.launch.known() && !(n.launch == facts)) n.launch_varies = true;
+    n.launch = facts;
+  }
   /// Marks `node` as an intra-kernel region measured on `device_id` (region_metrics.h).
   void mark_cycles(NodeId node, uint32_t device_id, DeviceType type);
   /// Adds a flexible metric. Throws MetricTypeError when `name` was seen with another type.

@@ -6,7 +6,8 @@
 //      "metric_rules": {"peak": "exc", ...},      (root only, when a metric has a rule)
 //      "children": [ <node>, ... ]},
 //     {"CUDA": {"0": {"arch": "90", "num_sms": 132, "clock_rate": ..., "memory_clock_rate": ...,
-//                     "bus_width": ...}, ...}, "HIP": {...}} ]
+//                     "bus_width": ..., "warp_size": 32, "max_threads_per_sm": 2048, ...
+//                     (the SM's limits, when known: hatchet_schema.h)}, ...}, "HIP": {...}} ]
 //
 // W is JsonWriter or MsgpackWriter. Strings go out byte for byte: JSON escapes '"', '\\' and the
 // control characters, and passes every other byte through, invalid UTF-8 included, so a name
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -133,6 +135,20 @@ class HatchetEmitter {
     write_number(w_, d.memory_clock_rate_khz, true);
     w_.key("bus_width");
     write_number(w_, d.bus_width_bits, true);
+    if (d.max_threads_per_sm > 0) {
+      // The SM's limits (occupancy): extra keys, which Triton's viewer and older readers skip.
+      for (auto [key, v] :
+           {std::pair<const char*, double>{"warp_size", d.warp_size},
+            {"max_threads_per_sm", d.max_threads_per_sm},
+            {"max_warps_per_sm", d.max_warps_per_sm},
+            {"max_blocks_per_sm", d.max_blocks_per_sm},
+            {"registers_per_sm", d.registers_per_sm},
+            {"shared_memory_per_sm", d.shared_memory_per_sm},
+            {"reserved_shared_memory_per_block", d.reserved_shared_memory_per_block}}) {
+        w_.key(key);
+        write_number(w_, v, true);
+      }
+    }
     w_.end_object();
   }
   void end_devices() {

@@ -248,6 +248,18 @@ class Reader {
     cursor_.expect('}', "',' or '}' in the device map");
   }
 
+  // The SM's limits, keys a file may lack (older files, triton.profiler's): absent stays 0.
+  static double* sm_limit(HatchetDevice& d, std::string_view key) {
+    if (key == "warp_size") return &d.warp_size;
+    if (key == "max_threads_per_sm") return &d.max_threads_per_sm;
+    if (key == "max_warps_per_sm") return &d.max_warps_per_sm;
+    if (key == "max_blocks_per_sm") return &d.max_blocks_per_sm;
+    if (key == "registers_per_sm") return &d.registers_per_sm;
+    if (key == "shared_memory_per_sm") return &d.shared_memory_per_sm;
+    if (key == "reserved_shared_memory_per_block") return &d.reserved_shared_memory_per_block;
+    return nullptr;
+  }
+
   void read_device(HatchetDevice& device) {
     if (cursor_.peek() != '{') {
       cursor_.fail("device \"" + device.id + "\" must be an object, found " + found());
@@ -273,6 +285,8 @@ class Reader {
           device.memory_clock_rate_khz = v;
         } else if (key_ == "bus_width") {
           device.bus_width_bits = v;
+        } else if (double* limit = sm_limit(device, key_)) {
+          *limit = v;
         }
       } else {
         cursor_.skip_value(3);

@@ -22,6 +22,16 @@ struct HatchetDevice {
   double clock_rate_khz = 0;
   double memory_clock_rate_khz = 0;
   double bus_width_bits = 0;
+  // What one SM holds at once, for occupancy; 0 where the file does not say (files written
+  // before Proton recorded them, triton.profiler's). Written only when max_threads_per_sm is
+  // known; max_warps_per_sm is max_threads_per_sm / warp_size, written for readers' comfort.
+  double warp_size = 0;
+  double max_threads_per_sm = 0;
+  double max_warps_per_sm = 0;
+  double max_blocks_per_sm = 0;
+  double registers_per_sm = 0;
+  double shared_memory_per_sm = 0;              // bytes
+  double reserved_shared_memory_per_block = 0;  // bytes
 };
 
 // The rank block a multi-process run writes on the root's frame; rank < 0 when the file has none

@@ -9,6 +9,7 @@
 #include "common/name_table.h"
 #include "format/hatchet_emitter.h"
 #include "format/json_writer.h"
+#include "format/launch_facts.h"
 #include "format/msgpack_writer.h"
 #include "io/run_info.h"
 
@@ -80,6 +81,32 @@ void write_root_columns(HatchetEmitter<W>& e, const CallTree& tree, KeySet& writ
 
 }  // namespace
 
+namespace {
+
+// The launch facts of a kernel node as (name, value) pairs (format/launch_facts.h), in the order
+// they are written. Cluster dimensions only where the record had them.
+template <typename Fn>
+void for_each_launch_fact(const CallTree::Node& n, Fn&& fn) {
+  namespace names = format::launch_facts;
+  if (!n.has_kernel || !n.launch.known()) return;
+  const LaunchFacts& f = n.launch;
+  for (size_t i = 0; i < 3; ++i)
+    fn(names::kGrid[i], uint64_t{f.grid[i]});
+  for (size_t i = 0; i < 3; ++i)
+    fn(names::kBlock[i], uint64_t{f.block[i]});
+  if (f.cluster[0] != 0) {
+    for (size_t i = 0; i < 3; ++i)
+      fn(names::kCluster[i], uint64_t{f.cluster[i]});
+  }
+  fn(names::kRegisters, uint64_t{f.registers_per_thread});
+  fn(names::kStaticShared, uint64_t{f.static_shared_bytes});
+  fn(names::kDynamicShared, uint64_t{f.dynamic_shared_bytes});
+  fn(names::kLocal, uint64_t{f.local_bytes_per_thread});
+  if (n.launch_varies) fn(names::kVaries, uint64_t{1});
+}
+
+}  // namespace
+
 bool is_kernel_column(std::string_view name) {
   return name == "time (ns)" || name == "count" || name == "device_id" || name == "device_type";
 }
@@ -106,6 +133,13 @@ void write_metrics(HatchetEmitter<W>& e, const CallTree& tree, CallTree::NodeId 
   if (n.has_kernel) {
     e.metric("time (ns)", n.kernel.time_ns);
     e.metric("count", n.kernel.count);
+    // Properties of the kernel's last launch: not among the root's columns, so Hatchet keeps
+    // them per node as it keeps device_id; their "pty" rules are in metric_rules. Numbers
+    // before the strings, the order in which the viewer writes a node back.
+    for_each_launch_fact(n, [&](const char* name, uint64_t v) {
+      e.metric(name, v);
+      written.insert(name);
+    });
     e.metric("device_id", std::to_string(n.kernel.device_id));
     e.metric("device_type", device_type_name(n.kernel.device_type));
     for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
@@ -138,6 +172,11 @@ void write_metric_rules(HatchetEmitter<W>& e, const CallTree& tree) {
   auto& names = NameTable::global();
   KeySet seen;
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
+    for_each_launch_fact(tree.node(id), [&](const char* name, uint64_t) {
+      if (seen.insert(name)) e.metric_rule(name, format::HatchetRule::kProperty);
+    });
+  }
+  for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
     for (const auto& [metric, value] : tree.node(id).metrics) {
       std::string_view full = names.name(metric);
       MetricRule rule = metric_rule(full);
@@ -156,10 +195,24 @@ void write_device_map(HatchetEmitter<W>& e, std::span<const DeviceInfo> devices)
   for (DeviceType type : {DeviceType::kCuda, DeviceType::kHip}) {
     for (const DeviceInfo& d : devices) {
       if (d.type != type) continue;
-      std::string id = std::to_string(d.id);
-      e.device({std::string(device_type_name(type)), std::move(id), std::string(d.arch),
-                static_cast<double>(d.num_sms), static_cast<double>(d.clock_rate),
-                static_cast<double>(d.memory_clock_rate), static_cast<double>(d.bus_width)});
+      format::HatchetDevice h;
+      h.type = device_type_name(type);
+      h.id = std::to_string(d.id);
+      h.arch = d.arch;
+      h.num_sms = static_cast<double>(d.num_sms);
+      h.clock_rate_khz = static_cast<double>(d.clock_rate);
+      h.memory_clock_rate_khz = static_cast<double>(d.memory_clock_rate);
+      h.bus_width_bits = static_cast<double>(d.bus_width);
+      if (d.max_threads_per_sm > 0) {
+        h.warp_size = d.warp_size;
+        h.max_threads_per_sm = d.max_threads_per_sm;
+        h.max_warps_per_sm = d.warp_size > 0 ? d.max_threads_per_sm / d.warp_size : 0.0;
+        h.max_blocks_per_sm = d.max_blocks_per_sm;
+        h.registers_per_sm = d.registers_per_sm;
+        h.shared_memory_per_sm = d.shared_memory_per_sm;
+        h.reserved_shared_memory_per_block = d.reserved_shared_memory_per_block;
+      }
+      e.device(h);
     }
   }
   e.end_devices();

@@ -36,6 +36,7 @@ void TreeCollector::collect(const Record& record) {
       NameId name = op != nullptr && op->name != kNoName ? op->name : r.name;
       CallTree::NodeId kernel = tree->child(tree->node_for_context(s.context_of(tag)), name);
       tree->add_kernel(kernel, duration_of(r), r.device_id, r.device_type);
+      tree->note_launch(kernel, r.launch);
       s.placed_ = {tree, phase, kernel};
       for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
         try {

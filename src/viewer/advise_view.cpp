@@ -34,6 +34,15 @@ analysis::ProfileView analysis_view(const Profile& profile, const NameOptions& n
     v.id = d.id;
     v.arch = d.arch;
     v.num_sms = d.num_sms;
+    v.warp_size = d.warp_size;
+    // Files that give threads but not warps (or the reverse) still give the warps.
+    v.max_warps_per_sm = d.max_warps_per_sm > 0 ? d.max_warps_per_sm
+                         : d.warp_size > 0      ? d.max_threads_per_sm / d.warp_size
+                                                : 0;
+    v.max_blocks_per_sm = d.max_blocks_per_sm;
+    v.registers_per_sm = d.registers_per_sm;
+    v.shared_memory_per_sm = d.shared_memory_per_sm;
+    v.reserved_shared_memory_per_block = d.reserved_shared_memory_per_block;
     int slot = 0;
     for (int width : {8, 16, 32, 64}) {
       if (auto peak = peak_for(d, width)) {

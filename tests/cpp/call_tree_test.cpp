@@ -46,6 +46,32 @@ TEST(CallTree, KernelsAccumulateTimeAndCount) {
   EXPECT_EQ(t.devices_seen(DeviceType::kCuda), 0b10u);
 }
 
+LaunchFacts facts(uint32_t grid, uint16_t block, uint16_t registers) {
+  LaunchFacts f;
+  f.grid = {grid, 1, 1};
+  f.block = {block, 1, 1};
+  f.registers_per_thread = registers;
+  return f;
+}
+
+TEST(CallTree, AKernelNodeKeepsItsLastLaunchConfigurationAndNotesAChange) {
+  CallTree t;
+  auto k = t.child(CallTree::kRoot, id("gemm"));
+  t.add_kernel(k, 10, 0, DeviceType::kCuda);
+  t.note_launch(k, LaunchFacts{});  // unknown (graph-level record): nothing kept
+  EXPECT_FALSE(t.node(k).launch.known());
+  t.note_launch(k, facts(264, 128, 96));
+  t.note_launch(k, facts(264, 128, 96));
+  EXPECT_EQ(t.node(k).launch, facts(264, 128, 96));
+  EXPECT_FALSE(t.node(k).launch_varies);
+  t.note_launch(k, facts(16, 128, 96));  // another shape, another grid
+  t.note_launch(k, LaunchFacts{});       // unknown facts never erase known ones
+  EXPECT_EQ(t.node(k).launch, facts(16, 128, 96));
+  EXPECT_TRUE(t.node(k).launch_varies);
+  t.clear();
+  EXPECT_FALSE(t.node(CallTree::kRoot).launch.known());
+}
+
 TEST(CallTree, MetricsFollowNameRules) {
   CallTree t;
   auto n = t.child(CallTree::kRoot, id("scope"));

@@ -42,6 +42,9 @@ void hand_everything(Session& s) {
   r.start_ns = 10;
   r.end_ns = 30;
   r.name = id("gemm");
+  r.launch.grid = {132, 1, 1};
+  r.launch.block = {256, 1, 1};
+  r.launch.registers_per_thread = 64;
   s.collect(KernelDone{tag, r});
   std::vector<RegionTotals> totals{{{id("loop")}, 100, 2}};
   s.collect(LaunchRegions{kRootContext, id("gemm"), totals, 8, 0, {}, {}});
@@ -64,6 +67,8 @@ TEST(SessionCollectors, ATreeSessionKeepsKernelsRegionsAndLosses) {
   EXPECT_TRUE(got.kernel->has_kernel);
   EXPECT_EQ(got.kernel->kernel.time_ns, 20u);
   EXPECT_EQ(got.kernel->kernel.count, 1u);
+  EXPECT_EQ(got.kernel->launch.block[0], 256u);  // the record's launch facts, on its node
+  EXPECT_EQ(got.kernel->launch.registers_per_thread, 64u);
   ASSERT_NE(got.region, nullptr);
   EXPECT_TRUE(got.region->has_cycles);
   EXPECT_EQ(s.dropped_records, 3u);

@@ -97,6 +97,95 @@ TEST(HatchetWriter, WritesTheContract) {
   EXPECT_FALSE(j[1].contains("HIP"));
 }
 
+// An H100's SM limits, as the backend reads them from the driver.
+DeviceInfo h100_with_limits() {
+  DeviceInfo d;
+  d.arch = "90";
+  d.num_sms = 132;
+  d.warp_size = 32;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.registers_per_sm = 65536;
+  d.shared_memory_per_sm = 233472;
+  d.reserved_shared_memory_per_block = 1024;
+  return d;
+}
+
+TEST(HatchetWriter, LaunchFactsArePropertiesOfTheKernelNodeOnly) {
+  CallTree t;
+  auto [scope, k] = scope_with_kernel(t, "step", "gemm", 12, 0);
+  LaunchFacts f;
+  f.grid = {264, 2, 1};
+  f.block = {128, 1, 1};
+  f.registers_per_thread = 168;
+  f.static_shared_bytes = 1024;
+  f.dynamic_shared_bytes = 98304;
+  f.local_bytes_per_thread = 16;
+  t.note_launch(k, f);
+  auto other = t.child(scope, id("copy"));
+  t.add_kernel(other, 5, 0, DeviceType::kCuda);  // a kernel without facts: none written
+  json j = json::parse(hatchet_json(t, {}, {}));
+  const json& root = j[0];
+  const json& gemm = root["children"][0]["children"][0];
+  EXPECT_EQ(gemm["metrics"], (json{{"time (ns)", 12},
+                                   {"count", 1},
+                                   {"grid_x", 264},
+                                   {"grid_y", 2},
+                                   {"grid_z", 1},
+                                   {"block_x", 128},
+                                   {"block_y", 1},
+                                   {"block_z", 1},
+                                   {"registers_per_thread", 168},
+                                   {"static_shared_bytes", 1024},
+                                   {"dynamic_shared_bytes", 98304},
+                                   {"local_bytes_per_thread", 16},
+                                   {"device_id", "0"},
+                                   {"device_type", "CUDA"}}));
+  EXPECT_EQ(root["children"][0]["children"][1]["metrics"].size(), 4u);
+  // Not columns of the root (Hatchet would roll them up), and kept, not summed, by our viewer.
+  for (const char* name : {"grid_x", "block_x", "registers_per_thread", "local_bytes_per_thread"}) {
+    EXPECT_FALSE(root["metrics"].contains(name)) << name;
+    EXPECT_EQ(root["metric_rules"][name], "pty") << name;
+  }
+  EXPECT_FALSE(root["metric_rules"].contains("cluster_x"));  // not recorded, not written
+  EXPECT_FALSE(root["metric_rules"].contains("launch_config_varies"));
+  // A second configuration on the node: the last one's facts, and the change noted.
+  f.grid = {16, 1, 1};
+  f.cluster = {2, 1, 1};
+  t.note_launch(k, f);
+  j = json::parse(hatchet_json(t, {}, {}));
+  const json& again = j[0]["children"][0]["children"][0]["metrics"];
+  EXPECT_EQ(again["grid_x"], 16);
+  EXPECT_EQ(again["cluster_x"], 2);
+  EXPECT_EQ(again["launch_config_varies"], 1);
+  EXPECT_EQ(j[0]["metric_rules"]["launch_config_varies"], "pty");
+}
+
+TEST(HatchetWriter, DeviceLimitsAreExtraKeysOfTheDeviceWhenKnown) {
+  CallTree t;
+  scope_with_kernel(t, "step", "gemm", 12, 0);
+  scope_with_kernel(t, "other", "gemm", 12, 1);
+  DeviceInfo known = h100_with_limits();
+  DeviceInfo unknown;
+  unknown.id = 1;
+  unknown.arch = "80";
+  std::vector<DeviceInfo> devices = {known, unknown};
+  json j = json::parse(hatchet_json(t, devices, {}));
+  EXPECT_EQ(j[1]["CUDA"]["0"], (json{{"arch", "90"},
+                                     {"num_sms", 132},
+                                     {"clock_rate", 0},
+                                     {"memory_clock_rate", 0},
+                                     {"bus_width", 0},
+                                     {"warp_size", 32},
+                                     {"max_threads_per_sm", 2048},
+                                     {"max_warps_per_sm", 64},
+                                     {"max_blocks_per_sm", 32},
+                                     {"registers_per_sm", 65536},
+                                     {"shared_memory_per_sm", 233472},
+                                     {"reserved_shared_memory_per_block", 1024}}));
+  EXPECT_EQ(j[1]["CUDA"]["1"].size(), 5u);  // as before: no limits, no keys
+}
+
 TEST(HatchetWriter, DeepTreesDoNotRecurse) {
   CallTree t;
   CallTree::NodeId n = CallTree::kRoot;
@@ -219,10 +308,18 @@ TEST(HatchetWriter, WritesTheReferenceBytes) {
   t.add_metric(odd, id("up"), std::numeric_limits<double>::infinity());
   t.add_metric(odd, id("down"), -std::numeric_limits<double>::infinity());
   t.add_metric(odd, id("s"), std::string(same_tree::kOddText));
-  t.add_kernel(t.child(odd, id("k")), 12, 0, DeviceType::kCuda);
-  DeviceInfo d;
-  d.arch = "90";
-  d.num_sms = 132;
+  auto k = t.child(odd, id("k"));
+  t.add_kernel(k, 12, 0, DeviceType::kCuda);
+  LaunchFacts f;
+  f.grid = {264, 1, 1};
+  f.block = {384, 1, 1};
+  f.cluster = {2, 1, 1};
+  f.registers_per_thread = 168;
+  f.static_shared_bytes = 0;
+  f.dynamic_shared_bytes = 200704;
+  f.local_bytes_per_thread = 0;
+  t.note_launch(k, f);
+  DeviceInfo d = h100_with_limits();
   d.clock_rate = 1755000;
   d.memory_clock_rate = 2619000;
   d.bus_width = 5120;

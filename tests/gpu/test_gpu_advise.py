@@ -225,3 +225,129 @@ def test_straggler_names_the_slow_rank(tmp_path):
 
 def test_straggler_is_quiet_on_balanced_ranks(tmp_path):
     assert not of_rule(two_ranks(tmp_path, [40, 40]), "straggler")
+
+
+# --- spills and occupancy: the launch facts CUPTI's kernel records carry (grid, block,
+# registers, shared and local memory) against the device map's SM limits. The programs'
+# numbers were checked with Triton 3.6's ptxas for sm_90 (ptxas -v).
+def launched(tmp_path, name, code):
+    """Runs `code` under `proton`; returns (findings, the kernel nodes' metrics by name)."""
+    found = run(tmp_path, name, code)
+    with open(tmp_path / f"{name}.hatchet") as f:
+        root, devices = json.load(f)
+    kernels = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if "device_id" in node.get("metrics", {}):
+            kernels[node["frame"]["name"]] = node["metrics"]
+        stack.extend(node.get("children", []))
+    return found, kernels, devices
+
+
+# One warp holding an 8,192-element row across a reduction: 256 values a thread, 255 registers
+# and a 176-byte stack frame of spills. The control spreads 1,024 elements over 4 warps: 27
+# registers, no local memory.
+REDUCE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def rownorm(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x + offs, mask=mask, other=0.0)
+    s = tl.sum(v * v, axis=0)
+    tl.store(y + offs, tl.exp(v) * s + v, mask=mask)
+
+n = 1 << 24
+x = torch.randn(n, device="cuda")
+y = torch.empty_like(x)
+grid = (triton.cdiv(n, BLOCK),)
+rownorm[grid](x, y, n, BLOCK=BLOCK, num_warps=WARPS)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("work"):
+    for _ in range(100):
+        rownorm[grid](x, y, n, BLOCK=BLOCK, num_warps=WARPS)
+torch.cuda.synchronize()
+"""
+
+
+def reduce(tmp_path, name, block, warps):
+    pytest.importorskip("triton")
+    return launched(tmp_path, name, f"BLOCK, WARPS = {block}, {warps}\n" + REDUCE)
+
+
+def test_spills_fire_on_a_one_warp_reduction_of_8192_elements(tmp_path):
+    found, kernels, _ = reduce(tmp_path, "spilling", 8192, 1)
+    facts = kernels["rownorm"]
+    assert facts["block_x"] == 32 and facts["local_bytes_per_thread"] >= 64, facts
+    spills = of_rule(found, "spills")
+    assert spills, found
+    assert spills[0]["frame"][-1] == "rownorm" and spills[0]["frame"][0] == "work", spills
+    assert spills[0]["evidence"]["registers_per_thread"] >= 200
+
+
+def test_spills_are_quiet_when_the_row_is_spread_over_four_warps(tmp_path):
+    found, kernels, _ = reduce(tmp_path, "spread", 1024, 4)
+    facts = kernels["rownorm"]
+    assert facts["block_x"] == 128 and facts["local_bytes_per_thread"] < 64, facts
+    assert not of_rule(found, "spills"), found
+
+
+# 1,024-thread blocks that transpose a [ROWS, 256] fp32 tile through shared memory. ROWS=128:
+# 128 KB of shared memory a block, so one block per SM of 228 KB (sm_90) where the block size
+# and the 32 registers a thread would allow two: occupancy 50%, limited by shared memory.
+# ROWS=64: 64 KB, two blocks, every warp slot used.
+TRANSPOSE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def transpose(x, y, n, ROWS: tl.constexpr, COLS: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, COLS)
+    v = tl.load(x + rows[:, None] * COLS + cols[None, :])
+    tl.store(y + cols[:, None] * n + rows[None, :], tl.trans(v))
+
+n = 1 << 16
+x = torch.randn(n, 256, device="cuda")
+y = torch.empty(256, n, device="cuda")
+grid = (n // ROWS,)
+transpose[grid](x, y, n, ROWS=ROWS, COLS=256, num_warps=32)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("work"):
+    for _ in range(200):  # ~10 ms: well above the rules' 1 ms
+        transpose[grid](x, y, n, ROWS=ROWS, COLS=256, num_warps=32)
+torch.cuda.synchronize()
+"""
+
+
+def transpose(tmp_path, name, rows):
+    pytest.importorskip("triton")
+    major, _ = torch.cuda.get_device_capability()
+    if major < 9:
+        pytest.skip("the shared-memory sizes are those of sm_90 and later (228 KB per SM)")
+    return launched(tmp_path, name, f"ROWS = {rows}\n" + TRANSPOSE)
+
+
+def test_occupancy_fires_on_1024_thread_blocks_limited_by_shared_memory(tmp_path):
+    found, kernels, devices = transpose(tmp_path, "big_tiles", 128)
+    facts = kernels["transpose"]
+    assert facts["block_x"] == 1024, facts
+    assert facts["static_shared_bytes"] + facts["dynamic_shared_bytes"] >= 128 * 1024, facts
+    device = next(iter(devices["CUDA"].values()))
+    assert device["max_warps_per_sm"] == 64 and device["shared_memory_per_sm"] > 0, device
+    occ = of_rule(found, "occupancy")
+    assert occ and occ[0]["frame"][-1] == "transpose", found
+    ev = occ[0]["evidence"]
+    assert ev["limiter"] == "shared_memory", ev
+    assert ev["blocks_per_sm"] == 1 and ev["blocks_by_shared_memory"] == 1, ev
+    assert ev["occupancy"] == 0.5, ev
+    assert "of shared memory per block" in occ[0]["suggestion"]
+
+
+def test_occupancy_is_quiet_when_two_blocks_fit(tmp_path):
+    found, kernels, _ = transpose(tmp_path, "small_tiles", 64)
+    assert kernels["transpose"]["block_x"] == 1024
+    assert not of_rule(found, "occupancy"), found

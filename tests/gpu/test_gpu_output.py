@@ -35,6 +35,29 @@ def test_finalize_fills_device_map(out_name, read_profile):
     assert kernel["metrics"]["device_id"] == "0" and kernel["metrics"]["device_type"] == "CUDA"
 
 
+def test_device_map_has_the_sm_limits_and_kernels_their_launch_facts(out_name, read_profile):
+    small_profile(out_name)
+    prof = read_profile()
+    device = prof.device_map["CUDA"]["0"]
+    props = torch.cuda.get_device_properties(0)
+    assert device["max_threads_per_sm"] == props.max_threads_per_multi_processor, device
+    assert device["warp_size"] == getattr(props, "warp_size", 32), device
+    assert device["max_warps_per_sm"] == device["max_threads_per_sm"] // device["warp_size"]
+    for key in ("max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm"):
+        assert device[key] > 0, (key, device)
+    (kernel,) = prof.kernels(prof.node("work"))
+    m = kernel["metrics"]
+    # x + x on 16 elements: one small grid of one block size, a few registers.
+    assert m["grid_x"] >= 1 and 16 <= m["block_x"] * m["block_y"] * m["block_z"] <= 1024, m
+    assert 0 < m["registers_per_thread"] <= 255 and m["local_bytes_per_thread"] >= 0, m
+    for key in ("static_shared_bytes", "dynamic_shared_bytes"):
+        assert key in m, m
+    assert "launch_config_varies" not in m, m  # three launches of one configuration
+    # Properties outside the root's columns: Hatchet and Triton's viewer never sum them.
+    assert prof.root["metric_rules"]["registers_per_thread"] == "pty"
+    assert "registers_per_thread" not in prof.root_metrics
+
+
 def test_no_temporary_files_left(out_name, tmp_path):
     small_profile(out_name)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.hatchet"]

@@ -34,6 +34,28 @@ def test_advise_returns_ranked_findings_with_the_documented_fields():
     assert found[-1]["rule"] == "hint.pcsampling" and found[-1]["saving_ns"] is None
 
 
+def test_launch_facts_and_device_limits_reach_the_rules():
+    # A profile as the session writes it on an H100: launch facts on each kernel (pty), the SM's
+    # limits in the device map.
+    p = profiles.read(FIXTURES / "launch_facts_profile.json")
+    device = p.devices[0]
+    assert device["max_warps_per_sm"] == 64 and device["shared_memory_per_sm"] == 233472
+    found = p.advise()
+    by_rule = {}
+    for f in found:
+        by_rule.setdefault(f["rule"], []).append(f)
+    assert by_rule["tail_effect"][0]["frame"] == ["step", "small_gemm"]
+    assert by_rule["tail_effect"][0]["evidence"]["shape"] == "small_grid"
+    assert [f["frame"][-1] for f in by_rule["spills"]] == ["rownorm"]
+    limiters = {f["frame"][-1]: f["evidence"]["limiter"] for f in by_rule["occupancy"]}
+    assert limiters == {"rownorm": "registers", "small_gemm": "registers",
+                        "transpose": "shared_memory"}
+    assert "hint.launch_config" not in by_rule and "hint.device_limits" not in by_rule
+    # Properties are shown as stored, never summed into the scope above.
+    assert p.find("step/transpose").metrics["registers_per_thread"] == 32
+    assert "registers_per_thread" not in p.find("step").metrics
+
+
 def test_advise_matches_the_viewer_json():
     viewer = os.environ.get("PROTON_VIEWER", "proton-viewer")
     try:

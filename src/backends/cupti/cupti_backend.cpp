@@ -64,8 +64,11 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
   if (api_ == nullptr) return false;
   if (!claim_activity(kOwner, why)) return false;
   processor_ = sink;
+  uint32_t cupti_version = 0;
+  if (api_->cuptiGetVersion(&cupti_version) != CUPTI_SUCCESS) cupti_version = 0;
   batcher_ = std::make_unique<KernelBatcher>(api_->cuptiActivityGetNextRecord,
-                                             api_->cuptiActivityGetNumDroppedRecords);
+                                             api_->cuptiActivityGetNumDroppedRecords,
+                                             kernel_layout_for(cupti_version));
   if (!subscribe(why)) {
     undo_start();
     return false;
@@ -374,6 +377,15 @@ DeviceInfo CuptiBackend::device(uint32_t id) {
   info.clock_rate = static_cast<uint64_t>(attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE));
   info.memory_clock_rate = static_cast<uint64_t>(attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE));
   info.bus_width = static_cast<uint32_t>(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH));
+  // The SM's limits, for the analyzer's occupancy (docs/advise.md). Read at write time, once
+  // per device and file, never per kernel.
+  auto u = [&](CUdevice_attribute a) { return static_cast<uint32_t>(attr(a)); };
+  info.warp_size = u(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  info.max_threads_per_sm = u(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  info.max_blocks_per_sm = u(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  info.registers_per_sm = u(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  info.shared_memory_per_sm = u(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  info.reserved_shared_memory_per_block = u(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
   return info;
 }
 

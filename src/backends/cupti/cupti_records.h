@@ -42,9 +42,19 @@ class KernelNameCache {
   uint64_t misses_ = 0;
 };
 
+/// What the running libcupti's kernel records hold beyond the fields every version we accept
+/// has at the same place: the record struct is the newest libcupti knows, not the header's.
+struct KernelLayout {
+  bool clusters = false;  // clusterX/Y/Z (CUpti_ActivityKernel8 and later)
+};
+/// The layout of the kernel records a libcupti of this cuptiGetVersion writes.
+KernelLayout kernel_layout_for(uint32_t cupti_version);
+
 /// Translates one activity record. Returns false (leaving `out` alone) for kinds other than
-/// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / CUPTI_ACTIVITY_KIND_KERNEL.
-bool translate_kernel(const CUpti_Activity& record, KernelNameCache& names, KernelRecord& out);
+/// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL / CUPTI_ACTIVITY_KIND_KERNEL. The launch facts are
+/// read without a string or an allocation: a few words copied per record.
+bool translate_kernel(const CUpti_Activity& record, KernelNameCache& names, KernelRecord& out,
+                      KernelLayout layout = {});
 
 /// Calls fn(const CUpti_Activity&) for each record of a completed buffer. Returns the status
 /// that ended the walk: CUPTI_ERROR_MAX_LIMIT_REACHED is the normal end; CUPTI_ERROR_INVALID_KIND
@@ -73,13 +83,15 @@ struct BufferStats {
 /// serialises buffers (CUPTI may complete buffers on its thread and in a flushing thread).
 class KernelBatcher {
  public:
-  KernelBatcher(NextRecordFn next, DroppedRecordsFn dropped) : next_(next), dropped_(dropped) {}
+  KernelBatcher(NextRecordFn next, DroppedRecordsFn dropped, KernelLayout layout = {})
+      : next_(next), dropped_(dropped), layout_(layout) {}
 
   BufferStats deliver(uint8_t* buffer, size_t valid_bytes, RecordProcessor& processor);
 
  private:
   NextRecordFn next_;
   DroppedRecordsFn dropped_;
+  KernelLayout layout_;
   std::vector<KernelRecord> batch_;
   KernelNameCache names_;
 };

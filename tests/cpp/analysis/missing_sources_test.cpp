@@ -31,8 +31,26 @@ TEST(MissingSources, QuietWhenEverySourceIsThere) {
   v.set(step, "cpu_time (ns)", 2e6);
   int32_t k = kernel(v, step, "k", 1, 1e6);
   v.set(k, "bytes", 1e6);
+  testing::set_launch(v, k, {});
   v.set(v.add_node(k, "/src/k.py:3@k"), "num_samples", 10);
   EXPECT_TRUE(missing_sources(v).empty());
+}
+
+TEST(MissingSources, AsksForLaunchFactsThenForTheDevicesLimits) {
+  ProfileView v = with_root();
+  v.devices.push_back(testing::h100());
+  int32_t k = kernel(v, 0, "k", 1, 1e6);
+  auto hints = missing_sources(v);
+  ASSERT_EQ(of_rule(hints, "hint.launch_config").size(), 1u);
+  EXPECT_NE(of_rule(hints, "hint.launch_config")[0]->seen.find("'occupancy'"), std::string::npos);
+  EXPECT_TRUE(of_rule(hints, "hint.device_limits").empty());
+  // The hint comes before the PC-sampling one: the facts cost nothing to record.
+  EXPECT_EQ(hints[0].rule, "hint.launch_config");
+  testing::set_launch(v, k, {});
+  EXPECT_TRUE(of_rule(missing_sources(v), "hint.launch_config").empty());
+  EXPECT_TRUE(of_rule(missing_sources(v), "hint.device_limits").empty());
+  v.devices[0].max_warps_per_sm = 0;  // a device map from before the limits
+  EXPECT_EQ(of_rule(missing_sources(v), "hint.device_limits").size(), 1u);
 }
 
 TEST(MissingSources, AsksForPeaksWhenTheDeviceIsUnknown) {

@@ -25,6 +25,7 @@ struct Got {
   SessionMask sessions;
   std::string name;
   uint64_t duration;
+  LaunchFacts launch;
 };
 
 class Sink : public RecordSink {
@@ -35,7 +36,7 @@ class Sink : public RecordSink {
     if (k == nullptr) return;
     const KernelRecord& r = k->kernel;
     got.push_back({r.correlation, k->tag.context, sessions,
-                   std::string(NameTable::global().name(r.name)), r.end_ns - r.start_ns});
+                   std::string(NameTable::global().name(r.name)), r.end_ns - r.start_ns, r.launch});
   }
   std::vector<Got> got;
   uint64_t dropped_total = 0;
@@ -104,6 +105,33 @@ TEST_F(Batcher, KernelsLandInTheContextsThatLaunchedThemWhateverTheirOrder) {
   EXPECT_EQ(by_corr[1].name, "k1");
   EXPECT_EQ(by_corr[3].duration, 30u);
   EXPECT_EQ(processor_.stats().unattributed, 0u);
+}
+
+TEST_F(Batcher, LaunchFactsTravelWithTheirKernelInTheLibcuptisLayout) {
+  launch_in("a", 5);
+  launch_in("b", 6);
+  CUpti_ActivityKernel10 big = kernel(5, "big", 0, 10);
+  big.blockX = 1024;
+  big.blockY = big.blockZ = 1;
+  big.gridX = big.gridY = big.gridZ = 1;
+  big.dynamicSharedMemory = 150000;
+  big.clusterX = big.clusterY = big.clusterZ = 1;
+  CUpti_ActivityKernel10 spill = kernel(6, "spill", 0, 10);
+  spill.blockX = 32;
+  spill.blockY = spill.blockZ = 1;
+  spill.registersPerThread = 255;
+  spill.localMemoryPerThread = 1024;
+  ActivityBuffer buf;
+  buf.add(big).add(spill);
+  KernelBatcher batcher(testing::fake_next_record, testing::fake_dropped_records,
+                        kernel_layout_for(130001));
+  batcher.deliver(buf.bytes(), buf.size(), processor_);
+  ASSERT_EQ(sink_.got.size(), 2u);
+  EXPECT_EQ(sink_.got[0].launch.block[0], 1024u);
+  EXPECT_EQ(sink_.got[0].launch.dynamic_shared_bytes, 150000u);
+  EXPECT_EQ(sink_.got[0].launch.cluster[0], 1u);
+  EXPECT_EQ(sink_.got[1].launch.registers_per_thread, 255u);
+  EXPECT_EQ(sink_.got[1].launch.local_bytes_per_thread, 1024u);
 }
 
 TEST_F(Batcher, RecordsWhoseLaunchComesLaterInAnotherBufferStillAttribute) {

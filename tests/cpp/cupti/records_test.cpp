@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "common/name_table.h"
@@ -91,6 +94,103 @@ TEST(CuptiRecords, UntimedKernelsCountWithZeroTimeAndTimeNeverRunsBackwards) {
   ASSERT_TRUE(translate_kernel(reinterpret_cast<const CUpti_Activity&>(backwards), names, r));
   EXPECT_EQ(r.start_ns, 500u);
   EXPECT_EQ(r.end_ns, 500u);
+}
+
+// A kernel record with every launch fact set, each to a value of its own.
+CUpti_ActivityKernel10 configured_kernel() {
+  CUpti_ActivityKernel10 k = kernel(8, "gemm", 100, 900);
+  k.gridX = 264;
+  k.gridY = 3;
+  k.gridZ = 2;
+  k.blockX = 128;
+  k.blockY = 2;
+  k.blockZ = 1;
+  k.registersPerThread = 168;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 98304;
+  k.localMemoryPerThread = 48;
+  k.clusterX = 2;
+  k.clusterY = 1;
+  k.clusterZ = 1;
+  return k;
+}
+
+TEST(CuptiRecords, TranslatesTheLaunchConfiguration) {
+  CUpti_ActivityKernel10 k = configured_kernel();
+  KernelNameCache names;
+  KernelRecord r;
+  ASSERT_TRUE(translate_kernel(reinterpret_cast<const CUpti_Activity&>(k), names, r,
+                               KernelLayout{.clusters = true}));
+  const LaunchFacts& f = r.launch;
+  EXPECT_TRUE(f.known());
+  EXPECT_EQ(f.grid, (std::array<uint32_t, 3>{264, 3, 2}));
+  EXPECT_EQ(f.block, (std::array<uint16_t, 3>{128, 2, 1}));
+  EXPECT_EQ(f.cluster, (std::array<uint16_t, 3>{2, 1, 1}));
+  EXPECT_EQ(f.registers_per_thread, 168u);
+  EXPECT_EQ(f.static_shared_bytes, 1024u);
+  EXPECT_EQ(f.dynamic_shared_bytes, 98304u);
+  EXPECT_EQ(f.local_bytes_per_thread, 48u);
+}
+
+TEST(CuptiRecords, ClustersAreReadOnlyFromALibcuptiThatWritesThem) {
+  EXPECT_FALSE(kernel_layout_for(0).clusters);   // version unknown
+  EXPECT_FALSE(kernel_layout_for(18).clusters);  // CUDA 11.8
+  EXPECT_TRUE(kernel_layout_for(19).clusters);   // CUDA 12.0
+  EXPECT_TRUE(kernel_layout_for(28).clusters);   // CUDA 12.9 Update 1
+  EXPECT_TRUE(kernel_layout_for(130001).clusters);
+  CUpti_ActivityKernel10 k = configured_kernel();
+  KernelNameCache names;
+  KernelRecord r;
+  ASSERT_TRUE(translate_kernel(reinterpret_cast<const CUpti_Activity&>(k), names, r));
+  EXPECT_EQ(r.launch.cluster, (std::array<uint16_t, 3>{0, 0, 0}));
+  EXPECT_EQ(r.launch.block[0], 128u);
+}
+
+TEST(CuptiRecords, TheOldestRecordVersionGivesItsLaunchFactsWithoutReadingPastItsEnd) {
+  // Version 7 (the oldest we accept) ends before the cluster fields: a record allocated at its
+  // exact size lets the address sanitizer catch any read beyond it.
+  auto k = std::make_unique<CUpti_ActivityKernel7>();
+  std::memset(k.get(), 0, sizeof(*k));
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->correlationId = 3;
+  k->name = "v7";
+  k->gridX = 10;
+  k->gridY = 1;
+  k->gridZ = 1;
+  k->blockX = 256;
+  k->blockY = 1;
+  k->blockZ = 1;
+  k->registersPerThread = 40;
+  k->staticSharedMemory = 16;
+  k->dynamicSharedMemory = 512;
+  k->localMemoryPerThread = 8;
+  KernelNameCache names;
+  KernelRecord r;
+  ASSERT_TRUE(translate_kernel(reinterpret_cast<const CUpti_Activity&>(*k), names, r,
+                               kernel_layout_for(18)));
+  EXPECT_EQ(r.launch.grid[0], 10u);
+  EXPECT_EQ(r.launch.block[0], 256u);
+  EXPECT_EQ(r.launch.registers_per_thread, 40u);
+  EXPECT_EQ(r.launch.static_shared_bytes, 16u);
+  EXPECT_EQ(r.launch.dynamic_shared_bytes, 512u);
+  EXPECT_EQ(r.launch.local_bytes_per_thread, 8u);
+  EXPECT_EQ(r.launch.cluster[0], 0u);
+}
+
+TEST(CuptiRecords, ImpossibleLaunchFactsReadAsNotRecorded) {
+  CUpti_ActivityKernel10 k = configured_kernel();
+  k.gridX = -5;
+  k.blockX = 0;
+  k.dynamicSharedMemory = -1;
+  k.clusterX = 70000;  // does not fit a dimension
+  KernelNameCache names;
+  KernelRecord r;
+  ASSERT_TRUE(translate_kernel(reinterpret_cast<const CUpti_Activity&>(k), names, r,
+                               KernelLayout{.clusters = true}));
+  EXPECT_EQ(r.launch.grid[0], 0u);
+  EXPECT_EQ(r.launch.dynamic_shared_bytes, 0u);
+  EXPECT_EQ(r.launch.cluster[0], 0u);
+  EXPECT_FALSE(r.launch.known());  // no block: the tree keeps nothing of it
 }
 
 TEST(CuptiNames, SamePointerHitsTheCacheAndEqualStringsShareAnId) {

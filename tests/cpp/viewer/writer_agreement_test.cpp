@@ -12,6 +12,7 @@
 
 #include "../hatchet_same_tree.h"
 #include "test_util.h"
+#include "viewer/advise_view.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/profile_writer.h"
 #include "viewer/rank_merge.h"
@@ -67,6 +68,52 @@ TEST(HatchetWriters, ViewerOutputReadsBackIdentically) {
     EXPECT_EQ(back.nodes[i].name, p.nodes[i].name);
     EXPECT_EQ(back.nodes[i].text, p.nodes[i].text);
   }
+}
+
+// The session's launch facts read back as properties of the kernel's node (shown as stored,
+// never rolled up into its parents), in JSON and msgpack, and the device map's SM limits reach
+// the analyzer's view.
+TEST(HatchetWriters, LaunchFactsAndDeviceLimitsReadBack) {
+  for (const std::string& bytes :
+       {std::string(same_tree::kJson), same_tree::bytes(same_tree::kMsgpackHex)}) {
+    Profile p = parse_hatchet(bytes);
+    int32_t k = find_node(p, "k");
+    ASSERT_GE(k, 0);
+    EXPECT_EQ(stored(p, "grid_x", k), 264);
+    EXPECT_EQ(stored(p, "block_x", k), 384);
+    EXPECT_EQ(stored(p, "cluster_x", k), 2);
+    EXPECT_EQ(stored(p, "registers_per_thread", k), 168);
+    EXPECT_EQ(stored(p, "dynamic_shared_bytes", k), 200704);
+    int32_t regs = p.find_metric("registers_per_thread");
+    ASSERT_GE(regs, 0);
+    EXPECT_EQ(p.metrics[static_cast<size_t>(regs)].kind, MetricKind::kProperty);
+    EXPECT_TRUE(is_absent(p.inclusive(regs)[0]));  // the root sums nothing
+    ASSERT_EQ(p.devices.size(), 1u);
+    const DeviceInfo& d = p.devices[0];
+    EXPECT_EQ(d.warp_size, 32);
+    EXPECT_EQ(d.max_threads_per_sm, 2048);
+    EXPECT_EQ(d.max_warps_per_sm, 64);
+    EXPECT_EQ(d.max_blocks_per_sm, 32);
+    EXPECT_EQ(d.registers_per_sm, 65536);
+    EXPECT_EQ(d.shared_memory_per_sm, 233472);
+    EXPECT_EQ(d.reserved_shared_memory_per_block, 1024);
+    analysis::ProfileView v = analysis_view(p);
+    ASSERT_EQ(v.devices.size(), 1u);
+    EXPECT_EQ(v.devices[0].max_warps_per_sm, 64);
+    EXPECT_EQ(v.devices[0].shared_memory_per_sm, 233472);
+  }
+}
+
+TEST(HatchetWriters, FilesWithoutDeviceLimitsReadAsUnknown) {
+  // A device map as triton.profiler (and Proton before the limits) writes it.
+  Profile p = parse_hatchet(
+      R"([{"frame":{"name":"ROOT","type":"function"},"metrics":{},"children":[]},)"
+      R"({"CUDA":{"0":{"arch":"90","num_sms":132,"clock_rate":1,"memory_clock_rate":1,)"
+      R"("bus_width":1}}}])");
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_EQ(p.devices[0].max_threads_per_sm, 0);
+  EXPECT_EQ(p.devices[0].registers_per_sm, 0);
+  EXPECT_EQ(analysis_view(p).devices[0].max_warps_per_sm, 0);
 }
 
 // The rank merge streams its result without building it; the bytes are those of the built one.
