@@ -74,6 +74,14 @@ void RankMerger::write_json(const std::string& path) const {
     }
     for (const auto& [key, text] : text_of(i))
       e.metric(key, std::string_view(text));
+    // A kind the name does not say (declared by the files' metric_rules) is declared again, as
+    // to_hatchet_json declares it for result().
+    for (size_t k = 0; i == 0 && k < metrics_.size(); ++k) {
+      const MetricState& st = metrics_[k];
+      if (st.kind == metric_kind_of(st.name) || st.kind == MetricKind::kInclusive) continue;
+      e.metric_rule(st.name, st.kind == MetricKind::kExclusive ? format::HatchetRule::kExclusive
+                                                               : format::HatchetRule::kProperty);
+    }
     sink.maybe_flush();
   });
   write_device_map(e, tree_.devices);
