@@ -36,6 +36,10 @@ header h1 { font-size: 14px; margin: 0; }
 #layout main { flex: 1; min-width: 0; }
 #advice { width: 340px; margin: 8px 12px 8px 0; font-size: 12px; }
 #advice h2 { font-size: 13px; margin: 0 0 4px; }
+@media (max-width: 1100px) {  /* narrow windows: the findings under the graph */
+  #layout { flex-direction: column; align-items: stretch; }
+  #advice { width: auto; margin: 0 12px 12px; }
+}
 #findings { margin: 0; padding-left: 20px; }
 #findings li { margin-bottom: 6px; }
 #findings a { color: #0a58ca; word-break: break-all; }
