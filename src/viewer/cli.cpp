@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "analysis/advise.h"
 #include "analysis/rank_stats.h"
 #include "common/version.h"
 #include "viewer/advise_view.h"
@@ -379,7 +380,9 @@ int run_view(const ViewOptions& options, std::ostream& out, std::ostream& err,
     } else if (options.output == OutputFormat::kSpeedscope) {
       text << to_speedscope(tree, columns[0], visible, names, title);
     } else {
-      text << to_html(tree, columns[0], visible, names, title);
+      // The analyzer's findings (--advise) on the tree as shown, beside the graph.
+      text << to_html(tree, columns[0], visible, names, title,
+                      analysis::advise(analysis_view(tree, names)));
     }
   }
   if (options.output_path.empty()) {

@@ -31,15 +31,30 @@ header h1 { font-size: 14px; margin: 0; }
 .f.focus { font-weight: 600; }
 .f.hl { background: #d63384 !important; color: #fff; }
 #source { margin: 0 12px 12px; font-size: 12px; }
+.f.sel { outline: 2px solid #d63384; outline-offset: -2px; }
+#layout { display: flex; align-items: flex-start; }
+#layout main { flex: 1; min-width: 0; }
+#advice { width: 340px; margin: 8px 12px 8px 0; font-size: 12px; }
+#advice h2 { font-size: 13px; margin: 0 0 4px; }
+@media (max-width: 1100px) {  /* narrow windows: the findings under the graph */
+  #layout { flex-direction: column; align-items: stretch; }
+  #advice { width: auto; margin: 0 12px 12px; }
+}
+#findings { margin: 0; padding-left: 20px; }
+#findings li { margin-bottom: 6px; }
+#findings a { color: #0a58ca; word-break: break-all; }
 #detail { margin: 0 12px 12px; color: #333; min-height: 1.4em; font-family: ui-monospace, monospace; }
 </style></head>
 <body>
 <header><h1>proton-viewer</h1><span id="metric"></span><span id="crumbs"></span>
 <input id="search" placeholder="highlight (regex)" size="24">
 <button id="reset" type="button">Reset zoom</button></header>
+<div id="layout"><main>
 <div id="detail"></div>
 <div id="chart"></div>
 <pre id="source"></pre>
+</main>
+<aside id="advice"><h2>Findings</h2><ol id="findings"></ol></aside></div>
 <script id="profile-data" type="application/json">)HTML";
 
 constexpr std::string_view kScript = R"HTML(</script>
@@ -52,17 +67,20 @@ constexpr std::string_view kScript = R"HTML(</script>
   const detail = document.getElementById("detail");
   const ROW = 20;
   const nodes = [];
+  const anchors = new Map();  // a finding's frame, by the index "a" the export gave it
   // Index the tree iteratively: deep call paths must not exhaust the JS stack.
   const todo = [[data.tree, null, 0]];
   while (todo.length) {
     const [node, parent, depth] = todo.pop();
     node.id = nodes.length; node.p = parent; node.d = depth; node.c = node.c || [];
     nodes.push(node);
+    if (node.a !== undefined) anchors.set(node.a, node);
     for (let i = node.c.length - 1; i >= 0; i--) todo.push([node.c[i], node, depth + 1]);
   }
   const root = data.tree;
   let focus = root;
   let pattern = null;
+  let selected = null;
   document.getElementById("metric").textContent = "metric: " + data.metric;
 
   function fmt(v) {
@@ -86,7 +104,7 @@ constexpr std::string_view kScript = R"HTML(</script>
   function place(n, x, w) {
     const el = document.createElement("div");
     el.className = "f" + (n === focus ? " focus" : "") +
-                   (pattern && pattern.test(n.n) ? " hl" : "");
+                   (pattern && pattern.test(n.n) ? " hl" : "") + (n === selected ? " sel" : "");
     el.style.left = x + "px"; el.style.width = w + "px"; el.style.top = (n.d * ROW) + "px";
     el.style.background = color(n);
     el.textContent = n.n;
@@ -138,6 +156,26 @@ constexpr std::string_view kScript = R"HTML(</script>
     if (el) { const n = nodes[Number(el.dataset.id)];
               detail.textContent = n.n + " — " + data.metric + " " + fmt(n.v) + " (" + share(n) + ")"; }
   });
+  // The analyzer's findings (proton-viewer --advise): clicking one zooms to its frame.
+  const list = document.getElementById("findings");
+  function ns(v) {
+    return v >= 1e6 ? (v / 1e6).toFixed(2) + " ms" : v >= 1e3 ? (v / 1e3).toFixed(1) + " us"
+                                                               : v.toFixed(0) + " ns";
+  }
+  (data.findings || []).forEach((f, i) => {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = "#finding=" + i; a.className = "finding"; a.dataset.at = f.at;
+    a.textContent = "[" + f.severity + "] " + f.rule + "  " +
+                    (f.frame.length ? f.frame.join(" > ") : "(root)");
+    a.onclick = (e) => { e.preventDefault(); selected = anchors.get(f.at) || null;
+                         if (selected) zoom(selected); };
+    const tip = document.createElement("div");
+    tip.textContent = f.suggestion + (f.saving_ns !== null ? " (at stake: ~" + ns(f.saving_ns) + ")" : "");
+    li.append(a, tip);
+    list.append(li);
+  });
+  if (!list.childNodes.length) list.textContent = "No findings for this profile.";
   document.getElementById("reset").onclick = () => zoom(root);
   document.getElementById("search").oninput = (e) => {
     try { pattern = e.target.value ? new RegExp(e.target.value) : null; } catch (err) { pattern = null; }
@@ -153,6 +191,9 @@ constexpr std::string_view kScript = R"HTML(</script>
     const el = Array.from(chart.querySelectorAll(".f")).find((d) => d.dataset.name === name);
     if (el) el.dispatchEvent(new MouseEvent("click", { bubbles: true }));
   }
+  // "#finding=<i>" clicks the i-th finding once loaded, likewise.
+  const fm = /^#finding=(\d+)$/.exec(location.hash);
+  if (fm && list.children[Number(fm[1])]) list.children[Number(fm[1])].querySelector("a").click();
 })();
 </script>
 </body></html>

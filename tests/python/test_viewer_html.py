@@ -82,3 +82,16 @@ def test_screenshot_shows_the_graph(page, tmp_path):
     assert left != right, "before zooming, matmul_kernel should not span the whole row"
     left, right = kernel_row(page.as_uri() + "#click=matmul")
     assert left == right, "after clicking matmul, matmul_kernel should span the whole row"
+
+
+def test_finding_click_zooms_to_its_frame(tmp_path):
+    out = tmp_path / "advise.html"
+    r = subprocess.run([VIEWER, "--output-format", "html", "-o", str(out),
+                        str(FIXTURES / "advise_profile.json")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    dom = chromium("--dump-dom", out.as_uri() + "#finding=1").stdout
+    listed = re.findall(r'<a href="#finding=\d+" class="finding"[^>]*>([^<]*)</a>', dom)
+    assert [t.split()[1] for t in listed] == ["launch_bound", "roofline", "hint.pcsampling"]
+    assert "loss &gt; copy_kernel" in listed[1]
+    assert 'data-focus="copy_kernel"' in dom  # the roofline finding's frame, zoomed
+    assert re.search(r'<div class="f focus sel"[^>]*data-name="copy_kernel"', dom)

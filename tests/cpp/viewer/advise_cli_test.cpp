@@ -45,6 +45,16 @@ TEST(AdviseCli, JsonListsEveryFinding) {
   EXPECT_TRUE(json.back()["saving_ns"].is_null());
 }
 
+TEST(AdviseCli, HtmlPageListsTheFindings) {
+  auto r = run({"--output-format", "html", fixture("advise_profile.json")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* rule :
+       {"\"rule\":\"launch_bound\"", "\"rule\":\"roofline\"", "\"rule\":\"hint.pcsampling\""}) {
+    EXPECT_NE(r.out.find(rule), std::string::npos) << rule;
+  }
+  EXPECT_NE(r.out.find("\"frame\":[\"loss\",\"copy_kernel\"]"), std::string::npos);
+}
+
 // A rank's file: ROOT > step > gemm (gemm_ns), one rank of two.
 std::string rank_file(const std::string& dir, int rank, int64_t gemm_ns) {
   nlohmann::json gemm = {
