@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "  NAME  every such process whose /proc/<pid>/comm is NAME, or one of whose command-line\n"
     "        words is NAME or ends in /NAME (`python train.py` matches python and train.py).\n"
     "For `all` and NAME, each process gets the command at once; one line per process says\n"
-    "where its window goes (with its rank in a job). Sockets left by ended processes are\n"
+    "where its window goes (with its rank in a job); with --name, each writes\n"
+    "NAME.rank<R> (a rank of a job) or NAME.pid<P>. Sockets left by ended processes are\n"
     "reported as stale and skipped; a process that does not answer within --timeout is\n"
     "reported as `no answer`.\n"
     "\n"
@@ -67,7 +68,9 @@ struct PeerResult {
 
 // Asks one process: its status first when the command is not `status` (the rank it reports),
 // then the command.
-PeerResult ask_peer(const Peer& peer, const Request& r, int timeout_ms) {
+// With --name and several processes, each one's name gets ".rank<R>" (a rank of a job) or
+// ".pid<P>" (any other process), so no process writes over another's window.
+PeerResult ask_peer(const Peer& peer, Request r, bool several, int timeout_ms) {
   PeerResult result{peer, std::nullopt, {}};
   if (!peer.alive) {
     result.reply = {Outcome::kEnded, ""};
@@ -80,6 +83,10 @@ PeerResult ask_peer(const Peer& peer, const Request& r, int timeout_ms) {
       return result;
     }
     result.rank = rank_of_status(status.text);
+    if (several && !r.name.empty()) {
+      r.name +=
+          result.rank ? ".rank" + std::to_string(*result.rank) : ".pid" + std::to_string(peer.pid);
+    }
   }
   result.reply = ask(peer.socket, format_request(r), timeout_ms);
   if (r.command == Command::kStatus && result.reply.outcome == Outcome::kAnswered) {
@@ -106,12 +113,14 @@ int run_many(const std::string& target, const Request& r, const std::string& dir
         << " (run it under `proton --idle` or with PROTON_IDLE=1)\n";
     return 1;
   }
+  const auto alive =
+      std::count_if(peers.begin(), peers.end(), [](const Peer& p) { return p.alive; });
   std::vector<PeerResult> results(peers.size());
   {
     std::vector<std::thread> threads;
     threads.reserve(peers.size());
     for (size_t i = 0; i < peers.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = ask_peer(peers[i], r, timeout_ms); });
+      threads.emplace_back([&, i] { results[i] = ask_peer(peers[i], r, alive > 1, timeout_ms); });
     }
     for (std::thread& t : threads)
       t.join();

@@ -241,6 +241,14 @@ TEST_F(ControlSocket, ProtonCtlByNameAndAllWithRanks) {
   EXPECT_NE(err.str().find("process " + std::to_string(parent) + ": no answer within 200 ms"),
             std::string::npos)
       << err.str();
+  // --name for several processes: each rank writes its own file.
+  out.str("");
+  EXPECT_EQ(run_ctl({"start", "--name", (dir_ / "job").string(), "-t", "200ms", "all"}, out, err),
+            1);
+  EXPECT_EQ(out.str(), me + "window opened, to be written to " +
+                           (dir_ / "job.rank2.w1.hatchet").string() + "\n");
+  EXPECT_EQ(run_ctl({"stop", exe}, out, err), 0) << err.str();
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "job.rank2.w1.hatchet"));
   // A refusal from one process fails the command too.
   err.str("");
   EXPECT_EQ(run_ctl({"stop", "--timeout", "200ms", exe}, out, err), 1);
