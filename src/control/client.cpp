@@ -6,57 +6,70 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace proton::control {
 
-std::string send_request(const std::string& path, const std::string& line, std::string& error) {
+namespace {
+
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Reply ask(const std::string& path, const std::string& line, int timeout_ms) {
   sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) {
-    error = "socket path too long: " + path;
-    return "";
-  }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    error = std::string("socket: ") + std::strerror(errno);
-    return "";
-  }
+  if (path.size() >= sizeof addr.sun_path)
+    return {Outcome::kFailed, "socket path too long: " + path};
+  Fd sock{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (sock.fd < 0) return {Outcome::kFailed, std::string("socket: ") + std::strerror(errno)};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    error = errno == ECONNREFUSED ? "nothing listens at " + path + " (the process has ended)"
-                                  : "cannot reach " + path + ": " + std::strerror(errno);
-    ::close(fd);
-    return "";
+  if (::connect(sock.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == ECONNREFUSED || errno == ENOENT) {
+      return {Outcome::kEnded, "nothing listens at " + path + " (the process has ended)"};
+    }
+    return {Outcome::kFailed, "cannot reach " + path + ": " + std::strerror(errno)};
   }
   std::string out = line + "\n";
-  if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
-    error = std::string("cannot send the request: ") + std::strerror(errno);
-    ::close(fd);
-    return "";
+  if (::send(sock.fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+    return {Outcome::kFailed, std::string("cannot send the request: ") + std::strerror(errno)};
   }
-  // Writing a window may take a while (flushing the GPU's records): wait up to a minute.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string reply;
   char buf[512];
   for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 60'000) <= 0) {
-      error = "no answer from " + path + " within 60 s";
-      break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{sock.fd, POLLIN, 0};
+    int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      return {Outcome::kNoAnswer,
+              "no answer within " + std::to_string(timeout_ms) + " ms (socket " + path + ")"};
     }
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ssize_t n = ::recv(sock.fd, buf, sizeof buf, 0);
     if (n <= 0) {
-      if (reply.empty()) error = "the process closed the connection without answering";
-      break;
+      return {Outcome::kFailed, "the process closed the connection without answering"};
     }
     reply.append(buf, static_cast<size_t>(n));
     if (size_t nl = reply.find('\n'); nl != std::string::npos) {
       reply.resize(nl);
-      break;
+      return {Outcome::kAnswered, std::move(reply)};
     }
   }
-  ::close(fd);
-  return error.empty() ? reply : "";
+}
+
+std::string send_request(const std::string& path, const std::string& line, std::string& error) {
+  Reply r = ask(path, line, 60'000);
+  if (r.outcome == Outcome::kAnswered) return r.text;
+  error = std::move(r.text);
+  return "";
 }
 
 }  // namespace proton::control

@@ -1,13 +1,16 @@
 #include "control/ctl.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "control/client.h"
 #include "control/control_dir.h"
 #include "control/protocol.h"
+#include "control/targets.h"
 #include "options/environment.h"
 
 namespace proton::control {
@@ -15,17 +18,34 @@ namespace proton::control {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: proton-ctl start [--name NAME] PID\n"
-    "       proton-ctl stop PID\n"
-    "       proton-ctl window --duration TIME [--name NAME] PID\n"
-    "       proton-ctl status PID\n"
+    "usage: proton-ctl start [--name NAME] [--timeout TIME] TARGET\n"
+    "       proton-ctl stop [--timeout TIME] TARGET\n"
+    "       proton-ctl window --duration TIME [--name NAME] [--timeout TIME] TARGET\n"
+    "       proton-ctl status [--timeout TIME] TARGET\n"
     "\n"
-    "Opens and closes profiling windows in a process running under `proton --idle` (or\n"
+    "Opens and closes profiling windows in processes running under `proton --idle` (or\n"
     "PROTON_IDLE=1). Each window is written to NAME.w<k>.hatchet, never over an earlier one;\n"
     "the command prints where. TIME: 500ms, 10s, 2m, 1h. NAME: the output path without\n"
-    "extension (default: the name the process was started with). The process listens on\n"
-    "<dir>/<pid>.sock, <dir> being PROTON_CONTROL_DIR, $XDG_RUNTIME_DIR/proton or\n"
-    "/tmp/proton-<uid>; only the same user may control it.\n";
+    "extension (default: the name the process was started with). --timeout: how long to wait\n"
+    "for each process's answer (default 60s).\n"
+    "\n"
+    "TARGET is one of\n"
+    "  PID   one process;\n"
+    "  all   every process with a control socket (every rank of a job);\n"
+    "  NAME  every such process whose /proc/<pid>/comm is NAME, or one of whose command-line\n"
+    "        words is NAME or ends in /NAME (`python train.py` matches python and train.py).\n"
+    "For `all` and NAME, each process gets the command at once; one line per process says\n"
+    "where its window goes (with its rank in a job); --name given to several processes\n"
+    "becomes NAME.rank<R> (a rank of a job) or NAME.pid<P> (any other), one file each.\n"
+    "Sockets left by ended processes are reported as stale and skipped; a process that\n"
+    "does not answer within --timeout is reported as `no answer`.\n"
+    "\n"
+    "Each process listens on <dir>/<pid>.sock, <dir> being PROTON_CONTROL_DIR,\n"
+    "$XDG_RUNTIME_DIR/proton or /tmp/proton-<uid>; only the same user may control it.\n"
+    "Exit status: 0 every process did it; 1 one refused, did not answer or none matched;\n"
+    "2 a usage error.\n";
+
+constexpr int kDefaultTimeoutMs = 60'000;
 
 int usage(std::ostream& err, const std::string& why) {
   err << "proton-ctl: " << why << "\n" << kUsage;
@@ -37,6 +57,127 @@ std::optional<long> parse_pid(const std::string& s) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), pid);
   if (ec != std::errc() || ptr != s.data() + s.size() || pid <= 0) return std::nullopt;
   return pid;
+}
+
+// One process's answer to a command sent to a whole job or a name.
+struct PeerResult {
+  Peer peer;
+  std::optional<int64_t> rank;
+  Reply reply;
+};
+
+// Asks one process: its status first when the command is not `status` (the rank it reports),
+// then the command.
+// With --name and several processes, each one's name gets ".rank<R>" (a rank of a job) or
+// ".pid<P>" (any other process), so no process writes over another's window.
+PeerResult ask_peer(const Peer& peer, Request r, bool several, int timeout_ms) {
+  PeerResult result{peer, std::nullopt, {}};
+  if (!peer.alive) {
+    result.reply = {Outcome::kEnded, ""};
+    return result;
+  }
+  if (r.command != Command::kStatus) {
+    Reply status = ask(peer.socket, format_request(Request{}), timeout_ms);
+    if (status.outcome != Outcome::kAnswered) {
+      result.reply = std::move(status);
+      return result;
+    }
+    result.rank = rank_of_status(status.text);
+    if (several && !r.name.empty()) {
+      r.name +=
+          result.rank ? ".rank" + std::to_string(*result.rank) : ".pid" + std::to_string(peer.pid);
+    }
+  }
+  result.reply = ask(peer.socket, format_request(r), timeout_ms);
+  if (r.command == Command::kStatus && result.reply.outcome == Outcome::kAnswered) {
+    result.rank = rank_of_status(result.reply.text);
+  }
+  return result;
+}
+
+std::string label(const PeerResult& p) {
+  std::string s = "process " + std::to_string(p.peer.pid);
+  if (p.rank) s += " (rank " + std::to_string(*p.rank) + ")";
+  return s;
+}
+
+// `all` or a process name: the command goes to every matching process at once, so one that
+// hangs costs at most the time limit and never delays the others.
+int run_many(const std::string& target, const Request& r, const std::string& dir, int timeout_ms,
+             std::ostream& out, std::ostream& err) {
+  std::vector<Peer> peers = select_peers(target, dir, "/proc");
+  if (peers.empty()) {
+    err << "proton-ctl: "
+        << (target == "all" ? std::string("no process") : "no process named '" + target + "'")
+        << " has a control socket in " << dir
+        << " (run it under `proton --idle` or with PROTON_IDLE=1)\n";
+    return 1;
+  }
+  const auto alive =
+      std::count_if(peers.begin(), peers.end(), [](const Peer& p) { return p.alive; });
+  std::vector<PeerResult> results(peers.size());
+  {
+    std::vector<std::thread> threads;
+    threads.reserve(peers.size());
+    for (size_t i = 0; i < peers.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = ask_peer(peers[i], r, alive > 1, timeout_ms); });
+    }
+    for (std::thread& t : threads)
+      t.join();
+  }
+  // Ranks in order, then processes that are no rank of a job, by pid.
+  std::stable_sort(results.begin(), results.end(), [](const PeerResult& a, const PeerResult& b) {
+    if (a.rank.has_value() != b.rank.has_value()) return a.rank.has_value();
+    return a.rank.value_or(0) < b.rank.value_or(0);
+  });
+  int done = 0;
+  bool failed = false;
+  for (const PeerResult& p : results) {
+    const std::string& text = p.reply.text;
+    switch (p.reply.outcome) {
+      case Outcome::kAnswered:
+        if (text.rfind("ok ", 0) != 0) {
+          err << "proton-ctl: " << label(p) << ": "
+              << (text.rfind("error ", 0) == 0 ? text.substr(6) : text) << "\n";
+          failed = true;
+          break;
+        }
+        ++done;
+        out << label(p) << ": ";
+        switch (r.command) {
+          case Command::kStart:
+            out << "window opened, to be written to " << text.substr(3) << "\n";
+            break;
+          case Command::kWindow:
+            out << "window opened for " << r.duration_ms << " ms, to be written to "
+                << text.substr(3) << "\n";
+            break;
+          case Command::kStop:
+            out << "wrote " << text.substr(3) << "\n";
+            break;
+          case Command::kStatus: {
+            std::string status = text.substr(3);
+            if (p.rank) status.resize(status.rfind("; rank "));  // said in the label
+            out << status << "\n";
+            break;
+          }
+        }
+        break;
+      case Outcome::kEnded:
+        err << "proton-ctl: stale socket " << p.peer.socket << ": process " << p.peer.pid
+            << " has ended\n";
+        break;
+      case Outcome::kNoAnswer:
+        err << "proton-ctl: " << label(p) << ": no answer within " << timeout_ms << " ms\n";
+        failed = true;
+        break;
+      case Outcome::kFailed:
+        err << "proton-ctl: " << label(p) << ": " << text << "\n";
+        failed = true;
+        break;
+    }
+  }
+  return failed || done == 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -61,6 +202,7 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return usage(err, "unknown command '" + command + "'");
   }
   std::optional<std::string> target;
+  int timeout_ms = kDefaultTimeoutMs;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool takes_name = r.command == Command::kStart || r.command == Command::kWindow;
@@ -73,6 +215,11 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       std::optional<uint64_t> ms = parse_duration_ms(args[i]);
       if (!ms) return usage(err, "--duration '" + args[i] + "' is not 1ms to 24h (e.g. 10s)");
       r.duration_ms = *ms;
+    } else if (a == "--timeout" || a == "-t") {
+      if (++i == args.size()) return usage(err, a + " needs a value");
+      std::optional<uint64_t> ms = parse_duration_ms(args[i]);
+      if (!ms) return usage(err, "--timeout '" + args[i] + "' is not 1ms to 24h (e.g. 10s)");
+      timeout_ms = static_cast<int>(*ms);
     } else if (!a.empty() && a[0] == '-') {
       return usage(err, "unknown option '" + a + "' for " + command);
     } else if (target) {
@@ -81,15 +228,9 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       target = a;
     }
   }
-  if (!target) return usage(err, "no TARGET (the PID of the process)");
+  if (!target) return usage(err, "no TARGET (a PID, a process name or `all`)");
   if (r.command == Command::kWindow && r.duration_ms == 0) {
     return usage(err, "window needs --duration");
-  }
-  std::optional<long> pid = parse_pid(*target);
-  if (!pid) {
-    err << "proton-ctl: TARGET '" << *target
-        << "' is not a PID (process names and jobs are not supported yet)\n";
-    return 2;
   }
   std::string dir;
   try {
@@ -98,6 +239,8 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << "proton-ctl: " << e.what() << "\n";
     return 2;
   }
+  std::optional<long> pid = parse_pid(*target);
+  if (!pid) return run_many(*target, r, dir, timeout_ms, out, err);
   const std::string path = socket_path(dir, *pid);
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) {
@@ -105,12 +248,12 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         << " (run it under `proton --idle` or with PROTON_IDLE=1)\n";
     return 1;
   }
-  std::string error;
-  std::string reply = send_request(path, format_request(r), error);
-  if (!error.empty()) {
-    err << "proton-ctl: process " << *pid << ": " << error << "\n";
+  Reply answer = ask(path, format_request(r), timeout_ms);
+  if (answer.outcome != Outcome::kAnswered) {
+    err << "proton-ctl: process " << *pid << ": " << answer.text << "\n";
     return 1;
   }
+  const std::string& reply = answer.text;
   if (reply.rfind("ok ", 0) != 0) {
     err << "proton-ctl: process " << *pid << ": "
         << (reply.rfind("error ", 0) == 0 ? reply.substr(6) : reply) << "\n";

@@ -1,9 +1,9 @@
-// proton-ctl: opens and closes windows in a running process started under `proton --idle`.
+// proton-ctl: opens and closes windows in running processes started under `proton --idle`.
 //
-//   proton-ctl start [--name NAME] PID
-//   proton-ctl stop PID
-//   proton-ctl window --duration 10s [--name NAME] PID
-//   proton-ctl status PID
+//   proton-ctl start [--name NAME] TARGET      (TARGET: a PID, `all` or a process name)
+//   proton-ctl stop TARGET
+//   proton-ctl window --duration 10s [--name NAME] TARGET
+//   proton-ctl status TARGET
 #pragma once
 
 #include <ostream>

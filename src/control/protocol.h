@@ -3,7 +3,8 @@
 //   start [NAME]          open a window (written to NAME.w<k>, default: the configured name)
 //   stop                  write the open window
 //   window MS [NAME]      open a window that closes by itself after MS milliseconds
-//   status                say whether a window is open, and where it goes
+//   status                say whether a window is open, and where it goes (one rank of a
+//                         job adds "; rank R of N")
 //
 // A reply is "ok TEXT" or "error TEXT". A line is at most kMaxLine bytes and holds no control
 // characters; NAME is the rest of the line (paths may hold spaces).

@@ -17,6 +17,7 @@
 #include "control/control_dir.h"
 #include "control/protocol.h"
 #include "control/windows.h"
+#include "io/run_info.h"
 
 namespace proton::control {
 
@@ -246,9 +247,15 @@ std::string ControlServer::answer(std::string_view line, uid_t peer_uid) {
     switch (r.command) {
       case Command::kStatus: {
         std::string open = windows.open_path();
-        return ok_reply(open.empty() ? "idle; " + std::to_string(windows.windows_written()) +
-                                           " windows written"
-                                     : "window open, to be written to " + open);
+        std::string text =
+            open.empty() ? "idle; " + std::to_string(windows.windows_written()) + " windows written"
+                         : "window open, to be written to " + open;
+        // One rank of a job says which (proton-ctl prints it for every process of a job).
+        if (RunInfo info = run_info(); info.is_rank()) {
+          text += "; rank " + std::to_string(info.rank);
+          if (info.world_size > 0) text += " of " + std::to_string(info.world_size);
+        }
+        return ok_reply(text);
       }
       case Command::kStart:
         return ok_reply(windows.open(r.name).path);

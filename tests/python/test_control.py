@@ -234,3 +234,73 @@ def test_sigterm_writes_the_open_window_and_a_fork_child_does_not(tmp_path):
     assert r.stdout.strip() == "child wrote: False"
     assert child(read(tmp_path / "k.w0.hatchet")[0], "before_sigterm") is not None
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".hatchet") == ["k.w0.hatchet"]
+
+
+def test_proton_ctl_by_name_and_all(tmp_path):
+    """Two idle processes of worker.py and one of other.py: a name reaches the two, `all` the
+    three; one line per process, refusals and stale sockets reported, --name made per process."""
+    ctl = _ctl()
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, PROTON_IDLE="1", PROTON_CONTROL_DIR=str(run_dir))
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"):
+        env.pop(var, None)  # not ranks of a job: no rank in the lines
+    (tmp_path / "worker.py").write_text(IDLE_SERVER)
+    (tmp_path / "other.py").write_text(IDLE_SERVER)
+    procs = {}
+    for folder, script in (("a", "worker.py"), ("b", "worker.py"), ("c", "other.py")):
+        (tmp_path / folder).mkdir()
+        procs[folder] = subprocess.Popen(
+            [sys.executable, str(tmp_path / script), str(tmp_path / folder / "stop")],
+            cwd=tmp_path / folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+    pid = {k: p.pid for k, p in procs.items()}
+    cenv = dict(os.environ, PROTON_CONTROL_DIR=str(run_dir))
+
+    def ctl_run(*args):
+        return subprocess.run([ctl, *args], env=cenv, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+
+    try:
+        for k in procs:
+            assert procs[k].stdout.readline().strip() == "False"
+            _wait_for((run_dir / f"{pid[k]}.sock").exists, f"the control socket of {k}")
+        started = ctl_run("start", "worker.py")
+        assert started.returncode == 0, started.stderr
+        assert sorted(started.stdout.splitlines()) == sorted(
+            f"process {pid[k]}: window opened, to be written to {tmp_path / k}/proton.w0.hatchet"
+            for k in ("a", "b"))
+        status = ctl_run("status", "all")
+        assert status.returncode == 0, status.stderr
+        assert sorted(status.stdout.splitlines()) == sorted(
+            [f"process {pid[k]}: window open, to be written to {tmp_path / k}/proton.w0.hatchet"
+             for k in ("a", "b")] + [f"process {pid['c']}: idle; 0 windows written"])
+        time.sleep(0.05)
+        stopped = ctl_run("stop", "all")  # other.py has no window open: it refuses
+        assert stopped.returncode == 1
+        assert f"proton-ctl: process {pid['c']}: no window is open" in stopped.stderr
+        assert sorted(stopped.stdout.splitlines()) == sorted(
+            f"process {pid[k]}: wrote {tmp_path / k}/proton.w0.hatchet" for k in ("a", "b"))
+        for k in ("a", "b"):
+            assert child(read(tmp_path / k / "proton.w0.hatchet")[0], "request") is not None
+        assert not (tmp_path / "c" / "proton.w0.hatchet").exists()
+        # One --name for two processes: each writes its own file.
+        named = ctl_run("start", "--name", "job", "worker.py")
+        assert named.returncode == 0, named.stderr
+        assert ctl_run("stop", "worker.py").returncode == 0
+        for k in ("a", "b"):
+            assert (tmp_path / f"job.pid{pid[k]}.w1.hatchet").exists()
+        # other.py killed: its socket stays behind, is reported as stale and fails nothing.
+        procs["c"].kill()
+        procs["c"].wait()
+        status = ctl_run("status", "all")
+        assert status.returncode == 0, status.stderr
+        assert f"stale socket {run_dir}/{pid['c']}.sock: process {pid['c']} has ended" in (
+            status.stderr)
+        assert len(status.stdout.splitlines()) == 2
+        missing = ctl_run("status", "nothing.py")
+        assert missing.returncode == 1 and "no process named 'nothing.py'" in missing.stderr
+    finally:
+        for k, p in procs.items():
+            (tmp_path / k / "stop").write_text("")
+            p.communicate(timeout=60)
+    assert procs["a"].returncode == 0 and procs["b"].returncode == 0

@@ -20,6 +20,7 @@
 #include "control/control_dir.h"
 #include "control/ctl.h"
 #include "control/windows.h"
+#include "io/run_info.h"
 #include "runtime_fixture.h"
 
 namespace proton::control {
@@ -177,14 +178,83 @@ TEST_F(ControlSocket, ProtonCtlPrintsWhere) {
   EXPECT_EQ(run_ctl({"stop", pid}, out, err), 1);
   EXPECT_EQ(err.str(), "proton-ctl: process " + pid + ": no window is open\n");
   err.str("");
-  EXPECT_EQ(run_ctl({"start", "python3"}, out, err), 2);
-  EXPECT_NE(err.str().find("is not a PID"), std::string::npos);
+  EXPECT_EQ(run_ctl({"start", "no-such-program"}, out, err), 1);
+  EXPECT_NE(err.str().find("no process named 'no-such-program' has a control socket"),
+            std::string::npos)
+      << err.str();
+  EXPECT_FALSE(WindowController::get().is_open());
   err.str("");
   EXPECT_EQ(run_ctl({"window", pid}, out, err), 2);
   EXPECT_NE(err.str().find("needs --duration"), std::string::npos);
   err.str("");
   EXPECT_EQ(run_ctl({"status", "999999999"}, out, err), 1);
   EXPECT_NE(err.str().find("has no control socket"), std::string::npos);
+  ::unsetenv("PROTON_CONTROL_DIR");
+}
+
+// A socket at <dir>/<pid>.sock: bound only (a stale socket whose process ended) or listening
+// but never accepting (a process that does not answer).
+int fake_socket(const std::filesystem::path& dir, long pid, bool listening) {
+  const std::string path = (dir / (std::to_string(pid) + ".sock")).string();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  if (listening) EXPECT_EQ(::listen(fd, 4), 0);
+  return fd;
+}
+
+TEST_F(ControlSocket, ProtonCtlByNameAndAllWithRanks) {
+  ::setenv("PROTON_CONTROL_DIR", sock_dir_.c_str(), 1);
+  set_run_info(RunInfo{2, 4, 2, "node0", "", "torchrun"});
+  const std::string me = "process " + std::to_string(::getpid()) + " (rank 2): ";
+  // This test binary by the last component of its argv[0].
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe").filename().string();
+  std::ostringstream out, err;
+  EXPECT_EQ(run_ctl({"start", exe}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(),
+            me + "window opened, to be written to " + (dir_ / "serve.w0.hatchet").string() + "\n");
+  EXPECT_TRUE(WindowController::get().is_open());
+  out.str("");
+  EXPECT_EQ(run_ctl({"status", "all"}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(),
+            me + "window open, to be written to " + (dir_ / "serve.w0.hatchet").string() + "\n");
+  // A stale socket (pids never reach 999999999) is reported and does not fail the command.
+  int stale = fake_socket(sock_dir_, 999999999, false);
+  ::close(stale);
+  out.str("");
+  EXPECT_EQ(run_ctl({"stop", "all"}, out, err), 0) << err.str();
+  EXPECT_EQ(out.str(), me + "wrote " + (dir_ / "serve.w0.hatchet").string() + "\n");
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "serve.w0.hatchet"));
+  EXPECT_NE(err.str().find("stale socket " + (sock_dir_ / "999999999.sock").string() +
+                           ": process 999999999 has ended"),
+            std::string::npos)
+      << err.str();
+  // A living process whose socket never answers: reported, the others still done, exit 1.
+  const long parent = static_cast<long>(::getppid());
+  int mute = fake_socket(sock_dir_, parent, true);
+  out.str("");
+  err.str("");
+  EXPECT_EQ(run_ctl({"status", "--timeout", "200ms", "all"}, out, err), 1);
+  EXPECT_EQ(out.str(), me + "idle; 1 windows written\n");
+  EXPECT_NE(err.str().find("process " + std::to_string(parent) + ": no answer within 200 ms"),
+            std::string::npos)
+      << err.str();
+  // --name for several processes: each rank writes its own file.
+  out.str("");
+  EXPECT_EQ(run_ctl({"start", "--name", (dir_ / "job").string(), "-t", "200ms", "all"}, out, err),
+            1);
+  EXPECT_EQ(out.str(), me + "window opened, to be written to " +
+                           (dir_ / "job.rank2.w1.hatchet").string() + "\n");
+  EXPECT_EQ(run_ctl({"stop", exe}, out, err), 0) << err.str();
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "job.rank2.w1.hatchet"));
+  // A refusal from one process fails the command too.
+  err.str("");
+  EXPECT_EQ(run_ctl({"stop", "--timeout", "200ms", exe}, out, err), 1);
+  EXPECT_NE(err.str().find(me + "no window is open"), std::string::npos) << err.str();
+  ::close(mute);
+  set_run_info(RunInfo{});
   ::unsetenv("PROTON_CONTROL_DIR");
 }
 
