@@ -15,10 +15,11 @@ namespace {
 
 using testing::fixture;
 
-class Export : public ::testing::Test {
+// A fixture profile with its metadata frames hidden, its time column and every node shown.
+class ExportOf : public ::testing::Test {
  protected:
-  void SetUp() override {
-    p = hide_metadata(load_hatchet(fixture("triton_style.json")));
+  void load(const char* name) {
+    p = hide_metadata(load_hatchet(fixture(name)));
     std::vector<std::string> w;
     column = derive_columns(p, {"time/ns"}, w)[0];
     visible.assign(p.nodes.size(), 1);
@@ -26,6 +27,11 @@ class Export : public ::testing::Test {
   Profile p;
   Column column;
   std::vector<char> visible;
+};
+
+class Export : public ExportOf {
+ protected:
+  void SetUp() override { load("triton_style.json"); }
 };
 
 TEST_F(Export, FoldedStacksCarryOwnValues) {
@@ -101,17 +107,9 @@ bool anchor_path(const nlohmann::json& node, int64_t at, std::vector<std::string
   return false;
 }
 
-class HtmlFindings : public ::testing::Test {
+class HtmlFindings : public ExportOf {
  protected:
-  void SetUp() override {
-    p = hide_metadata(load_hatchet(fixture("advise_profile.json")));
-    std::vector<std::string> w;
-    column = derive_columns(p, {"time/ns"}, w)[0];
-    visible.assign(p.nodes.size(), 1);
-  }
-  Profile p;
-  Column column;
-  std::vector<char> visible;
+  void SetUp() override { load("advise_profile.json"); }
 };
 
 TEST_F(HtmlFindings, EachFindingLinksToItsFrame) {
