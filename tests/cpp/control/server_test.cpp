@@ -201,7 +201,9 @@ int fake_socket(const std::filesystem::path& dir, long pid, bool listening) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
-  if (listening) EXPECT_EQ(::listen(fd, 4), 0);
+  if (listening) {
+    EXPECT_EQ(::listen(fd, 4), 0);
+  }
   return fd;
 }
 
