@@ -66,6 +66,7 @@ struct ThreadCache {
   int last_n = 0;
   bool last_truncated = false;
   RawFrame last[kMaxFrames];
+  CodeIdentity last_id[kMaxFrames];  // a code object freed and another made at its address differ
   ContextId last_ctx[kMaxFrames];
   RawFrame walk[kMaxFrames];  // scratch for the current walk, innermost first
   uint64_t resolved = 0;      // frames looked up because they differed from the last walk
@@ -121,7 +122,8 @@ ContextId walk(ThreadCache& tc) {
   if (truncated == tc.last_truncated) {
     int limit = n < tc.last_n ? n : tc.last_n;
     while (same < limit && tc.walk[n - 1 - same].code == tc.last[same].code &&
-           tc.walk[n - 1 - same].lasti == tc.last[same].lasti) {
+           tc.walk[n - 1 - same].lasti == tc.last[same].lasti &&
+           code_identity(tc.walk[n - 1 - same].code) == tc.last_id[same]) {
       ++same;
     }
   }
@@ -136,6 +138,7 @@ ContextId walk(ThreadCache& tc) {
     const RawFrame& f = tc.walk[n - 1 - i];
     ctx = child(tc, ctx, site_name(tc, f));
     tc.last[i] = f;
+    tc.last_id[i] = code_identity(f.code);
     tc.last_ctx[i] = ctx;
   }
   tc.last_n = n;
