@@ -268,6 +268,7 @@ void CuptiBackend::flush() {
   api_->cuptiActivityFlushAll(0);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   wait_for_deliveries();
+  batcher_->report_dropped(*processor_);
   // PC samples after the kernel records: their attribution reads the kernels' time.
   PcSampler::global().drain();
   processor_->settle();
@@ -289,6 +290,7 @@ void CuptiBackend::stop() {
   api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   api_->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   wait_for_deliveries();
+  batcher_->report_dropped(*processor_);
   processor_->settle(/*forget_open_tags=*/true);
   // Unwatched, an executable graph may be destroyed and its handle reused by a new one: the
   // next start must not trust the old fan-outs (node capture sites stay valid: ids are unique).

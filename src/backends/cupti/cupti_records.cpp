@@ -133,13 +133,16 @@ BufferStats KernelBatcher::deliver(uint8_t* buffer, size_t valid_bytes,
   });
   stats.kernels = batch_.size();
   if (!batch_.empty()) processor.process(std::span<const KernelRecord>(batch_));
+  stats.dropped = report_dropped(processor);
+  return stats;
+}
+
+size_t KernelBatcher::report_dropped(RecordProcessor& processor) {
   // Dropped records are counted by CUPTI in its global queue (context NULL) and reset on read.
   size_t dropped = 0;
-  if (dropped_ != nullptr && dropped_(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped != 0) {
-    stats.dropped = dropped;
-    processor.report_dropped(dropped);
-  }
-  return stats;
+  if (dropped_ == nullptr || dropped_(nullptr, 0, &dropped) != CUPTI_SUCCESS) return 0;
+  if (dropped != 0) processor.report_dropped(dropped);
+  return dropped;
 }
 
 }  // namespace proton::cupti

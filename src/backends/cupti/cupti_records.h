@@ -87,6 +87,10 @@ class KernelBatcher {
       : next_(next), dropped_(dropped), layout_(layout) {}
 
   BufferStats deliver(uint8_t* buffer, size_t valid_bytes, RecordProcessor& processor);
+  // Reads CUPTI's count of dropped records (reset on read) and reports it; returns the count.
+  // Called with every buffer and once more after the last one: drops that happen after the
+  // last buffer came back (all buffers lent out until the end) are counted by nothing else.
+  size_t report_dropped(RecordProcessor& processor);
 
  private:
   NextRecordFn next_;

@@ -178,6 +178,20 @@ TEST_F(Batcher, DroppedRecordsReachTheProcessorOncePerReport) {
   EXPECT_EQ(processor_.stats().dropped, 42u);
 }
 
+TEST_F(Batcher, DropsAfterTheLastBufferAreReportedByTheFinalRead) {
+  // Every buffer lent out until the end: CUPTI counts what it drops after the last buffer came
+  // back, and only the read after the final flush reports it.
+  ActivityBuffer buf;
+  buf.add(kernel(31, "k", 0, 1));
+  launch_in("s", 31);
+  batcher_.deliver(buf.bytes(), buf.size(), processor_);
+  testing::g_fake_dropped = 7;
+  EXPECT_EQ(batcher_.report_dropped(processor_), 7u);
+  EXPECT_EQ(sink_.dropped_total, 7u);
+  EXPECT_EQ(batcher_.report_dropped(processor_), 0u);
+  EXPECT_EQ(processor_.stats().dropped, 7u);
+}
+
 TEST_F(Batcher, AnIncompleteRecordEndsTheWalk) {
   launch_in("s", 40);
   ActivityBuffer buf;
