@@ -101,8 +101,8 @@ SessionId Runtime::start(const SessionConfig& config) {
   // Every argument, knob and PROTON_* variable is checked here, before any state changes.
   SessionOptions options = make_session_options(config, read_environment());
   options.backend.local_rank = static_cast<int>(run_info().local_rank);
-  instr::InstrRuntime::configure(options.instr);
   // Copies: `options` moves into the session below.
+  const instr::InstrOptions instr_options = options.instr;
   const BackendOptions backend_options = options.backend;
   const PcSamplingOptions pc_sampling =
       options.pc_sampling() != nullptr ? *options.pc_sampling() : PcSamplingOptions{};
@@ -210,7 +210,12 @@ SessionId Runtime::start(const SessionConfig& config) {
     LaunchStage::python_sessions.fetch_or(SessionMask{1} << id);
   }
   set_active(id, true);
-  if (instr_mode != nullptr) open_regions(id);
+  if (instr_mode != nullptr) {
+    // Only a started instrumentation session sets the runtime's options: a refused one, or a
+    // session of another mode, leaves those of the running ones alone.
+    instr::InstrRuntime::configure(instr_options);
+    open_regions(id);
+  }
   return public_ids_[id];
 }
 
