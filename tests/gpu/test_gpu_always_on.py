@@ -109,3 +109,30 @@ print("OUTCOME " + json.dumps({"torch_kernels": kernels}))
 def test_torch_profiler_runs_after_a_proton_window(out_name, run_script):
     got = outcome(run_script(TORCH_AFTER_WINDOW, out_name))
     assert got["torch_kernels"] >= 1, got
+
+
+TORCH_THEN_WINDOW = """
+import json, sys, torch, proton
+from torch.profiler import ProfilerActivity, profile
+proton.control.idle(sys.argv[1])
+x = torch.ones(1 << 16, device="cuda")
+with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    x.mul_(3)
+    torch.cuda.synchronize()
+torch_kernels = sum(1 for e in prof.events() if e.device_type.name == "CUDA")
+proton.control.open_window()
+with proton.scope("inside"):
+    x.add_(1)
+torch.cuda.synchronize()
+path = proton.control.close_window()
+print("OUTCOME " + json.dumps({"path": path, "torch_kernels": torch_kernels}))
+"""
+
+
+def test_a_proton_window_runs_after_torch_profiler(out_name, run_script):
+    # The other order: Kineto held CUPTI first and let it go; the window that opens afterwards
+    # gets it and times its own kernel.
+    got = outcome(run_script(TORCH_THEN_WINDOW, out_name))
+    assert got["torch_kernels"] >= 1, got
+    profile = load_profile(got["path"])
+    assert profile.has("inside") and kernel_names(profile.node("inside")), profile.render()
