@@ -11,9 +11,12 @@ Runs an 8-layer MLP under DistributedDataParallel (NCCL), `--steps` steps, four 
   proton   -m proton -n ddp                     (tree: the step-time comparison)
   trace    -m proton -n ddp_trace -d tree,trace  (per-rank traces for the merged Perfetto file)
   triton   -m triton.profiler.proton -n ddp_triton  (skipped when Triton is missing)
+  straggle -m proton -n ddp_straggle, rank 1 doing 20 more GEMMs in each forward: the
+           analyzer's straggler rule must name rank 1 there, and stay quiet on the `proton` run
 Each rank times its own steps (CUDA-synchronized, after 5 warm-up steps) into
 steps_<mode>.rank<r>.json. Then: per-rank kernel and NCCL kernel counts and the call paths of
 the NCCL kernels, `proton-viewer` on both rank files (merged tree with imbalance, --stragglers),
+`proton-viewer --advise` on both runs' rank files,
 the merged trace with each rank's clock shift, step-time ratios per rank, and file sizes. All of
 it lands in --out (summary.json, summary.md, viewer_*.txt and the profiles).
 
@@ -41,7 +44,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 STEPS = int(os.environ.get("DDP_STEPS", "50"))
 MODE = os.environ.get("DDP_MODE", "base")
-if MODE in ("proton", "trace", "nonvtx"):
+if MODE in ("proton", "trace", "nonvtx", "straggle"):
     import proton
     scope = proton.scope
 elif MODE == "floor":  # CUPTI kernel activity and nothing else: what any CUPTI profiler pays
@@ -67,12 +70,17 @@ model = DDP(torch.nn.Sequential(*layers).cuda(), device_ids=[local])
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 x = torch.randn(256, 2048, device="cuda")
 y = torch.randn(256, 2048, device="cuda")
+# The known straggler: rank 1 does more work in each forward than rank 0.
+extra = int(os.environ.get("DDP_STRAGGLE", "0")) if rank == 1 else 0
+w = torch.randn(2048, 2048, device="cuda")
 times = []
 for step in range(STEPS):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     with scope("step"):
         with scope("forward"):
+            for _ in range(extra):
+                x @ w
             loss = torch.nn.functional.mse_loss(model(x), y)
         with scope("backward"):
             loss.backward()          # DDP's bucket hooks issue the NCCL all_reduce here
@@ -131,12 +139,29 @@ def rank_summary(path):
     }
 
 
+def advise_summary(path):
+    """The analyzer's answers (hints left out) from the JSON that `--advise --format json`
+    wrote into the log `path` (after its command line), as (rule, severity, frame) rows."""
+    if not os.path.exists(path):
+        return None
+    text = open(path).read().split("\n--- stderr ---")[0]
+    text = text.split("\n", 1)[-1]  # the command line comes first
+    start, end = text.find("["), text.rfind("]")
+    try:
+        found = json.loads(text[start:end + 1])
+    except ValueError:
+        return {"error": text[-500:]}
+    return [{"rule": f["rule"], "severity": f["severity"], "frame": f["frame"],
+             "evidence": f.get("evidence")}
+            for f in found if not f["rule"].startswith("hint.")][:5]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="ddp-two-gpus-out")
     ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--modes", default="base,proton,trace,nonvtx,floor,triton",
+    ap.add_argument("--modes", default="base,proton,trace,nonvtx,floor,triton,straggle",
                     help="which runs, comma-separated (base and proton are always run)")
     ap.add_argument("--rounds", type=int, default=2,
                     help="every mode this many times, in turns: step times vary from one "
@@ -165,6 +190,7 @@ def main():
         "nonvtx": launcher + ["-m", "proton", "-n", "ddp_nonvtx", "--no-nvtx", "train.py"],
         "floor": launcher + ["train.py"],
         "triton": launcher + ["-m", "triton.profiler.proton", "-n", "ddp_triton", "train.py"],
+        "straggle": launcher + ["-m", "proton", "-n", "ddp_straggle", "train.py"],
     }
     chosen = set(args.modes.split(",")) | {"base", "proton"}
     modes = {m: c for m, c in modes.items() if m in chosen}
@@ -184,7 +210,10 @@ def main():
             except ImportError:
                 status[mode] = "skipped: the bench module (_proton_bench) is not built"
                 continue
-        status[mode] = run(cmd, out, dict(env, DDP_MODE=mode, DDP_TAG=f"{mode}_r{rnd}"),
+        if mode == "straggle" and rnd > 0:
+            continue  # a known answer, not a timing: one run is enough
+        status[mode] = run(cmd, out, dict(env, DDP_MODE=mode, DDP_TAG=f"{mode}_r{rnd}",
+                                          DDP_STRAGGLE="20" if mode == "straggle" else "0"),
                            f"run_{mode}.log")
 
     summary = {"gpu": machine.gpu_name(), "gpus": gpus, "steps": args.steps,
@@ -227,11 +256,19 @@ def main():
                                        *[os.path.join(out, f"ddp_trace.rank{r}.chrome_trace")
                                          for r in (0, 1)]],
         }
+        for tag, name in (("", "ddp"), ("_straggle", "ddp_straggle")):
+            rank_files = [os.path.join(out, f"{name}.rank{r}.hatchet") for r in (0, 1)]
+            if all(os.path.exists(f) for f in rank_files):
+                views[f"viewer_advise{tag}.txt"] = [args.viewer, "--advise", *rank_files]
+                views[f"viewer_advise{tag}_json.txt"] = [args.viewer, "--advise", "--format",
+                                                     "json", *rank_files]
         if "trace" not in modes:
             del views["viewer_trace_merge.txt"]
         for name, cmd in views.items():
             r = proc.run_logged(cmd, os.path.join(out, name), 300, cwd=out)
             summary.setdefault("viewer_status", {})[name] = r.rc
+        for tag in ("", "_straggle"):
+            summary[f"advise{tag}"] = advise_summary(os.path.join(out, f"viewer_advise{tag}_json.txt"))
         trace = os.path.join(out, "ddp.merged_trace.json")
         if os.path.exists(trace):
             with open(trace) as f:
@@ -256,11 +293,14 @@ def main():
     lines.append(f"- per round: {summary.get('step_ms_per_round')}")
     lines.append(f"- ratio to base per rank: {summary['ratios']}")
     lines.append(f"- merged trace: {summary.get('merged_trace')}")
+    lines.append(f"- advise, balanced ranks (the `proton` run): {summary.get('advise')}")
+    lines.append(f"- advise, rank 1 straggling (the `straggle` run): {summary.get('advise_straggle')}")
     lines.append(f"- files: {summary['files']}")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
-    for name in ("viewer_tree.txt", "viewer_stragglers.txt", "viewer_trace_merge.txt"):
+    for name in ("viewer_tree.txt", "viewer_stragglers.txt", "viewer_trace_merge.txt",
+                 "viewer_advise.txt", "viewer_advise_straggle.txt"):
         p = os.path.join(out, name)
         if os.path.exists(p):
             print(f"\n==== {name} ====")
