@@ -182,7 +182,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         warnings.warn(f"proton: device tensor metrics could not be read back: {e}")
     output_format = output_format or ""
     if session is None:  # each session's regions in flight reach its tree first
-        _proton.finalize_all(output_format)
+        # Not an always-on window: it was opened from outside the program (proton-ctl, the
+        # toggle signal, a schedule) and is written when it closes or at exit.
+        _proton.finalize_all(output_format, windows=False)
     else:
         _proton.finalize(session, output_format)
     lost()  # what the instrumentation runtime lost, now that it has drained
