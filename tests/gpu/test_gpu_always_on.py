@@ -109,3 +109,55 @@ print("OUTCOME " + json.dumps({"torch_kernels": kernels}))
 def test_torch_profiler_runs_after_a_proton_window(out_name, run_script):
     got = outcome(run_script(TORCH_AFTER_WINDOW, out_name))
     assert got["torch_kernels"] >= 1, got
+
+
+FLUSHED_THEN_KILLED = """
+import sys, time, torch, proton
+proton.control.idle(sys.argv[1], flush_every="50ms")
+x = torch.ones(1 << 16, device="cuda")
+proton.control.open_window()
+with proton.scope("flushed"):
+    for _ in range(20):
+        x.mul_(1.0001)
+torch.cuda.synchronize()
+print("recorded", flush=True)
+while True:  # until SIGKILL
+    with proton.scope("until_killed"):
+        x.add_(1)
+    time.sleep(0.001)
+"""
+
+
+def test_sigkill_in_a_flushed_window_keeps_the_flushed_kernels(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "killed.py").write_text(FLUSHED_THEN_KILLED)
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "k")],
+                            env=dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = tmp_path / "k.w0.hatchet"
+
+    def flushed():
+        try:
+            p = load_profile(path)
+            return p.has("flushed") and p.count(p.node("flushed")) == 20
+        except (AssertionError, ValueError, OSError):  # not written yet
+            return False
+
+    try:
+        assert proc.stdout.readline().strip() == "recorded", proc.stderr.read()[-4000:]
+        end = time.monotonic() + 120
+        while not flushed():  # a flush after the 20 kernels completed (no time asserted)
+            assert time.monotonic() < end and proc.poll() is None, "no flush held the kernels"
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    profile = load_profile(path)
+    assert profile.count(profile.node("flushed")) == 20, profile.render()
+    assert profile.root["frame"]["window"] == 0
