@@ -289,13 +289,19 @@ def test_proton_ctl_by_name_and_all(tmp_path):
         assert ctl_run("stop", "worker.py").returncode == 0
         for k in ("a", "b"):
             assert (tmp_path / f"job.pid{pid[k]}.w1.hatchet").exists()
-        # other.py killed: its socket stays behind, is reported as stale and fails nothing.
+        # other.py killed by SIGKILL: its socket stays behind. The next command reports it,
+        # removes it and fails; the living processes still answer; the one after is clean.
         procs["c"].kill()
         procs["c"].wait()
+        assert (run_dir / f"{pid['c']}.sock").exists()
         status = ctl_run("status", "all")
-        assert status.returncode == 0, status.stderr
-        assert f"stale socket {run_dir}/{pid['c']}.sock: process {pid['c']} has ended" in (
-            status.stderr)
+        assert status.returncode == 1, status.stderr
+        assert status.stderr == (f"proton-ctl: stale socket {run_dir}/{pid['c']}.sock: process "
+                                 f"{pid['c']} has ended (socket removed)\n")
+        assert len(status.stdout.splitlines()) == 2
+        assert not (run_dir / f"{pid['c']}.sock").exists()
+        status = ctl_run("status", "all")
+        assert status.returncode == 0 and status.stderr == "", status.stderr
         assert len(status.stdout.splitlines()) == 2
         missing = ctl_run("status", "nothing.py")
         assert missing.returncode == 1 and "no process named 'nothing.py'" in missing.stderr
