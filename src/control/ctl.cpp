@@ -43,7 +43,7 @@ constexpr const char* kUsage =
     "A socket left by a process that ended (killed by SIGKILL) is reported as stale and\n"
     "removed; a process that does not answer within --timeout (connecting included) is\n"
     "reported as `no answer`. Each is one line on stderr and fails the command; the other\n"
-    "processes still get it.\n"
+    "processes still get it. With NAME, stale sockets are removed too but fail nothing.\n"
     "\n"
     "Each process listens on <dir>/<pid>.sock, <dir> being PROTON_CONTROL_DIR,\n"
     "$XDG_RUNTIME_DIR/proton or /tmp/proton-<uid>; only the same user may control it.\n"
@@ -123,6 +123,18 @@ std::string label(const PeerResult& p) {
 // hangs costs at most the time limit and never delays the others.
 int run_many(const std::string& target, const Request& r, const std::string& dir, int timeout_ms,
              std::ostream& out, std::ostream& err) {
+  if (target != "all") {
+    // A process that ended has no name left to match, but its socket may be one of the
+    // target's (a rank killed by SIGKILL): removed and reported, failing nothing, since it may
+    // as well have been another program's. Only a refused connection counts as ended.
+    for (const Peer& p : select_peers("all", dir, "/proc")) {
+      if (!p.alive &&
+          ask(p.socket, format_request(Request{}), std::min(timeout_ms, 1000)).outcome ==
+              Outcome::kEnded) {
+        report_stale(p.pid, p.socket, err);
+      }
+    }
+  }
   std::vector<Peer> peers = select_peers(target, dir, "/proc");
   if (peers.empty()) {
     err << "proton-ctl: "
