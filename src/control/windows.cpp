@@ -75,16 +75,25 @@ void WindowController::start_flusher_locked(SessionId id) {
   Flusher* f = flusher_state_.get();
   const auto period = std::chrono::milliseconds(flush_ms_);
   flusher_ = std::thread([this, f, id, period] {
+    bool failing = false;
     std::unique_lock lock(f->mu);
     while (!f->wake.wait_for(lock, period, [f] { return f->stop; })) {
       lock.unlock();
       try {
-        if (Runtime::get().checkpoint(id)) flushes_.fetch_add(1, std::memory_order_relaxed);
+        // A schedule's warm-up steps are thrown away when its first kept step begins: never
+        // on disk as if they were the window's.
+        if (!warming_up_.load(std::memory_order_acquire) && Runtime::get().checkpoint(id)) {
+          flushes_.fetch_add(1, std::memory_order_relaxed);
+          failing = false;
+        }
       } catch (const SessionNotFound&) {
-        return;  // finalized from elsewhere (proton.finalize of every session)
+        return;  // finalized from elsewhere (proton.finalize(id) of the window's session)
       } catch (const std::exception& e) {
-        // A full disk or a removed folder: say so once per failure and keep recording.
-        std::fprintf(stderr, "proton: could not flush the open window: %s\n", e.what());
+        // A full disk or a removed folder: one line when flushing starts to fail, and the
+        // window keeps recording (its close tries again and reports).
+        if (!failing)
+          std::fprintf(stderr, "proton: could not flush the open window: %s\n", e.what());
+        failing = true;
       }
       lock.lock();
     }
@@ -143,6 +152,7 @@ WindowResult WindowController::open_locked(const std::string& name, int64_t firs
 WindowResult WindowController::close_locked() {
   if (!session_) throw std::logic_error("no window is open");
   stop_flusher_locked();  // before the final write, so no flush lands after it
+  warming_up_.store(false, std::memory_order_release);
   const SessionId id = *session_;
   session_.reset();  // a failed write still ends the window: the next one can open
   try {
@@ -214,9 +224,14 @@ std::optional<WindowResult> WindowController::apply_locked(const StepActions& a)
   std::optional<WindowResult> written;
   if (a.close && session_) written = close_locked();
   if (a.open) {
+    warming_up_.store(step_state(*schedule_, step_).phase == StepPhase::kWarmup,
+                      std::memory_order_release);
     open_locked("", static_cast<int64_t>(a.first_step), static_cast<int64_t>(a.last_step));
   }
-  if (a.discard_warmup) discard_locked();
+  if (a.discard_warmup) {
+    discard_locked();
+    warming_up_.store(false, std::memory_order_release);  // after the discard: flushes resume
+  }
   return written;
 }
 

@@ -104,6 +104,7 @@ class WindowController {
   std::unique_ptr<Flusher> flusher_state_;  // shared with flusher_, which is joined before it goes
   std::thread flusher_;
   std::atomic<uint64_t> flushes_{0};
+  std::atomic<bool> warming_up_{false};  // the open window records a schedule's warm-up steps
 };
 
 }  // namespace proton::control

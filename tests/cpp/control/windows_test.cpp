@@ -175,6 +175,24 @@ TEST_F(Windows, AFlushPeriodWritesTheOpenWindowWhileItRecords) {
   EXPECT_EQ(wc_.flushes(), at_close);  // the flusher ended with the window
 }
 
+TEST_F(Windows, AFlushedScheduleNeverWritesItsWarmUp) {
+  wc_.configure(config("job"), /*flush_ms=*/2);
+  wc_.set_schedule({.warmup = 1, .active = 2});  // step 0 warms up, steps 1-2 are kept
+  launch("warm", 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // periods pass in warm-up
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+  wc_.step();
+  launch("kept", 10);
+  const uint64_t seen = wc_.flushes();
+  while (wc_.flushes() < seen + 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto flushed = read("job.w0");
+  EXPECT_NE(child(flushed[0], "kept"), nullptr);
+  EXPECT_EQ(child(flushed[0], "warm"), nullptr);
+  EXPECT_EQ(flushed[0]["frame"]["first_step"], 1);
+  wc_.clear_schedule();
+}
+
 TEST_F(Windows, NoFlushPeriodWritesNothingBeforeTheClose) {
   const uint64_t before = wc_.flushes();
   WindowResult w = wc_.open();
