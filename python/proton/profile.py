@@ -165,6 +165,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     comma-separated list of them; ``""`` writes what the session records (``hatchet`` for a
     tree, ``chrome_trace`` for a trace, both for ``data="tree,trace"``); None is ``""``. A session that
     advanced phases writes one tree file per phase, ``<name>.part_<N>.<ext>``.
+
+    Without an id, an open always-on window (opened by ``proton-ctl``, the toggle signal or a
+    schedule) is left recording: it is written when it closes or at exit (docs/always-on.md).
     """
     if _flags.command_line:
         return
