@@ -3,6 +3,11 @@ its own kernels and none from outside it, many windows leave memory and fds flat
 window closes CUPTI is free for torch.profiler in the same process."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -129,12 +134,6 @@ while True:  # until SIGKILL
 
 
 def test_sigkill_in_a_flushed_window_keeps_the_flushed_kernels(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
     (tmp_path / "killed.py").write_text(FLUSHED_THEN_KILLED)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "k")],
                             env=dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run")),
