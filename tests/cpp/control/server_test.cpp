@@ -111,6 +111,16 @@ TEST_F(ControlSocket, StartAndStopWriteUniqueWindows) {
   ask("stop");
 }
 
+TEST_F(ControlSocket, StatusSaysAnOpenWindowIsFlushed) {
+  WindowController::get().configure(config("serve"), /*flush_ms=*/60'000);
+  const std::string path = (dir_ / "serve.w0.hatchet").string();
+  EXPECT_EQ(ask("start"), "ok " + path);
+  EXPECT_EQ(ask("status"),
+            "ok window open, to be written to " + path + " (flushed every 60000 ms)");
+  EXPECT_EQ(ask("stop"), "ok " + path);
+  EXPECT_EQ(ask("status"), "ok idle; 1 windows written");
+}
+
 TEST_F(ControlSocket, UnknownCommandGetsOneLine) {
   EXPECT_EQ(ask("reboot"),
             "error unknown command 'reboot' (expected start, stop, window or status)");
