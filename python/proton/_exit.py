@@ -77,6 +77,11 @@ def forked():
 def _write_open_sessions(why):
     """Writes every open session this process owns. Never raises: this runs on exit paths."""
     try:
+        # An always-on window first, through its controller (its periodic flush stops
+        # before the last write, and it counts as written); a fork child's call leaves it.
+        path = _proton.control_close_if_open()
+        if path:
+            print(f"proton: window written to {path}", file=sys.stderr)
         if _forked:
             for session in own_sessions():
                 _proton.finalize(session, "")

@@ -114,6 +114,10 @@ def _parser():
                    help="start no session: load idle and profile only in windows, opened by "
                         "proton.schedule/step, proton-ctl or SIGUSR2 (same as PROTON_IDLE=1; "
                         "docs/always-on.md)")
+    p.add_argument("--flush-every", default=None, metavar="TIME",
+                   help="with --idle: write an open window's tree to its file every TIME "
+                        "(e.g. 2s, 500ms) while it records, so a worker killed by SIGKILL "
+                        "keeps what it recorded up to the last flush")
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
@@ -269,10 +273,14 @@ def main(argv=None) -> int:
             if opts.hook is not None:
                 parser.error("--idle: windows do not take -k/--hook yet")
             socket = _control.idle(opts.name, context=opts.context, data=opts.data,
-                                   backend=opts.backend, mode=opts.mode)
+                                   backend=opts.backend, mode=opts.mode,
+                                   flush_every=opts.flush_every)
             print(f"proton: idle; open a window with `proton-ctl start {os.getpid()}` "
                   f"(socket {socket})", file=sys.stderr)
             return _run_target(kind, target, args)  # an open window is written at exit
+        if opts.flush_every is not None:
+            parser.error("--flush-every flushes windows: give it with --idle (a whole-run "
+                         "session flushes with -m periodic_flushing)")
         _start(opts.name, context=opts.context, data=opts.data, backend=opts.backend,
                mode=opts.mode, hook=opts.hook)
     except (ValueError, RuntimeError) as e:

@@ -27,12 +27,34 @@ def _close_at_exit():
         print(f"proton: window written to {path}", file=sys.stderr)
 
 
+def _flush_ms(value) -> int:
+    """``flush_every`` in milliseconds: seconds as a number, or "2s", "500ms", "1m"."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        ms = _proton.control_parse_duration_ms(value)
+        if ms is None:
+            raise ValueError(f"flush_every '{value}' is not a time from 1ms to 24h (e.g. '2s', "
+                             "'500ms', or seconds as a number)")
+        return ms
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _args.type_error("proton.control", "flush_every", "seconds or a time string",
+                               value)
+    if value < 0 or value > 86400:
+        raise ValueError(f"flush_every must be 0 (off) to 86400 seconds, got {value}")
+    return 0 if value == 0 else max(1, round(value * 1000))
+
+
 def configure(name: Optional[str] = None, *, context: Optional[str] = "shadow",
               data: Optional[str] = "tree", backend: Optional[str] = None,
-              mode: Optional[str] = None) -> None:
+              mode: Optional[str] = None, flush_every=None) -> None:
     """The options every window starts with, as ``proton.start`` takes them; windows are
-    written to ``<name>.w<k>``. Refuses what ``start`` would refuse, before anything changes."""
+    written to ``<name>.w<k>``. ``flush_every`` (seconds, or "2s"/"500ms"; None or 0: off)
+    writes an open window's tree to its file that often while it records, so a process killed
+    by SIGKILL leaves what it recorded up to the last flush. Refuses what ``start`` would
+    refuse, before anything changes."""
     global _exit_hook
+    flush_ms = _flush_ms(flush_every)
     name = _check_start_args(name, context, data, backend)
     if backend == "instrumentation":
         raise StartError("windows do not take backend='instrumentation' yet (Triton's compiler "
@@ -45,6 +67,7 @@ def configure(name: Optional[str] = None, *, context: Optional[str] = "shadow",
             "tree" if data is None else data,
             "" if backend is None else backend,
             "" if mode is None else str(mode),
+            flush_ms,
             **_knobs.start_args(),
         )
     except ValueError as e:

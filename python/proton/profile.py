@@ -165,6 +165,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     comma-separated list of them; ``""`` writes what the session records (``hatchet`` for a
     tree, ``chrome_trace`` for a trace, both for ``data="tree,trace"``); None is ``""``. A session that
     advanced phases writes one tree file per phase, ``<name>.part_<N>.<ext>``.
+
+    Without an id, an open always-on window (opened by ``proton-ctl``, the toggle signal or a
+    schedule) is left recording: it is written when it closes or at exit (docs/always-on.md).
     """
     if _flags.command_line:
         return
@@ -182,7 +185,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         warnings.warn(f"proton: device tensor metrics could not be read back: {e}")
     output_format = output_format or ""
     if session is None:  # each session's regions in flight reach its tree first
-        _proton.finalize_all(output_format)
+        # Not an always-on window: it was opened from outside the program (proton-ctl, the
+        # toggle signal, a schedule) and is written when it closes or at exit.
+        _proton.finalize_all(output_format, windows=False)
     else:
         _proton.finalize(session, output_format)
     lost()  # what the instrumentation runtime lost, now that it has drained

@@ -14,6 +14,7 @@
 
 #include "bindings/options_bindings.h"
 #include "control/control_dir.h"
+#include "control/protocol.h"
 #include "control/server.h"
 #include "control/windows.h"
 #include "options/environment.h"
@@ -41,17 +42,24 @@ void register_control(nb::module_& m) {
   m.def(
       "control_configure",
       [](std::string name, std::string context, std::string data, std::string backend,
-         std::string mode, bool kernel_records, std::optional<bool> enable_nvtx,
+         std::string mode, uint64_t flush_ms, bool kernel_records, std::optional<bool> enable_nvtx,
          std::string cupti_lib_dir, int64_t profile_buffer_size) {
         WindowController::get().configure(
             session_config(std::move(name), std::move(context), std::move(data), std::move(backend),
                            std::move(mode), kernel_records, enable_nvtx, std::move(cupti_lib_dir),
-                           profile_buffer_size));
+                           profile_buffer_size),
+            flush_ms);
       },
       nb::arg("name"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
-      nb::arg("kernel_records") = true, nb::arg("enable_nvtx") = nb::none(),
-      nb::arg("cupti_lib_dir") = "", nb::arg("profile_buffer_size") = 0);
+      nb::arg("flush_ms") = 0, nb::arg("kernel_records") = true,
+      nb::arg("enable_nvtx") = nb::none(), nb::arg("cupti_lib_dir") = "",
+      nb::arg("profile_buffer_size") = 0);
   m.def("control_configured", [] { return WindowController::get().configured(); });
+  m.def("control_flush_ms", [] { return WindowController::get().flush_ms(); });
+  m.def("control_flushes", [] { return WindowController::get().flushes(); });
+  // "2s", "500ms", "1m" or plain milliseconds, as proton-ctl takes them; None when malformed.
+  m.def("control_parse_duration_ms",
+        [](std::string text) { return control::parse_duration_ms(text); });
   m.def(
       "control_open", [](std::string name) { return as_pair(WindowController::get().open(name)); },
       nb::arg("name") = "", nb::call_guard<nb::gil_scoped_release>());

@@ -274,8 +274,9 @@ NB_MODULE(_proton, m) {
       "finalize", [](SessionId id, std::string fmt) { Runtime::get().finalize(id, fmt); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
-      "finalize_all", [](std::string fmt) { Runtime::get().finalize_all(fmt); },
-      nb::call_guard<nb::gil_scoped_release>());
+      "finalize_all",
+      [](std::string fmt, bool windows) { Runtime::get().finalize_all(fmt, windows); },
+      nb::arg("format"), nb::arg("windows") = true, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "hatchet_json",
       [](SessionId id, uint32_t phase) { return Runtime::get().hatchet_json(id, phase); },

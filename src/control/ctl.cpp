@@ -1,6 +1,9 @@
 #include "control/ctl.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <optional>
@@ -37,13 +40,15 @@ constexpr const char* kUsage =
     "For `all` and NAME, each process gets the command at once; one line per process says\n"
     "where its window goes (with its rank in a job); --name given to several processes\n"
     "becomes NAME.rank<R> (a rank of a job) or NAME.pid<P> (any other), one file each.\n"
-    "Sockets left by ended processes are reported as stale and skipped; a process that\n"
-    "does not answer within --timeout is reported as `no answer`.\n"
+    "A socket left by a process that ended (killed by SIGKILL) is reported as stale and\n"
+    "removed; a process that does not answer within --timeout (connecting included) is\n"
+    "reported as `no answer`. Each is one line on stderr and fails the command; the other\n"
+    "processes still get it. With NAME, stale sockets are removed too but fail nothing.\n"
     "\n"
     "Each process listens on <dir>/<pid>.sock, <dir> being PROTON_CONTROL_DIR,\n"
     "$XDG_RUNTIME_DIR/proton or /tmp/proton-<uid>; only the same user may control it.\n"
-    "Exit status: 0 every process did it; 1 one refused, did not answer or none matched;\n"
-    "2 a usage error.\n";
+    "Exit status: 0 every process did it; 1 one refused, did not answer or had ended, or\n"
+    "none matched; 2 a usage error.\n";
 
 constexpr int kDefaultTimeoutMs = 60'000;
 
@@ -70,12 +75,11 @@ struct PeerResult {
 // then the command.
 // With --name and several processes, each one's name gets ".rank<R>" (a rank of a job) or
 // ".pid<P>" (any other process), so no process writes over another's window.
+// A peer missing from this /proc (alive = false) is still asked: nothing listens at a socket
+// whose process ended (refused at once), and a process of another PID namespace sharing the
+// folder answers.
 PeerResult ask_peer(const Peer& peer, Request r, bool several, int timeout_ms) {
   PeerResult result{peer, std::nullopt, {}};
-  if (!peer.alive) {
-    result.reply = {Outcome::kEnded, ""};
-    return result;
-  }
   if (r.command != Command::kStatus) {
     Reply status = ask(peer.socket, format_request(Request{}), timeout_ms);
     if (status.outcome != Outcome::kAnswered) {
@@ -95,6 +99,20 @@ PeerResult ask_peer(const Peer& peer, Request r, bool several, int timeout_ms) {
   return result;
 }
 
+// A socket nothing listens at. When its process has ended (SIGKILL leaves the socket behind),
+// it is removed, so the next command does not meet it; one line says which.
+void report_stale(long pid, const std::string& socket, std::ostream& err) {
+  err << "proton-ctl: stale socket " << socket << ": ";
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+    std::error_code ec;
+    err << "process " << pid << " has ended"
+        << (std::filesystem::remove(socket, ec) ? " (socket removed)" : "") << "\n";
+  } else {
+    err << "nothing listens there (process " << pid
+        << " is running but does not serve it: another program took its pid?)\n";
+  }
+}
+
 std::string label(const PeerResult& p) {
   std::string s = "process " + std::to_string(p.peer.pid);
   if (p.rank) s += " (rank " + std::to_string(*p.rank) + ")";
@@ -105,6 +123,18 @@ std::string label(const PeerResult& p) {
 // hangs costs at most the time limit and never delays the others.
 int run_many(const std::string& target, const Request& r, const std::string& dir, int timeout_ms,
              std::ostream& out, std::ostream& err) {
+  if (target != "all") {
+    // A process that ended has no name left to match, but its socket may be one of the
+    // target's (a rank killed by SIGKILL): removed and reported, failing nothing, since it may
+    // as well have been another program's. Only a refused connection counts as ended.
+    for (const Peer& p : select_peers("all", dir, "/proc")) {
+      if (!p.alive &&
+          ask(p.socket, format_request(Request{}), std::min(timeout_ms, 1000)).outcome ==
+              Outcome::kEnded) {
+        report_stale(p.pid, p.socket, err);
+      }
+    }
+  }
   std::vector<Peer> peers = select_peers(target, dir, "/proc");
   if (peers.empty()) {
     err << "proton-ctl: "
@@ -164,8 +194,8 @@ int run_many(const std::string& target, const Request& r, const std::string& dir
         }
         break;
       case Outcome::kEnded:
-        err << "proton-ctl: stale socket " << p.peer.socket << ": process " << p.peer.pid
-            << " has ended\n";
+        report_stale(p.peer.pid, p.peer.socket, err);
+        failed = true;
         break;
       case Outcome::kNoAnswer:
         err << "proton-ctl: " << label(p) << ": no answer within " << timeout_ms << " ms\n";
@@ -249,6 +279,10 @@ int run_ctl(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 1;
   }
   Reply answer = ask(path, format_request(r), timeout_ms);
+  if (answer.outcome == Outcome::kEnded) {
+    report_stale(*pid, path, err);
+    return 1;
+  }
   if (answer.outcome != Outcome::kAnswered) {
     err << "proton-ctl: process " << *pid << ": " << answer.text << "\n";
     return 1;

@@ -250,6 +250,9 @@ std::string ControlServer::answer(std::string_view line, uid_t peer_uid) {
         std::string text =
             open.empty() ? "idle; " + std::to_string(windows.windows_written()) + " windows written"
                          : "window open, to be written to " + open;
+        if (!open.empty() && windows.flush_ms() > 0) {  // what a SIGKILL would leave
+          text += " (flushed every " + std::to_string(windows.flush_ms()) + " ms)";
+        }
         // One rank of a job says which (proton-ctl prints it for every process of a job).
         if (RunInfo info = run_info(); info.is_rank()) {
           text += "; rank " + std::to_string(info.rank);

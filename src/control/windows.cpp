@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <string_view>
@@ -44,11 +47,74 @@ WindowController& WindowController::get() {
   return *controller;
 }
 
-void WindowController::configure(const SessionConfig& base) {
+void WindowController::configure(const SessionConfig& base, uint64_t flush_ms) {
   (void)make_session_options(base, read_environment());  // refuses what start() would refuse
+  if (flush_ms > 0 && !parse_data(base.data).tree) {
+    throw std::invalid_argument("a flush period needs windows that keep a call tree (data='" +
+                                base.data +
+                                "' keeps a trace only; use data='tree,trace' to flush the tree)");
+  }
   std::lock_guard lock(mu_);
   base_ = base;
   base_->name = strip_extension(base_->name);
+  flush_ms_ = flush_ms;
+}
+
+uint64_t WindowController::flush_ms() const {
+  std::lock_guard lock(mu_);
+  return flush_ms_;
+}
+
+uint64_t WindowController::flushes() const {
+  return flushes_.load(std::memory_order_relaxed);
+}
+
+void WindowController::start_flusher_locked(SessionId id) {
+  if (flush_ms_ == 0) return;
+  flusher_state_ = std::make_unique<Flusher>();
+  Flusher* f = flusher_state_.get();
+  const auto period = std::chrono::milliseconds(flush_ms_);
+  flusher_ = std::thread([this, f, id, period] {
+    bool failing = false;
+    std::unique_lock lock(f->mu);
+    while (!f->wake.wait_for(lock, period, [f] { return f->stop; })) {
+      lock.unlock();
+      try {
+        // A schedule's warm-up steps are thrown away when its first kept step begins: never
+        // on disk as if they were the window's.
+        if (!warming_up_.load(std::memory_order_acquire) && Runtime::get().checkpoint(id)) {
+          flushes_.fetch_add(1, std::memory_order_relaxed);
+          failing = false;
+        }
+      } catch (const SessionNotFound&) {
+        return;  // finalized from elsewhere (proton.finalize(id) of the window's session)
+      } catch (const std::exception& e) {
+        // A full disk or a removed folder: one line when flushing starts to fail, and the
+        // window keeps recording (its close tries again and reports).
+        if (!failing)
+          std::fprintf(stderr, "proton: could not flush the open window: %s\n", e.what());
+        failing = true;
+      }
+      lock.lock();
+    }
+  });
+}
+
+void WindowController::stop_flusher_locked() {
+  if (!flusher_.joinable()) return;
+  if (owner_pid_ != ::getpid()) {
+    // A fork child: the thread is the parent's (it does not exist here); forget it unjoined.
+    (void)new std::thread(std::move(flusher_));
+    (void)flusher_state_.release();
+    return;
+  }
+  {
+    std::lock_guard lock(flusher_state_->mu);
+    flusher_state_->stop = true;
+  }
+  flusher_state_->wake.notify_one();
+  flusher_.join();
+  flusher_state_.reset();
 }
 
 bool WindowController::configured() const {
@@ -79,11 +145,14 @@ WindowResult WindowController::open_locked(const std::string& name, int64_t firs
   owner_pid_ = ::getpid();
   open_ = {primary_path(config, config.name), next_index_};
   ++next_index_;
+  start_flusher_locked(*session_);
   return open_;
 }
 
 WindowResult WindowController::close_locked() {
   if (!session_) throw std::logic_error("no window is open");
+  stop_flusher_locked();  // before the final write, so no flush lands after it
+  warming_up_.store(false, std::memory_order_release);
   const SessionId id = *session_;
   session_.reset();  // a failed write still ends the window: the next one can open
   try {
@@ -125,6 +194,7 @@ std::optional<WindowResult> WindowController::close_if_open() noexcept {
   schedule_.reset();
   if (!session_) return std::nullopt;
   if (owner_pid_ != ::getpid()) {  // a fork child: the window is its parent's to write
+    stop_flusher_locked();
     session_.reset();
     return std::nullopt;
   }
@@ -154,9 +224,14 @@ std::optional<WindowResult> WindowController::apply_locked(const StepActions& a)
   std::optional<WindowResult> written;
   if (a.close && session_) written = close_locked();
   if (a.open) {
+    warming_up_.store(step_state(*schedule_, step_).phase == StepPhase::kWarmup,
+                      std::memory_order_release);
     open_locked("", static_cast<int64_t>(a.first_step), static_cast<int64_t>(a.last_step));
   }
-  if (a.discard_warmup) discard_locked();
+  if (a.discard_warmup) {
+    discard_locked();
+    warming_up_.store(false, std::memory_order_release);  // after the discard: flushes resume
+  }
   return written;
 }
 
@@ -195,6 +270,7 @@ void WindowController::reset_for_testing() {
   close_if_open();
   std::lock_guard lock(mu_);
   base_.reset();
+  flush_ms_ = 0;
   next_index_ = 0;
   written_ = 0;
   step_ = 0;

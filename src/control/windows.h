@@ -8,10 +8,14 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "control/schedule.h"
 #include "options/session_options.h"
@@ -28,9 +32,16 @@ class WindowController {
  public:
   static WindowController& get();
 
-  /// The options every window starts with (its name the base of the window names). Throws
-  /// std::invalid_argument for options a session would refuse, before anything changes.
-  void configure(const SessionConfig& base);
+  /// The options every window starts with (its name the base of the window names), and how
+  /// often an open window's tree is written to its file while it records (0: only when it
+  /// closes), so that a process killed by SIGKILL leaves what it recorded up to the last flush.
+  /// Throws std::invalid_argument for options a session would refuse, or a flush period for
+  /// windows that keep no tree, before anything changes.
+  void configure(const SessionConfig& base, uint64_t flush_ms = 0);
+  /// The flush period configured (0: none).
+  uint64_t flush_ms() const;
+  /// How many periodic flushes have written an open window so far in this process (tests).
+  uint64_t flushes() const;
   bool configured() const;
 
   /// Opens a window named base.w<k> (or name.w<k>); recorded steps, when a schedule knows them,
@@ -69,6 +80,8 @@ class WindowController {
   std::optional<WindowResult> apply_locked(const StepActions& actions);
   void discard_locked();
   std::string unique_name_locked(const std::string& base);
+  void start_flusher_locked(SessionId id);
+  void stop_flusher_locked();
 
   mutable std::mutex mu_;
   std::optional<SessionConfig> base_;
@@ -79,6 +92,19 @@ class WindowController {
   uint64_t written_ = 0;
   std::optional<ScheduleSpec> schedule_;
   uint64_t step_ = 0;
+  uint64_t flush_ms_ = 0;
+
+  // The open window's periodic flush (flush_ms_ > 0): a thread that writes the window's tree
+  // every period until told to stop. It never takes mu_, so close() may join it under mu_.
+  struct Flusher {
+    std::mutex mu;
+    std::condition_variable wake;
+    bool stop = false;
+  };
+  std::unique_ptr<Flusher> flusher_state_;  // shared with flusher_, which is joined before it goes
+  std::thread flusher_;
+  std::atomic<uint64_t> flushes_{0};
+  std::atomic<bool> warming_up_{false};  // the open window records a schedule's warm-up steps
 };
 
 }  // namespace proton::control

@@ -385,13 +385,13 @@ void Runtime::finalize(SessionId public_id, std::string_view format) {
   }
 }
 
-void Runtime::finalize_all(std::string_view format) {
+void Runtime::finalize_all(std::string_view format, bool windows) {
   for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
     bool exists;
     SessionId id = 0;
     {
       std::shared_lock lock(sessions_mu_);
-      exists = sessions_[slot] != nullptr;
+      exists = sessions_[slot] != nullptr && (windows || sessions_[slot]->config().window < 0);
       id = public_ids_[slot];
     }
     if (exists) finalize(id, format);

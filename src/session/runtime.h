@@ -55,7 +55,14 @@ class Runtime final : public RecordSink {
   /// Flushes, writes the output in `format` ("" = hatchet) and removes the session.
   /// Throws (keeping the session) when the format is unknown or the file cannot be written.
   void finalize(SessionId id, std::string_view format);
-  void finalize_all(std::string_view format);
+  /// finalize() of every session; with windows=false, not the sessions of always-on windows
+  /// (config().window >= 0), which their controller writes (a program's proton.finalize()
+  /// leaves a window opened from outside it recording).
+  void finalize_all(std::string_view format, bool windows = true);
+  /// Writes the session's call tree as it stands now to the files finalize() would write for
+  /// it (atomically, replacing the previous ones) and keeps recording: a process killed later
+  /// leaves at least this much. Returns false, writing nothing, for a session with no tree.
+  bool checkpoint(SessionId id);
 
   /// Adds metrics to the current context of the calling thread in every active session.
   void add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics);
@@ -119,6 +126,7 @@ class Runtime final : public RecordSink {
   void ensure_backend(const SessionConfig& config, const BackendOptions& options);
   void flush_backend();                                                    // requires api_mu_
   void write_output(Session& s, const std::vector<std::string>& formats);  // requires api_mu_
+  void write_trees(Session& s, const std::string& format);                 // requires api_mu_
   void write_tree(Session& s, uint32_t phase, const std::string& format,
                   const std::string& path);                           // requires api_mu_
   std::string encode_tree(Session& s, uint32_t phase, bool msgpack);  // requires api_mu_

@@ -61,18 +61,32 @@ void Runtime::write_output(Session& s, const std::vector<std::string>& formats) 
       s.finish_trace(steady_ns());
       continue;
     }
-    std::vector<uint32_t> phases;
-    uint32_t current;
-    {
-      std::lock_guard lock(s.mu);
-      phases = s.live_phases();
-      current = s.current_phase();
-    }
-    // As triton.profiler: one file while the session never advanced, else one per phase.
-    for (uint32_t phase : phases) {
-      write_tree(s, phase, format, s.output_path(format, current == 0 ? -1 : int64_t{phase}));
-    }
+    write_trees(s, format);
   }
+}
+
+void Runtime::write_trees(Session& s, const std::string& format) {
+  std::vector<uint32_t> phases;
+  uint32_t current;
+  {
+    std::lock_guard lock(s.mu);
+    phases = s.live_phases();
+    current = s.current_phase();
+  }
+  // As triton.profiler: one file while the session never advanced, else one per phase.
+  for (uint32_t phase : phases) {
+    write_tree(s, phase, format, s.output_path(format, current == 0 ? -1 : int64_t{phase}));
+  }
+}
+
+bool Runtime::checkpoint(SessionId id) {
+  std::lock_guard api(api_mu_);
+  Session& s = session_or_throw(id);
+  if (!s.data().tree) return false;
+  flush_backend();  // what the GPU finished so far reaches the tree first
+  const PeriodicFlushing& p = s.periodic_flushing();
+  write_trees(s, p.enabled && p.format != "chrome_trace" ? p.format : "hatchet");
+  return true;
 }
 
 std::string Runtime::tree_data(SessionId id, uint32_t phase, bool msgpack) {

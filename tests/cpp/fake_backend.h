@@ -1,6 +1,7 @@
 // A Backend that emits the records a test gives it, as a GPU backend would.
 #pragma once
 
+#include <mutex>
 #include <vector>
 
 #include "attribution/record_processor.h"
@@ -31,8 +32,12 @@ class FakeBackend : public Backend {
   void resume() override { ++log_->resumes; }
   void flush() override {
     ++log_->flushes;
-    sink_->process(pending_);
-    pending_.clear();
+    std::vector<KernelRecord> batch;
+    {
+      std::lock_guard lock(mu_);  // a test may queue records while another thread flushes
+      batch.swap(pending_);
+    }
+    sink_->process(batch);
   }
   void stop() override { ++log_->stops; }
   bool enable_kernel_records(std::string&) override {
@@ -63,15 +68,22 @@ class FakeBackend : public Backend {
     r.end_ns = 1000 + duration;
     r.name = name;
     r.device_id = device;
-    pending_.push_back(r);
+    complete(r);
   }
   /// Queues a record exactly as given (timestamps, stream, ...).
-  void complete(const KernelRecord& r) { pending_.push_back(r); }
-  size_t pending() const { return pending_.size(); }
+  void complete(const KernelRecord& r) {
+    std::lock_guard lock(mu_);
+    pending_.push_back(r);
+  }
+  size_t pending() const {
+    std::lock_guard lock(mu_);
+    return pending_.size();
+  }
 
  private:
   Log* log_;
   RecordProcessor* sink_ = nullptr;
+  mutable std::mutex mu_;
   std::vector<KernelRecord> pending_;
 };
 

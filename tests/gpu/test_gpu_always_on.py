@@ -3,6 +3,11 @@ its own kernels and none from outside it, many windows leave memory and fds flat
 window closes CUPTI is free for torch.profiler in the same process."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -136,3 +141,49 @@ def test_a_proton_window_runs_after_torch_profiler(out_name, run_script):
     assert got["torch_kernels"] >= 1, got
     profile = load_profile(got["path"])
     assert profile.has("inside") and kernel_names(profile.node("inside")), profile.render()
+
+
+FLUSHED_THEN_KILLED = """
+import sys, time, torch, proton
+proton.control.idle(sys.argv[1], flush_every="50ms")
+x = torch.ones(1 << 16, device="cuda")
+proton.control.open_window()
+with proton.scope("flushed"):
+    for _ in range(20):
+        x.mul_(1.0001)
+torch.cuda.synchronize()
+print("recorded", flush=True)
+while True:  # until SIGKILL
+    with proton.scope("until_killed"):
+        x.add_(1)
+    time.sleep(0.001)
+"""
+
+
+def test_sigkill_in_a_flushed_window_keeps_the_flushed_kernels(tmp_path):
+    (tmp_path / "killed.py").write_text(FLUSHED_THEN_KILLED)
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "killed.py"), str(tmp_path / "k")],
+                            env=dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = tmp_path / "k.w0.hatchet"
+
+    def flushed():
+        try:
+            p = load_profile(path)
+            return p.has("flushed") and p.count(p.node("flushed")) == 20
+        except (AssertionError, ValueError, OSError):  # not written yet
+            return False
+
+    try:
+        assert proc.stdout.readline().strip() == "recorded", proc.stderr.read()[-4000:]
+        end = time.monotonic() + 120
+        while not flushed():  # a flush after the 20 kernels completed (no time asserted)
+            assert time.monotonic() < end and proc.poll() is None, "no flush held the kernels"
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    profile = load_profile(path)
+    assert profile.count(profile.node("flushed")) == 20, profile.render()
+    assert profile.root["frame"]["window"] == 0

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import proton
-from proton import _proton
+from proton import _proton, profiles
 from tree_util import child
 
 
@@ -289,18 +289,159 @@ def test_proton_ctl_by_name_and_all(tmp_path):
         assert ctl_run("stop", "worker.py").returncode == 0
         for k in ("a", "b"):
             assert (tmp_path / f"job.pid{pid[k]}.w1.hatchet").exists()
-        # other.py killed: its socket stays behind, is reported as stale and fails nothing.
+        # other.py killed by SIGKILL: its socket stays behind. The next command reports it,
+        # removes it and fails; the living processes still answer; the one after is clean.
         procs["c"].kill()
         procs["c"].wait()
+        assert (run_dir / f"{pid['c']}.sock").exists()
         status = ctl_run("status", "all")
-        assert status.returncode == 0, status.stderr
-        assert f"stale socket {run_dir}/{pid['c']}.sock: process {pid['c']} has ended" in (
-            status.stderr)
+        assert status.returncode == 1, status.stderr
+        assert status.stderr == (f"proton-ctl: stale socket {run_dir}/{pid['c']}.sock: process "
+                                 f"{pid['c']} has ended (socket removed)\n")
         assert len(status.stdout.splitlines()) == 2
+        assert not (run_dir / f"{pid['c']}.sock").exists()
+        status = ctl_run("status", "all")
+        assert status.returncode == 0 and status.stderr == "", status.stderr
+        assert len(status.stdout.splitlines()) == 2
+        # One worker.py killed: by name it no longer matches (no /proc left), but its socket
+        # is removed with a line; the other still answers, and the command succeeds.
+        procs["b"].kill()
+        procs["b"].wait()
+        status = ctl_run("status", "worker.py")
+        assert status.returncode == 0, status.stderr
+        assert status.stderr == (f"proton-ctl: stale socket {run_dir}/{pid['b']}.sock: process "
+                                 f"{pid['b']} has ended (socket removed)\n")
+        assert status.stdout.splitlines() == [f"process {pid['a']}: idle; 2 windows written"]
+        assert not (run_dir / f"{pid['b']}.sock").exists()
         missing = ctl_run("status", "nothing.py")
         assert missing.returncode == 1 and "no process named 'nothing.py'" in missing.stderr
     finally:
         for k, p in procs.items():
             (tmp_path / k / "stop").write_text("")
             p.communicate(timeout=60)
-    assert procs["a"].returncode == 0 and procs["b"].returncode == 0
+    assert procs["a"].returncode == 0
+
+
+# -- periodic flushing inside windows: a worker killed by SIGKILL keeps what it had ----------
+
+FLUSHED_WORKER = textwrap.dedent("""
+    import os, sys, time
+    import proton
+    from proton import _proton
+    print("ready", flush=True)
+    while not _proton.control_open_path():  # proton-ctl start opens the window
+        time.sleep(0.005)
+    for i in range(40):
+        with proton.scope("before_kill", {"iterations": 1}):
+            pass
+    print("recorded", flush=True)
+    while True:  # runs until SIGKILL; these may or may not reach a flush
+        with proton.scope("until_killed", {"iterations": 1}):
+            time.sleep(0.001)
+""")
+
+
+def _viewer():
+    return os.environ.get("PROTON_VIEWER") or shutil.which(
+        "proton-viewer", path=os.path.dirname(sys.executable))
+
+
+def test_sigkill_inside_a_flushed_window_keeps_what_was_flushed(tmp_path):
+    ctl = _ctl()
+    run_dir = tmp_path / "run"
+    (tmp_path / "worker.py").write_text(FLUSHED_WORKER)
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(run_dir))
+    env.pop("PROTON_IDLE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "proton", "--idle", "--flush-every", "50ms",
+                             "-n", "killed", "worker.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    window = tmp_path / "killed.w0.hatchet"
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        _wait_for((run_dir / f"{proc.pid}.sock").exists, "the control socket")
+        started = subprocess.run([ctl, "start", str(proc.pid)], env=env, capture_output=True,
+                                 text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+        assert str(window) in started.stdout
+        assert proc.stdout.readline().strip() == "recorded"
+
+        def flushed_all_before_kill():
+            try:
+                node = profiles.read(window).find("before_kill")
+            except (OSError, ValueError):
+                return False
+            return node is not None and node["iterations"] == 40
+
+        # A flush after "recorded" holds every before_kill scope (no time limit asserted).
+        _wait_for(flushed_all_before_kill, "a flush holding the 40 scopes recorded before the kill")
+        assert proc.poll() is None  # the window is still open: the file is a flush, not the close
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    profile = profiles.read(window)
+    assert profile.find("before_kill")["iterations"] == 40
+    assert profile.root.metrics  # a whole profile, root and all
+    assert read(window)[0]["frame"]["window"] == 0
+    viewer = _viewer()
+    if viewer is None:
+        pytest.skip("proton-viewer is not installed (set PROTON_VIEWER)")
+    shown = subprocess.run([viewer, str(window)], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "before_kill" in shown.stdout
+
+
+def test_flush_every_is_checked():
+    with pytest.raises(ValueError, match="flush_every 'soon' is not a time"):
+        proton.control.configure("x", flush_every="soon")
+    with pytest.raises(TypeError):
+        proton.control.configure("x", flush_every=[1])
+    with pytest.raises(ValueError, match="a flush period needs windows that keep"):
+        proton.control.configure("x", data="trace", flush_every=1)
+    proton.control.configure("x", flush_every="250ms")
+    assert _proton.control_flush_ms() == 250
+    proton.control.configure("x", flush_every=0.5)
+    assert _proton.control_flush_ms() == 500
+    proton.control.configure("x")
+    assert _proton.control_flush_ms() == 0
+
+
+def test_flush_every_without_idle_is_a_usage_error(tmp_path):
+    (tmp_path / "s.py").write_text("")
+    r = subprocess.run([sys.executable, "-m", "proton", "--flush-every", "1s", "s.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--flush-every flushes windows: give it with --idle" in r.stderr
+
+
+# -- proton.finalize() and a window opened from outside the program ---------------------------
+
+FINALIZED_DURING_WINDOW = textwrap.dedent("""
+    import sys
+    import proton
+    from proton import _proton
+    proton.control.idle(sys.argv[1] + "/win")
+    proton.control.open_window()  # as proton-ctl start or SIGUSR2 would
+    proton.start(sys.argv[1] + "/own")
+    with proton.scope("both"):
+        pass
+    proton.finalize()  # the program's own session only
+    print("window open:", bool(_proton.control_open_path()), flush=True)
+    with proton.scope("after_finalize"):
+        pass
+    print("wrote", proton.control.close_window(), flush=True)
+""")
+
+
+def test_finalize_without_an_id_leaves_a_window_recording(tmp_path):
+    (tmp_path / "f.py").write_text(FINALIZED_DURING_WINDOW)
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"))
+    env.pop("PROTON_IDLE", None)
+    r = subprocess.run([sys.executable, str(tmp_path / "f.py"), str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["window open: True", f"wrote {tmp_path}/win.w0.hatchet"]
+    own = read(tmp_path / "own.hatchet")[0]
+    assert child(own, "both") is not None
+    assert not any(c["frame"]["name"] == "after_finalize" for c in own["children"])
+    win = read(tmp_path / "win.w0.hatchet")[0]
+    assert child(win, "both") is not None and child(win, "after_finalize") is not None

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "control/client.h"
 #include "control/control_dir.h"
@@ -108,6 +109,16 @@ TEST_F(ControlSocket, StartAndStopWriteUniqueWindows) {
             "ok " + (dir_ / "named.w3.hatchet").string());
   EXPECT_EQ(ask("start").rfind("error a window is already open", 0), 0u);
   ask("stop");
+}
+
+TEST_F(ControlSocket, StatusSaysAnOpenWindowIsFlushed) {
+  WindowController::get().configure(config("serve"), /*flush_ms=*/60'000);
+  const std::string path = (dir_ / "serve.w0.hatchet").string();
+  EXPECT_EQ(ask("start"), "ok " + path);
+  EXPECT_EQ(ask("status"),
+            "ok window open, to be written to " + path + " (flushed every 60000 ms)");
+  EXPECT_EQ(ask("stop"), "ok " + path);
+  EXPECT_EQ(ask("status"), "ok idle; 1 windows written");
 }
 
 TEST_F(ControlSocket, UnknownCommandGetsOneLine) {
@@ -222,17 +233,20 @@ TEST_F(ControlSocket, ProtonCtlByNameAndAllWithRanks) {
   EXPECT_EQ(run_ctl({"status", "all"}, out, err), 0) << err.str();
   EXPECT_EQ(out.str(),
             me + "window open, to be written to " + (dir_ / "serve.w0.hatchet").string() + "\n");
-  // A stale socket (pids never reach 999999999) is reported and does not fail the command.
+  // A stale socket (pids never reach 999999999): the others still get the command; it is
+  // reported, removed, and fails the command (a process that had a socket did not get it).
   int stale = fake_socket(sock_dir_, 999999999, false);
   ::close(stale);
   out.str("");
-  EXPECT_EQ(run_ctl({"stop", "all"}, out, err), 0) << err.str();
+  EXPECT_EQ(run_ctl({"stop", "all"}, out, err), 1) << err.str();
   EXPECT_EQ(out.str(), me + "wrote " + (dir_ / "serve.w0.hatchet").string() + "\n");
   EXPECT_TRUE(std::filesystem::exists(dir_ / "serve.w0.hatchet"));
   EXPECT_NE(err.str().find("stale socket " + (sock_dir_ / "999999999.sock").string() +
-                           ": process 999999999 has ended"),
+                           ": process 999999999 has ended (socket removed)"),
             std::string::npos)
       << err.str();
+  EXPECT_FALSE(std::filesystem::exists(sock_dir_ / "999999999.sock"));
+  err.str("");
   // A living process whose socket never answers: reported, the others still done, exit 1.
   const long parent = static_cast<long>(::getppid());
   int mute = fake_socket(sock_dir_, parent, true);
@@ -258,6 +272,46 @@ TEST_F(ControlSocket, ProtonCtlByNameAndAllWithRanks) {
   ::close(mute);
   set_run_info(RunInfo{});
   ::unsetenv("PROTON_CONTROL_DIR");
+}
+
+TEST_F(ControlSocket, AStaleSocketByPidIsRemoved) {
+  ::setenv("PROTON_CONTROL_DIR", sock_dir_.c_str(), 1);
+  ::close(fake_socket(sock_dir_, 999999998, false));
+  std::ostringstream out, err;
+  EXPECT_EQ(run_ctl({"status", "999999998"}, out, err), 1);
+  EXPECT_EQ(err.str(), "proton-ctl: stale socket " + (sock_dir_ / "999999998.sock").string() +
+                           ": process 999999998 has ended (socket removed)\n");
+  EXPECT_FALSE(std::filesystem::exists(sock_dir_ / "999999998.sock"));
+  ::unsetenv("PROTON_CONTROL_DIR");
+}
+
+TEST_F(ControlSocket, AFullBacklogCostsAtMostTheTimeLimit) {
+  // A process that accepts nothing (stopped, stuck): once its backlog is full, a blocking
+  // connect() would wait for ever. Fill it, then ask.
+  const long parent = static_cast<long>(::getppid());
+  const std::string path = (sock_dir_ / (std::to_string(parent) + ".sock")).string();
+  int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  std::vector<int> queued;
+  for (int i = 0; i < 64; ++i) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      break;  // EAGAIN: the backlog is full
+    }
+    queued.push_back(fd);
+  }
+  Reply r = control::ask(path, "status", 100);
+  EXPECT_EQ(r.outcome, Outcome::kNoAnswer) << r.text;
+  EXPECT_NE(r.text.find("no answer within 100 ms"), std::string::npos) << r.text;
+  for (int fd : queued)
+    ::close(fd);
+  ::close(listener);
+  ::unlink(path.c_str());
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "runtime_fixture.h"
 
@@ -134,9 +136,78 @@ TEST_F(Windows, AForkChildNeverWritesItsParentsWindow) {
 
 TEST_F(Windows, AWindowFinalizedByOthersStillCloses) {
   wc_.open();
-  rt_.finalize_all("");  // proton.finalize() of every session
+  rt_.finalize_all("");  // every session, windows included (the exit path's last resort)
   EXPECT_EQ(wc_.close().path, (dir_ / "job.w0.hatchet").string());
   EXPECT_TRUE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+}
+
+TEST_F(Windows, FinalizingTheProgramsSessionsLeavesTheWindowRecording) {
+  SessionId own = rt_.start(config("own"));
+  wc_.open();
+  rt_.finalize_all("", /*windows=*/false);  // what proton.finalize() with no id does
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "own.hatchet"));
+  EXPECT_THROW(rt_.finalize(own, ""), SessionNotFound);  // written and ended
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+  EXPECT_TRUE(rt_.has_sessions());
+  launch("after_finalize", 10);
+  wc_.close();
+  EXPECT_NE(child(read("job.w0")[0], "after_finalize"), nullptr);
+}
+
+TEST_F(Windows, AFlushPeriodWritesTheOpenWindowWhileItRecords) {
+  wc_.configure(config("job"), /*flush_ms=*/5);
+  WindowResult w = wc_.open();
+  launch("before_flush", 100);
+  // The flusher writes on its own thread: wait (no time limit asserted) for a write made
+  // after the launch, while the window stays open.
+  const uint64_t seen = wc_.flushes();
+  while (wc_.flushes() < seen + 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(wc_.is_open());
+  ASSERT_TRUE(std::filesystem::exists(w.path));
+  EXPECT_NE(child(read("job.w0")[0], "before_flush"), nullptr);
+  EXPECT_EQ(read("job.w0")[0]["frame"]["window"], 0);
+  launch("after_flush", 100);
+  wc_.close();
+  const uint64_t at_close = wc_.flushes();
+  EXPECT_NE(child(read("job.w0")[0], "after_flush"), nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(wc_.flushes(), at_close);  // the flusher ended with the window
+}
+
+TEST_F(Windows, AFlushedScheduleNeverWritesItsWarmUp) {
+  wc_.configure(config("job"), /*flush_ms=*/2);
+  wc_.set_schedule({.warmup = 1, .active = 2});  // step 0 warms up, steps 1-2 are kept
+  launch("warm", 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // periods pass in warm-up
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+  wc_.step();
+  launch("kept", 10);
+  const uint64_t seen = wc_.flushes();
+  while (wc_.flushes() < seen + 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto flushed = read("job.w0");
+  EXPECT_NE(child(flushed[0], "kept"), nullptr);
+  EXPECT_EQ(child(flushed[0], "warm"), nullptr);
+  EXPECT_EQ(flushed[0]["frame"]["first_step"], 1);
+  wc_.clear_schedule();
+}
+
+TEST_F(Windows, NoFlushPeriodWritesNothingBeforeTheClose) {
+  const uint64_t before = wc_.flushes();
+  WindowResult w = wc_.open();
+  launch("k", 100);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(std::filesystem::exists(w.path));
+  wc_.close();
+  EXPECT_EQ(wc_.flushes(), before);
+}
+
+TEST_F(Windows, AFlushPeriodNeedsATree) {
+  SessionConfig trace_only = config("job");
+  trace_only.data = "trace";
+  EXPECT_THROW(wc_.configure(trace_only, 100), std::invalid_argument);
+  EXPECT_EQ(wc_.flush_ms(), 0u);  // refused before anything changed
 }
 
 TEST_F(Windows, BadScheduleIsRefusedBeforeAnythingChanges) {
