@@ -37,13 +37,53 @@ struct Pairing {
   std::array<uint64_t, kMaxScopes> start_clock;  // the open start's clock, or kClosed
   uint32_t open = 0;                             // scopes open now
 
+  // Per scope: this unit's cycles and the CTA's slowest unit so far, with the scopes each has
+  // touched listed (clearing only those keeps a segment's cost to its own regions).
+  std::array<uint64_t, kMaxScopes> unit_cycles{};
+  std::array<uint64_t, kMaxScopes> cta_slowest{};
+  std::array<uint8_t, kMaxScopes> in_unit{}, in_cta{};
+  std::array<uint8_t, kMaxScopes> unit_scopes{}, cta_scopes{};
+  uint32_t unit_count = 0, cta_count = 0;
+
+  void add_unit_cycles(uint32_t scope, uint64_t cycles) {
+    if (!in_unit[scope]) {
+      in_unit[scope] = 1;
+      unit_scopes[unit_count++] = static_cast<uint8_t>(scope);
+    }
+    unit_cycles[scope] += cycles;
+  }
+
   /// Ends the segment: returns how many regions were left open, and forgets them. Usually
-  /// none are: then nothing is cleared.
-  uint64_t finish() {
+  /// none are: then nothing is cleared. Its units' cycles join the CTA's slowest.
+  uint64_t finish(ScopeSum* sums) {
+    for (uint32_t i = 0; i < unit_count; ++i) {
+      const uint8_t s = unit_scopes[i];
+      ++sums[s].units;
+      cta_slowest[s] = std::max(cta_slowest[s], unit_cycles[s]);
+      if (!in_cta[s]) {
+        in_cta[s] = 1;
+        cta_scopes[cta_count++] = s;
+      }
+      unit_cycles[s] = 0;
+      in_unit[s] = 0;
+    }
+    unit_count = 0;
     const uint64_t left_open = open;
     if (open != 0) start_clock.fill(kClosed);
     open = 0;
     return left_open;
+  }
+
+  /// Ends a CTA: each scope's slowest unit in it goes to the scope's sums.
+  void finish_cta(ScopeSum* sums) {
+    for (uint32_t i = 0; i < cta_count; ++i) {
+      const uint8_t s = cta_scopes[i];
+      sums[s].slowest_unit_cycles += cta_slowest[s];
+      ++sums[s].ctas;
+      cta_slowest[s] = 0;
+      in_cta[s] = 0;
+    }
+    cta_count = 0;
   }
 };
 
@@ -93,6 +133,7 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     const uint64_t cycles = cycles_between(begin, clock);
     sums[scope].cycles += cycles;
     ++sums[scope].count;
+    pairs.add_unit_cycles(scope, cycles);
     ++regions;
     min_start = std::min(min_start, begin);
     if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles});
@@ -104,7 +145,7 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   for (uint64_t i = 0; i < first; ++i)
     pair(seg + i * kEventBytes);
   pairs.open = open_now;
-  r.unmatched_events += unmatched + pairs.finish();
+  r.unmatched_events += unmatched + pairs.finish(sums);
   r.regions += regions;
   min_clock = min_start;
 }
@@ -211,6 +252,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
       uint32_t words = load_u32(base + kHeaderFixedBytes + 4 * units[i]);
       segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock, pairs);
     }
+    pairs.finish_cta(r.sums.data());
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);
   }
