@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "analysis/rules.h"
+#include "synthetic.h"
+
+namespace proton::analysis {
+namespace {
+
+using testing::kernel;
+using testing::with_root;
+
+// ROOT > k (kernel) > {mainloop, epilogue}: regions with their cycles and per-warp spread.
+struct Region {
+  const char* name;
+  double cycles;
+  double mean_warp;
+  double max_warp;
+};
+ProfileView regions(std::initializer_list<Region> rs) {
+  ProfileView v = with_root();
+  int32_t k = kernel(v, 0, "ws_gemm", 10, 5e6);
+  for (const Region& r : rs) {
+    int32_t n = v.add_node(k, r.name);
+    v.set(n, "cycles", r.cycles);
+    v.set(n, "mean_warp_cycles", r.mean_warp);
+    v.set(n, "max_warp_cycles", r.max_warp);
+  }
+  return v;
+}
+
+TEST(RegionImbalance, FiresOnARegionWhoseSlowestWarpIsFarAboveTheMean) {
+  auto found =
+      region_imbalance(regions({{"mainloop", 9e6, 1e5, 3e5}, {"epilogue", 1e6, 2e4, 2.2e4}}));
+  ASSERT_EQ(found.size(), 1u);
+  const Finding& f = found[0];
+  EXPECT_EQ(f.rule, "region_imbalance");
+  EXPECT_EQ(f.frame, (std::vector<std::string>{"ws_gemm", "mainloop"}));
+  EXPECT_DOUBLE_EQ(f.number_of("imbalance"), 3.0);
+  EXPECT_DOUBLE_EQ(f.number_of("region_cycle_share"), 0.9);
+  EXPECT_EQ(f.severity, Severity::kMedium);
+  EXPECT_FALSE(f.saving_ns.has_value());
+  EXPECT_NE(f.seen.find("3.00x"), std::string::npos) << f.seen;
+  EXPECT_NE(f.suggestion.find("warp-specialized"), std::string::npos);
+}
+
+TEST(RegionImbalance, QuietOnBalancedOrSmallRegionsOrWithoutTheSpread) {
+  EXPECT_TRUE(region_imbalance(regions({{"mainloop", 9e6, 1e5, 1.2e5}})).empty());
+  // Imbalanced, but 2% of the kernel's region cycles.
+  EXPECT_TRUE(region_imbalance(regions({{"mainloop", 9.8e6, 1e5, 1.1e5}, {"tiny", 2e5, 1e3, 5e3}}))
+                  .empty());
+  ProfileView old = with_root();
+  int32_t k = kernel(old, 0, "k", 1, 1e6);
+  old.set(old.add_node(k, "r"), "cycles", 100);
+  EXPECT_TRUE(region_imbalance(old).empty());
+}
+
+}  // namespace
+}  // namespace proton::analysis
