@@ -77,8 +77,17 @@ std::vector<Finding> spills(const ProfileView& view) {
     auto node = static_cast<int32_t>(i);
     double t = view.value(node, time);
     if (!n.is_kernel() || !significant_kernel_time(t, total)) continue;
-    auto s = runtime_facts ? launch_shape(view, ids, node) : std::nullopt;
-    double local = s ? s->local_bytes_per_thread : kNoValue;
+    // The launch's record, copied out (GCC cannot follow an optional through the branches).
+    bool shaped = false;
+    double local = kNoValue, launch_regs = kNoValue, threads = kNoValue;
+    if (runtime_facts) {
+      if (auto shape = launch_shape(view, ids, node)) {
+        shaped = true;
+        local = shape->local_bytes_per_thread;
+        launch_regs = shape->registers_per_thread;
+        threads = shape->threads_per_block;
+      }
+    }
     double spilled = view.value(node, spilled_id);
     bool at_run = local >= kMinLocalBytes;
     bool compiled = spilled >= kMinSpilledRegisters;
@@ -87,10 +96,10 @@ std::vector<Finding> spills(const ProfileView& view) {
     double num_stages = view.value(node, stages_id);
     std::string_view config = view.text(node, names::kConfig);
     Finding f = finding_at(view, "spills", node);
-    if (s) {
-      f.number("local_bytes_per_thread", s->local_bytes_per_thread);
-      f.number("registers_per_thread", s->registers_per_thread);
-      f.number("threads_per_block", s->threads_per_block);
+    if (shaped) {
+      f.number("local_bytes_per_thread", local);
+      f.number("registers_per_thread", launch_regs);
+      f.number("threads_per_block", threads);
     }
     if (!std::isnan(spilled)) f.number("n_spills", spilled);
     double regs = view.value(node, regs_id);
@@ -109,7 +118,7 @@ std::vector<Finding> spills(const ProfileView& view) {
     f.severity = std::max(severity_for(t, total), Severity::kMedium);
     std::string share = total > 0 ? " (" + percent(t / total) + " of the kernel time)" : "";
     if (compiled) {
-      double r = std::isnan(regs) ? (s ? s->registers_per_thread : kNoValue) : regs;
+      double r = std::isnan(regs) ? launch_regs : regs;
       f.seen =
           "The compiler spilled " + count(spilled) + " registers per thread of this kernel" +
           (std::isnan(r) ? "" : " beside its " + count(r) + " registers") +
@@ -120,8 +129,7 @@ std::vector<Finding> spills(const ProfileView& view) {
     } else {
       f.seen = "Each thread keeps " + kilobytes(local) +
                " in local memory (register spills or local arrays) beside its " +
-               count(s->registers_per_thread) + " registers; " + duration(t) + " in this kernel" +
-               share + ".";
+               count(launch_regs) + " registers; " + duration(t) + " in this kernel" + share + ".";
     }
     f.why =
         "Local memory is device memory behind the L1 cache: every spilled value is a store and "
