@@ -15,13 +15,14 @@ namespace proton::analysis {
 
 namespace {
 
-// The kernel node above a region (-1 when none).
-int32_t kernel_of(const ProfileView& view, int32_t node) {
-  for (int32_t a = view.nodes[static_cast<size_t>(node)].parent; a >= 0;
-       a = view.nodes[static_cast<size_t>(a)].parent) {
-    if (view.nodes[static_cast<size_t>(a)].is_kernel()) return a;
-  }
-  return -1;
+// The frame of the kernel a region ran in: the nearest ancestor that is no region (no cycles).
+// Not is_kernel(): without kernel records (an instrumentation session's default) the kernel's
+// frame has no device, while its regions have one (the device their cycles were read on).
+int32_t kernel_of(const ProfileView& view, int32_t node, int32_t cycles_id) {
+  int32_t a = view.nodes[static_cast<size_t>(node)].parent;
+  while (a > 0 && !std::isnan(view.value(a, cycles_id)))
+    a = view.nodes[static_cast<size_t>(a)].parent;
+  return a;
 }
 
 }  // namespace
@@ -33,12 +34,11 @@ std::vector<Finding> region_imbalance(const ProfileView& view) {
   if (mean_id < 0 || max_id < 0 || cycles_id < 0) return {};
   // A kernel's region cycles: the sum over its top-level regions (nested ones are inside them).
   std::vector<double> kernel_cycles(view.nodes.size(), 0);
-  for (size_t i = 0; i < view.nodes.size(); ++i) {
-    const ViewNode& n = view.nodes[i];
-    if (n.parent < 0 || n.is_kernel()) continue;
-    const ViewNode& up = view.nodes[static_cast<size_t>(n.parent)];
+  for (size_t i = 1; i < view.nodes.size(); ++i) {
+    int32_t parent = view.nodes[i].parent;
     double c = view.value(static_cast<int32_t>(i), cycles_id);
-    if (up.is_kernel() && c > 0) kernel_cycles[static_cast<size_t>(n.parent)] += c;
+    if (c > 0 && std::isnan(view.value(parent, cycles_id)))
+      kernel_cycles[static_cast<size_t>(parent)] += c;
   }
   std::vector<Finding> found;
   for (size_t i = 0; i < view.nodes.size(); ++i) {
@@ -47,7 +47,7 @@ std::vector<Finding> region_imbalance(const ProfileView& view) {
     double slowest = view.value(node, max_id);
     double cycles = view.value(node, cycles_id);
     if (!(mean > 0) || !(slowest >= kRegionImbalance * mean)) continue;
-    int32_t kernel = kernel_of(view, node);
+    int32_t kernel = kernel_of(view, node, cycles_id);
     double kc = kernel >= 0 ? kernel_cycles[static_cast<size_t>(kernel)] : kNoValue;
     double share = kc > 0 && cycles > 0 ? cycles / kc : kNoValue;
     if (!(share >= kRegionMinShare)) continue;
@@ -57,7 +57,7 @@ std::vector<Finding> region_imbalance(const ProfileView& view) {
         .number("mean_warp_cycles", mean)
         .number("imbalance", ratio)
         .number("region_cycle_share", share);
-    if (kernel >= 0) f.word("kernel", view.nodes[static_cast<size_t>(kernel)].name);
+    if (kernel > 0) f.word("kernel", view.nodes[static_cast<size_t>(kernel)].name);
     // Cycles, not ns: no honest time at stake.
     f.severity =
         ratio >= kRegionImbalanceMedium || share >= 0.5 ? Severity::kMedium : Severity::kLow;

@@ -43,6 +43,26 @@ TEST(RegionImbalance, FiresOnARegionWhoseSlowestWarpIsFarAboveTheMean) {
   EXPECT_NE(f.suggestion.find("warp-specialized"), std::string::npos);
 }
 
+TEST(RegionImbalance, AKernelFrameWithoutKernelTimeStillHoldsItsRegions) {
+  // An instrumentation session without kernel records: the kernel's frame has no device, its
+  // regions do (the device their cycles came from), and a nested region sits in its parent.
+  ProfileView v = with_root();
+  int32_t k = v.add_node(0, "ws_gemm");
+  int32_t loop = v.add_kernel(k, "mainloop", "0", "1");
+  v.set(loop, "cycles", 9e6);
+  v.set(loop, "mean_warp_cycles", 1e5);
+  v.set(loop, "max_warp_cycles", 1.1e5);
+  int32_t wait = v.add_kernel(loop, "wait", "0", "1");
+  v.set(wait, "cycles", 3e6);
+  v.set(wait, "mean_warp_cycles", 2e4);
+  v.set(wait, "max_warp_cycles", 8e4);
+  auto found = region_imbalance(v);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].frame, (std::vector<std::string>{"ws_gemm", "mainloop", "wait"}));
+  EXPECT_DOUBLE_EQ(found[0].number_of("region_cycle_share"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(found[0].number_of("imbalance"), 4.0);
+}
+
 TEST(RegionImbalance, QuietOnBalancedOrSmallRegionsOrWithoutTheSpread) {
   EXPECT_TRUE(region_imbalance(regions({{"mainloop", 9e6, 1e5, 1.2e5}})).empty());
   // Imbalanced, but 2% of the kernel's region cycles.
