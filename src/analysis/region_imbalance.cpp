@@ -15,12 +15,18 @@ namespace proton::analysis {
 
 namespace {
 
-// The frame of the kernel a region ran in: the nearest ancestor that is no region (no cycles).
-// Not is_kernel(): without kernel records (an instrumentation session's default) the kernel's
-// frame has no device, while its regions have one (the device their cycles were read on).
+// A region is a node with cycles of its own; other frames have none, or the 0 a reader fills in
+// for a column the node lacks.
+bool is_region(const ProfileView& view, int32_t node, int32_t cycles_id) {
+  return view.value(node, cycles_id) > 0;
+}
+
+// The frame of the kernel a region ran in: the nearest ancestor that is no region. Not
+// is_kernel(): without kernel records (an instrumentation session's default) the kernel's frame
+// has no device, while its regions have one (the device their cycles were read on).
 int32_t kernel_of(const ProfileView& view, int32_t node, int32_t cycles_id) {
   int32_t a = view.nodes[static_cast<size_t>(node)].parent;
-  while (a > 0 && !std::isnan(view.value(a, cycles_id)))
+  while (a > 0 && is_region(view, a, cycles_id))
     a = view.nodes[static_cast<size_t>(a)].parent;
   return a;
 }
@@ -37,7 +43,7 @@ std::vector<Finding> region_imbalance(const ProfileView& view) {
   for (size_t i = 1; i < view.nodes.size(); ++i) {
     int32_t parent = view.nodes[i].parent;
     double c = view.value(static_cast<int32_t>(i), cycles_id);
-    if (c > 0 && std::isnan(view.value(parent, cycles_id)))
+    if (c > 0 && !is_region(view, parent, cycles_id))
       kernel_cycles[static_cast<size_t>(parent)] += c;
   }
   std::vector<Finding> found;

@@ -48,6 +48,7 @@ TEST(RegionImbalance, AKernelFrameWithoutKernelTimeStillHoldsItsRegions) {
   // regions do (the device their cycles came from), and a nested region sits in its parent.
   ProfileView v = with_root();
   int32_t k = v.add_node(0, "ws_gemm");
+  v.set(k, "cycles", 0);  // a reader's 0 for a column the frame lacks
   int32_t loop = v.add_kernel(k, "mainloop", "0", "1");
   v.set(loop, "cycles", 9e6);
   v.set(loop, "mean_warp_cycles", 1e5);
