@@ -68,6 +68,21 @@ TEST(ScratchDecoder, SumsEachCtasSlowestWarpAndTheWarpsThatRanARegion) {
   }
 }
 
+TEST(ScratchDecoder, ScopeIdsPast63KeepTheirSpreadToo) {
+  // Scope 200 on both warps (300 and 100 cycles, one of them 0-cycle twice after), then on one
+  // warp of a second CTA: the rare path for ids past the 64-bit mask.
+  ScratchBuilder b(2, 2048, 2);
+  b.add_cta(0, 0,
+            {{{false, 200, 0}, {true, 200, 300}},
+             {{false, 200, 0}, {true, 200, 100}, {false, 200, 150}, {true, 200, 150}}});
+  b.add_cta(1, 0, {{{false, 200, 0}, {true, 200, 40}}, {}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  EXPECT_EQ(r.sums[200].cycles, 440u);
+  EXPECT_EQ(r.sums[200].units, 3u);
+  EXPECT_EQ(r.sums[200].ctas, 2u);
+  EXPECT_EQ(r.sums[200].slowest_unit_cycles, 300u + 40);
+}
+
 TEST(ScratchDecoder, NestedScopesAndLongClock) {
   ScratchBuilder b(1, 1024, 1);
   uint64_t hi = uint64_t{0x123} << 32;
