@@ -552,3 +552,49 @@ def test_region_imbalance_is_quiet_on_even_warps(tmp_path):
     found, m = skew(tmp_path, "even_warps", 2000, 2000)
     assert m["max_warp_cycles"] < 1.5 * m["mean_warp_cycles"], m
     assert not of_rule(found, "region_imbalance"), found
+
+
+# --- The compiled kernel's facts under a real Autotuner: the node of the tuned kernel carries the
+# config the autotuner chose (its kwargs, num_warps, num_stages), found when Triton loaded it.
+AUTOTUNED = """
+import json, torch, triton, triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=1, num_stages=2),
+                          triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=3)], key=["n"])
+@triton.jit
+def scale(x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x + offs, tl.load(x + offs, mask=mask) * 0.5, mask=mask)
+
+n = 1 << 24
+x = torch.randn(n, device="cuda")
+grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+scale[grid](x, n)  # tunes: both configs compiled, loaded and timed
+torch.cuda.synchronize()
+import proton
+with proton.scope("tuned"):
+    for _ in range(10):
+        scale[grid](x, n)
+torch.cuda.synchronize()
+best = scale.best_config
+json.dump({"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages},
+          open("best.json", "w"))
+"""
+
+
+def test_the_tuned_kernel_carries_the_autotuners_chosen_config(tmp_path):
+    pytest.importorskip("triton")
+    run(tmp_path, "tuned", AUTOTUNED)
+    best = json.loads((tmp_path / "best.json").read_text())
+    with open(tmp_path / "tuned.hatchet") as f:
+        root, _ = json.load(f)
+    scope = next(c for c in root["children"] if c["frame"]["name"] == "tuned")
+    (node,) = [c for c in scope["children"] if c["frame"]["name"] == "scale"]
+    m = node["metrics"]
+    want = (f"BLOCK={best['kwargs']['BLOCK']}, num_warps={best['num_warps']}, "
+            f"num_stages={best['num_stages']}")
+    assert m["triton_config"] == want, m
+    assert m["triton_num_warps"] == best["num_warps"] and m["block_x"] == 32 * best["num_warps"]
+    assert m["triton_source"].rsplit(":", 1)[0].endswith("tuned.py"), m
+    assert m["triton_n_regs"] == m["registers_per_thread"], m
