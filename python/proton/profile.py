@@ -133,6 +133,7 @@ def start(
         _proton.finalize(session, "")
         raise
     hooks.register(session, hook)
+    hooks.compiled.install()  # each compiled kernel's facts, once per load (hooks/compiled.py)
     _exit.started(session)  # exit, signals and fork write the profile: see docs/durability.md
     return session
 

@@ -41,6 +41,25 @@ void ProfileView::set(int32_t node, std::string_view metric, double value) {
   values.emplace_back(m, value);
 }
 
+void ProfileView::set_text(int32_t node, std::string_view key, std::string text) {
+  auto& texts = nodes[static_cast<size_t>(node)].texts;
+  for (auto& [k, v] : texts) {
+    if (k == key) {
+      v = std::move(text);
+      return;
+    }
+  }
+  texts.emplace_back(std::string(key), std::move(text));
+}
+
+std::string_view ProfileView::text(int32_t node, std::string_view key) const {
+  if (node < 0 || static_cast<size_t>(node) >= nodes.size()) return {};
+  for (const auto& [k, v] : nodes[static_cast<size_t>(node)].texts) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
 int32_t ProfileView::find_metric(std::string_view name) const {
   for (size_t i = 0; i < metrics.size(); ++i) {
     if (metrics[i] == name) return static_cast<int32_t>(i);

@@ -25,6 +25,8 @@ struct ViewNode {
   std::string device_type;  // "CUDA", "HIP"; empty for frames that are not kernels
   std::string device_id;    // non-empty on kernel nodes
   std::vector<std::pair<int32_t, double>> values;  // (metric index, stored value)
+  // String metrics other than the device's: a compiled kernel's "triton_config", ...
+  std::vector<std::pair<std::string, std::string>> texts;
 
   bool is_kernel() const { return !device_id.empty(); }
 };
@@ -60,6 +62,9 @@ class ProfileView {
   // The index of a metric, registering it on first use.
   int32_t metric_id(std::string_view name);
   void set(int32_t node, std::string_view metric, double value);
+  void set_text(int32_t node, std::string_view key, std::string text);
+  // The string metric `key` of `node`, empty when absent.
+  std::string_view text(int32_t node, std::string_view key) const;
 
   // -1 when the profile has no metric of that exact name.
   int32_t find_metric(std::string_view name) const;

@@ -20,6 +20,10 @@ Severity severity_for(double saving_ns, double total_ns) {
   return Severity::kLow;
 }
 
+std::string kernel_family(const std::string& name) {
+  return name.substr(0, name.find_first_of("[ "));
+}
+
 bool significant_kernel_time(double time_ns, double total_ns) {
   return time_ns >= kMinKernelTimeNs && time_ns >= kSignificantKernelShare * total_ns;
 }

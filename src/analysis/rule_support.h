@@ -20,6 +20,9 @@ Severity severity_for(double saving_ns, double total_ns);
 bool significant_kernel_time(double time_ns, double total_ns);
 /// "12.5 KB", "228 KB", "512 B" (KB = 1,024 bytes, as CUDA states shared memory).
 std::string kilobytes(double bytes);
+/// A kernel's family: its name up to the first '[' or space ("matmul[BLOCK_M=64]" -> "matmul"),
+/// as a launch_metadata name carries a config or shape after it.
+std::string kernel_family(const std::string& name);
 /// Fills node-dependent fields (frame) of a finding.
 Finding finding_at(const ProfileView& view, const char* rule, int32_t node);
 /// "2.1 us", "340 ms", "1.2 s".

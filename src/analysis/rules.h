@@ -82,6 +82,37 @@ inline constexpr double kMinLocalBytes = 64;
 // shape worth changing: it takes under ~4 waves (later waves dilute the last one) or a grid that
 // leaves a quarter of the SMs without a block.
 inline constexpr double kTailWasteShare = 0.25;
+// spills from the compiled kernel (triton_n_spills, the driver's local size in 4-byte words):
+// the same floor as kMinLocalBytes, in words.
+inline constexpr double kMinSpilledRegisters = kMinLocalBytes / 4;
+
+// --- autotune_spread: sibling variants of one kernel family whose compiled kernels carry their
+// config (triton_config), compared per unit of declared work, or per launch where none is
+// declared and every variant ran one grid. The spread that makes a config worth dropping is
+// variant_spread's.
+inline constexpr double kAutotuneSpread = kVariantSpread;
+
+// --- kernel_time_variance: one kernel on one call path whose launches take widely different
+// times (the node's count, total, shortest and longest launch). A mean launch half again the
+// fastest is more than clock boost and cache warmth explain between launches of one shape; the
+// longest at 3x the fastest says the spread is real, not a rounding of short kernels. A single
+// cold first launch moves the maximum, not the mean: it alone never fires.
+inline constexpr double kVarianceMeanOverMin = 1.5;
+inline constexpr double kVarianceMaxOverMin = 3.0;
+// Fewer launches than this say little about a spread.
+inline constexpr double kVarianceMinLaunches = 20;
+
+// --- region_imbalance: intra-kernel regions (instrumentation) whose slowest warp (or warp
+// group) in each CTA spends far longer in the region than the warps that ran it do on average
+// (max_warp_cycles over mean_warp_cycles). The CTA finishes with its slowest warp, so the
+// region is the critical path. Twice the mean is what a warp-specialized kernel's idle partition
+// shows; under 1.5 is warp scheduling jitter.
+inline constexpr double kRegionImbalance = 1.5;
+// No time at stake in cycles: medium from twice the mean (or a region holding half the
+// kernel's region cycles), low below.
+inline constexpr double kRegionImbalanceMedium = 2.0;
+// Regions with less than this share of their kernel's region cycles are left out.
+inline constexpr double kRegionMinShare = 0.10;
 
 std::vector<Finding> launch_bound(const ProfileView& view);
 std::vector<Finding> roofline(const ProfileView& view);
@@ -91,6 +122,9 @@ std::vector<Finding> variant_spread(const ProfileView& view);
 std::vector<Finding> occupancy(const ProfileView& view);
 std::vector<Finding> spills(const ProfileView& view);
 std::vector<Finding> tail_effect(const ProfileView& view);
+std::vector<Finding> autotune_spread(const ProfileView& view);
+std::vector<Finding> kernel_time_variance(const ProfileView& view);
+std::vector<Finding> region_imbalance(const ProfileView& view);
 // What more the profile would need for the rules that found nothing to read ("hint.*").
 std::vector<Finding> missing_sources(const ProfileView& view);
 

@@ -1,21 +1,18 @@
 // variant_spread: sibling kernels of one family (the same name up to its first '[' or space:
 // "matmul[BLOCK_M=64]" and "matmul[BLOCK_M=128]", as a launch_metadata name carries a config or
 // shape) compared per unit of declared work. A variant much slower per FLOP (or per byte when
-// no FLOPs are declared) than its best sibling is a config to drop or a shape to pad.
+// no FLOPs are declared) than its best sibling is a config to drop or a shape to pad. Variants
+// whose compiled kernel carries its config (triton_config) are left to autotune_spread.
 #include <map>
 #include <string>
 
 #include "analysis/rule_support.h"
 #include "analysis/rules.h"
+#include "format/kernel_facts.h"
 
 namespace proton::analysis {
 
 namespace {
-
-std::string family_of(const std::string& name) {
-  size_t cut = name.find_first_of("[ ");
-  return name.substr(0, cut);
-}
 
 struct Variant {
   int32_t node;
@@ -40,14 +37,16 @@ std::vector<Finding> variant_spread(const ProfileView& view) {
     for (int32_t c : parent.children) {
       const ViewNode& n = view.nodes[static_cast<size_t>(c)];
       double t = view.value(c, time);
-      if (!n.is_kernel() || !(t > 0)) continue;
+      // Variants whose compiled kernel names its config are autotune_spread's.
+      if (!n.is_kernel() || !(t > 0) || !view.text(c, format::kernel_facts::kConfig).empty())
+        continue;
       double flops = 0;
       for (int32_t id : flops_ids) {
         double v = view.value(c, id);
         if (v > 0) flops += v;
       }
       double bytes = view.value(c, bytes_id);
-      auto& slot = families[family_of(n.name)];
+      auto& slot = families[kernel_family(n.name)];
       if (flops > 0) {
         slot.first.push_back({c, t, flops});
       } else if (bytes > 0) {

@@ -23,6 +23,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
 
 #include <atomic>
 #include <cmath>
@@ -40,6 +41,7 @@
 #include "context/launch_ops.h"
 #include "context/thread_context.h"
 #include "data/call_tree.h"
+#include "data/compiled_kernels.h"
 #include "data/metric.h"
 #include "io/hatchet_writer.h"
 
@@ -305,6 +307,29 @@ void register_launch_hook(nb::module_& m) {
       "_set_launch_op_name",
       [](std::optional<nb::str> name) { set_launch_name(name ? name->ptr() : nullptr); },
       nb::arg("name").none());
+  // One compiled Triton kernel's facts, handed over once when Triton loads it
+  // (hooks/compiled.py); the writer joins them to the kernel nodes.
+  m.def(
+      "_note_compiled_kernel",
+      [](std::string name, int64_t num_warps, int64_t num_stages, int64_t num_ctas,
+         int64_t shared_bytes, int64_t n_regs, int64_t n_spills, std::string config,
+         std::string source) {
+        CompiledKernels::global().add({std::move(name), num_warps, num_stages, num_ctas,
+                                       shared_bytes, n_regs, n_spills, std::move(config),
+                                       std::move(source)});
+      },
+      nb::arg("name"), nb::arg("num_warps") = -1, nb::arg("num_stages") = -1,
+      nb::arg("num_ctas") = -1, nb::arg("shared") = -1, nb::arg("n_regs") = -1,
+      nb::arg("n_spills") = -1, nb::arg("config") = "", nb::arg("source") = "");
+  m.def("_compiled_kernels", [] {
+    nb::list out;
+    for (const CompiledKernel& k : CompiledKernels::global().snapshot()) {
+      out.append(nb::make_tuple(k.name, k.num_warps, k.num_stages, k.num_ctas, k.shared_bytes,
+                                k.n_regs, k.n_spills, k.config, k.source));
+    }
+    return out;
+  });
+  m.def("_clear_compiled_kernels", [] { CompiledKernels::global().clear(); });
   m.def("_pending_launch_op", [] {
     uint32_t op = LaunchOps::take_pending();
     LaunchOps::set_pending(op);

@@ -1,5 +1,6 @@
 #include "data/call_tree.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/name_table.h"
@@ -63,6 +64,8 @@ void CallTree::add_kernel(NodeId id, uint64_t duration_ns, uint32_t device_id, D
   Node& n = nodes_[id];
   n.has_kernel = true;
   n.kernel.time_ns += duration_ns;
+  n.kernel.min_ns = n.kernel.count == 0 ? duration_ns : std::min(n.kernel.min_ns, duration_ns);
+  n.kernel.max_ns = std::max(n.kernel.max_ns, duration_ns);
   n.kernel.count += 1;
   n.kernel.device_id = device_id;
   n.kernel.device_type = type;

@@ -34,10 +34,13 @@ class CallTree {
   using NodeId = uint32_t;
   static constexpr NodeId kRoot = 0;
 
-  /// Time and launch count of the kernels that ran on one node.
+  /// Time and launch count of the kernels that ran on one node, and the shortest and longest
+  /// launch: how widely one kernel's launches on one path vary, at the cost of a compare each.
   struct KernelStats {
     uint64_t time_ns = 0;
     uint64_t count = 0;
+    uint64_t min_ns = 0;  // valid once count > 0
+    uint64_t max_ns = 0;
     uint32_t device_id = 0;
     DeviceType device_type = DeviceType::kCuda;
   };

@@ -5,6 +5,11 @@
 //   count              closed regions summed (one per warp per execution)
 //   normalized_cycles  cycles / (warps x CTAs) of the launch, summed over launches: the
 //                      region's cycles per unit, as Triton 3.6 normalises them
+//   mean_warp_cycles   cycles / the units (warps or warp groups) that ran the region, summed
+//                      over launches: what one of them spends in it
+//   max_warp_cycles    the cycles of each CTA's slowest unit in the region, averaged over the
+//                      CTAs that ran it, summed over launches: what the CTA waits for. Its ratio
+//                      to mean_warp_cycles is the region's imbalance between warps (1 = even)
 //   device_id, device_type   strings ("0", "1" = CUDA), as Triton 3.6 writes them for cycles
 #pragma once
 
@@ -23,6 +28,9 @@ struct RegionTotals {
   std::vector<NameId> path;
   uint64_t cycles = 0;
   uint64_t count = 0;
+  uint64_t units = 0;                // units (warps, warp groups) that ran it
+  uint64_t ctas = 0;                 // CTAs that ran it
+  uint64_t slowest_unit_cycles = 0;  // summed over those CTAs: each one's slowest unit
 };
 
 /// RegionSpan::group_warps of granularity "cta": one lane per CTA, whatever its warp count.

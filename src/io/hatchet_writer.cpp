@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "common/name_table.h"
+#include "data/compiled_kernels.h"
 #include "format/hatchet_emitter.h"
 #include "format/json_writer.h"
+#include "format/kernel_facts.h"
 #include "format/launch_facts.h"
 #include "format/msgpack_writer.h"
 #include "io/run_info.h"
@@ -105,6 +107,31 @@ void for_each_launch_fact(const CallTree::Node& n, Fn&& fn) {
   if (n.launch_varies) fn(names::kVaries, uint64_t{1});
 }
 
+// The spread of a kernel node's launch times and its compiled Triton kernel's numbers
+// (format/kernel_facts.h), as (name, value) pairs; `compiled` is the node's match or null.
+template <typename Fn>
+void for_each_kernel_fact(const CallTree::Node& n, const CompiledKernel* compiled, Fn&& fn) {
+  namespace names = format::kernel_facts;
+  if (!n.has_kernel || n.kernel.count == 0) return;
+  fn(names::kTimeMin, n.kernel.min_ns);
+  fn(names::kTimeMax, n.kernel.max_ns);
+  if (compiled == nullptr) return;
+  const std::pair<const char*, int64_t> numbers[] = {
+      {names::kNumWarps, compiled->num_warps}, {names::kNumStages, compiled->num_stages},
+      {names::kNumCtas, compiled->num_ctas},   {names::kShared, compiled->shared_bytes},
+      {names::kRegs, compiled->n_regs},        {names::kSpills, compiled->n_spills}};
+  for (const auto& [name, v] : numbers) {
+    if (v >= 0) fn(name, static_cast<uint64_t>(v));
+  }
+}
+
+// The compiled kernel a kernel node ran, if the process registered one that fits it.
+const CompiledKernel* compiled_for(const CallTree::Node& n,
+                                   std::span<const CompiledKernel> compiled) {
+  if (!n.has_kernel || compiled.empty()) return nullptr;
+  return match_compiled(compiled, NameTable::global().name(n.name), n.launch);
+}
+
 }  // namespace
 
 bool is_kernel_column(std::string_view name) {
@@ -115,8 +142,9 @@ namespace {
 
 template <typename W>
 void write_metrics(HatchetEmitter<W>& e, const CallTree& tree, CallTree::NodeId id,
-                   const CollectionStats& stats) {
+                   const CollectionStats& stats, std::span<const CompiledKernel> compiled) {
   const CallTree::Node& n = tree.node(id);
+  const CompiledKernel* ck = compiled_for(n, compiled);
   auto& names = NameTable::global();
   KeySet written;
   if (id == CallTree::kRoot) {
@@ -136,14 +164,25 @@ void write_metrics(HatchetEmitter<W>& e, const CallTree& tree, CallTree::NodeId 
     // Properties of the kernel's last launch: not among the root's columns, so Hatchet keeps
     // them per node as it keeps device_id; their "pty" rules are in metric_rules. Numbers
     // before the strings, the order in which the viewer writes a node back.
-    for_each_launch_fact(n, [&](const char* name, uint64_t v) {
+    auto number = [&](const char* name, uint64_t v) {
       e.metric(name, v);
       written.insert(name);
-    });
+    };
+    for_each_launch_fact(n, number);
+    for_each_kernel_fact(n, ck, number);
     e.metric("device_id", std::to_string(n.kernel.device_id));
     e.metric("device_type", device_type_name(n.kernel.device_type));
     for (std::string_view k : {"time (ns)", "count", "device_id", "device_type"})
       written.insert(k);
+    if (ck != nullptr) {
+      namespace names = format::kernel_facts;
+      for (const auto& [name, text] :
+           {std::pair{names::kConfig, &ck->config}, std::pair{names::kSource, &ck->source}}) {
+        if (text->empty()) continue;
+        e.metric(name, std::string_view(*text));
+        written.insert(name);
+      }
+    }
   }
   if (n.has_cycles && !n.has_kernel) {
     // As triton.profiler 3.6 writes cycle metrics: the device type as the number of its own
@@ -168,13 +207,21 @@ void write_metrics(HatchetEmitter<W>& e, const CallTree& tree, CallTree::NodeId 
 // ignore it (and sum every metric, as they do for Triton's own files); our viewer reads it to
 // keep such metrics exclusive.
 template <typename W>
-void write_metric_rules(HatchetEmitter<W>& e, const CallTree& tree) {
+void write_metric_rules(HatchetEmitter<W>& e, const CallTree& tree,
+                        std::span<const CompiledKernel> compiled) {
   auto& names = NameTable::global();
   KeySet seen;
+  auto property = [&](const char* name, uint64_t) {
+    if (seen.insert(name)) e.metric_rule(name, format::HatchetRule::kProperty);
+  };
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
-    for_each_launch_fact(tree.node(id), [&](const char* name, uint64_t) {
-      if (seen.insert(name)) e.metric_rule(name, format::HatchetRule::kProperty);
-    });
+    const CallTree::Node& n = tree.node(id);
+    const CompiledKernel* ck = compiled_for(n, compiled);
+    for_each_launch_fact(n, property);
+    for_each_kernel_fact(n, ck, property);
+    if (ck == nullptr) continue;
+    if (!ck->config.empty()) property(format::kernel_facts::kConfig, 0);
+    if (!ck->source.empty()) property(format::kernel_facts::kSource, 0);
   }
   for (CallTree::NodeId id = 0; id < tree.size(); ++id) {
     for (const auto& [metric, value] : tree.node(id).metrics) {
@@ -248,6 +295,8 @@ template <typename W>
 void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devices,
                    const CollectionStats& stats) {
   auto& names = NameTable::global();
+  // Copied once per write: kernels compiled while it runs join the next one.
+  const std::vector<CompiledKernel> compiled = CompiledKernels::global().snapshot();
   HatchetEmitter<W> e(w);
   e.begin_profile();
   format::write_tree(
@@ -259,8 +308,8 @@ void write_hatchet(W& w, const CallTree& tree, std::span<const DeviceInfo> devic
           write_run_info(e);
           write_window(e, stats);
         }
-        write_metrics(e, tree, id, stats);
-        if (id == CallTree::kRoot) write_metric_rules(e, tree);
+        write_metrics(e, tree, id, stats, compiled);
+        if (id == CallTree::kRoot) write_metric_rules(e, tree, compiled);
       });
   write_device_map(e, devices);
   e.end_profile();

@@ -21,6 +21,9 @@ analysis::ProfileView analysis_view(const Profile& profile, const NameOptions& n
     v.children = n.children;
     v.device_id = std::string(n.text_of("device_id"));
     v.device_type = std::string(n.text_of("device_type"));
+    for (const auto& [key, text] : n.text) {
+      if (key != "device_id" && key != "device_type") v.texts.emplace_back(key, text);
+    }
     v.values.reserve(n.values.size());
     for (const MetricValue& m : n.values) {
       // The reader's "absent" and a stored NaN both mean "nothing to act on" to the rules.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/compiled_kernels.h"
 #include "format/json_writer.h"
 #include "hatchet_same_tree.h"
 #include "test_util.h"
@@ -90,8 +91,12 @@ TEST(HatchetWriter, WritesTheContract) {
   EXPECT_TRUE(s["metrics"]["flops16"].is_number_float());
   EXPECT_EQ(s["metrics"]["hist"], (json{1, 2}));
   const json& kernel = s["children"][0];
-  EXPECT_EQ(kernel["metrics"],
-            (json{{"time (ns)", 12}, {"count", 1}, {"device_id", "1"}, {"device_type", "CUDA"}}));
+  EXPECT_EQ(kernel["metrics"], (json{{"time (ns)", 12},
+                                     {"count", 1},
+                                     {"time_min (ns)", 12},
+                                     {"time_max (ns)", 12},
+                                     {"device_id", "1"},
+                                     {"device_type", "CUDA"}}));
   EXPECT_EQ(kernel["children"], json::array());
   EXPECT_EQ(j[1]["CUDA"]["1"]["num_sms"], 132);
   EXPECT_FALSE(j[1].contains("HIP"));
@@ -139,9 +144,11 @@ TEST(HatchetWriter, LaunchFactsArePropertiesOfTheKernelNodeOnly) {
                                    {"static_shared_bytes", 1024},
                                    {"dynamic_shared_bytes", 98304},
                                    {"local_bytes_per_thread", 16},
+                                   {"time_min (ns)", 12},
+                                   {"time_max (ns)", 12},
                                    {"device_id", "0"},
                                    {"device_type", "CUDA"}}));
-  EXPECT_EQ(root["children"][0]["children"][1]["metrics"].size(), 4u);
+  EXPECT_EQ(root["children"][0]["children"][1]["metrics"].size(), 6u);
   // Not columns of the root (Hatchet would roll them up), and kept, not summed, by our viewer.
   for (const char* name : {"grid_x", "block_x", "registers_per_thread", "local_bytes_per_thread"}) {
     EXPECT_FALSE(root["metrics"].contains(name)) << name;
@@ -159,6 +166,81 @@ TEST(HatchetWriter, LaunchFactsArePropertiesOfTheKernelNodeOnly) {
   EXPECT_EQ(again["cluster_x"], 2);
   EXPECT_EQ(again["launch_config_varies"], 1);
   EXPECT_EQ(j[0]["metric_rules"]["launch_config_varies"], "pty");
+}
+
+TEST(HatchetWriter, KernelNodesKeepTheirShortestAndLongestLaunch) {
+  CallTree t;
+  auto [scope, k] = scope_with_kernel(t, "step", "gemm", 40, 0);
+  t.add_kernel(k, 10, 0, DeviceType::kCuda);
+  t.add_kernel(k, 250, 0, DeviceType::kCuda);
+  json j = json::parse(hatchet_json(t, {}, {}));
+  const json& root = j[0];
+  const json& gemm = root["children"][0]["children"][0]["metrics"];
+  EXPECT_EQ(gemm["time (ns)"], 300);
+  EXPECT_EQ(gemm["count"], 3);
+  EXPECT_EQ(gemm["time_min (ns)"], 10);
+  EXPECT_EQ(gemm["time_max (ns)"], 250);
+  // Properties: never a root column Hatchet would sum, never on a frame without kernels.
+  EXPECT_FALSE(root["metrics"].contains("time_min (ns)"));
+  EXPECT_EQ(root["metric_rules"]["time_min (ns)"], "pty");
+  EXPECT_EQ(root["metric_rules"]["time_max (ns)"], "pty");
+  EXPECT_FALSE(root["children"][0]["metrics"].contains("time_max (ns)"));
+}
+
+TEST(HatchetWriter, CompiledKernelFactsJoinTheKernelNodeTheyFit) {
+  CompiledKernels::global().clear();
+  CallTree t;
+  auto [scope, k] = scope_with_kernel(t, "step", "matmul", 12, 0);
+  LaunchFacts f;
+  f.grid = {64, 1, 1};
+  f.block = {256, 1, 1};  // 8 warps
+  f.registers_per_thread = 128;
+  f.dynamic_shared_bytes = 65536;
+  t.note_launch(k, f);
+  auto renamed = t.child(scope, id("matmul[BLOCK_M=64]"));  // a launch_metadata name
+  t.add_kernel(renamed, 7, 0, DeviceType::kCuda);
+  auto other = t.child(scope, id("copy"));
+  t.add_kernel(other, 5, 0, DeviceType::kCuda);
+  // Two compiled variants of "matmul": only the 8-warp one fits the first node's launches.
+  CompiledKernels::global().add(
+      {"matmul", 4, 3, 1, 65536, 128, 0, "BLOCK_M=128, num_warps=4, num_stages=3", "mm.py:10"});
+  CompiledKernels::global().add(
+      {"matmul", 8, 4, 1, 65536, 128, 24, "BLOCK_M=64, num_warps=8, num_stages=4", "mm.py:10"});
+  json j = json::parse(hatchet_json(t, {}, {}));
+  CompiledKernels::global().clear();
+  const json& root = j[0];
+  const json& mm = root["children"][0]["children"][0]["metrics"];
+  EXPECT_EQ(mm["triton_num_warps"], 8);
+  EXPECT_EQ(mm["triton_num_stages"], 4);
+  EXPECT_EQ(mm["triton_num_ctas"], 1);
+  EXPECT_EQ(mm["triton_shared_bytes"], 65536);
+  EXPECT_EQ(mm["triton_n_regs"], 128);
+  EXPECT_EQ(mm["triton_n_spills"], 24);
+  EXPECT_EQ(mm["triton_config"], "BLOCK_M=64, num_warps=8, num_stages=4");
+  EXPECT_EQ(mm["triton_source"], "mm.py:10");
+  // Without launch facts the two variants cannot be told apart: nothing is guessed.
+  EXPECT_FALSE(root["children"][0]["children"][1]["metrics"].contains("triton_num_warps"));
+  EXPECT_FALSE(root["children"][0]["children"][2]["metrics"].contains("triton_config"));
+  for (const char* name : {"triton_num_warps", "triton_n_spills", "triton_config"}) {
+    EXPECT_FALSE(root["metrics"].contains(name)) << name;
+    EXPECT_EQ(root["metric_rules"][name], "pty") << name;
+  }
+}
+
+TEST(HatchetWriter, CompiledKernelMatchesByNameThenByLaunchFacts) {
+  std::vector<CompiledKernel> ks = {{"k", 4, 3, 1, 0, 32, 0, "B=1", ""},
+                                    {"k", 8, 3, 1, 0, 40, 0, "B=2", ""}};
+  LaunchFacts none;
+  EXPECT_EQ(match_compiled(ks, "k", none), nullptr);      // two fit
+  EXPECT_EQ(match_compiled(ks, "other", none), nullptr);  // none by that name
+  EXPECT_EQ(match_compiled(std::span(ks).first(1), "k[B=1]", none), &ks[0]);
+  EXPECT_EQ(match_compiled(std::span(ks).first(1), "kk", none), nullptr);
+  LaunchFacts f;
+  f.block = {256, 1, 1};
+  f.registers_per_thread = 40;
+  EXPECT_EQ(match_compiled(ks, "k", f), &ks[1]);
+  f.registers_per_thread = 41;  // no variant fits what the GPU ran
+  EXPECT_EQ(match_compiled(ks, "k", f), nullptr);
 }
 
 TEST(HatchetWriter, DeviceLimitsAreExtraKeysOfTheDeviceWhenKnown) {

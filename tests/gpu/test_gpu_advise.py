@@ -286,12 +286,23 @@ def test_spills_fire_on_a_one_warp_reduction_of_8192_elements(tmp_path):
     assert spills, found
     assert spills[0]["frame"][-1] == "rownorm" and spills[0]["frame"][0] == "work", spills
     assert spills[0]["evidence"]["registers_per_thread"] >= 200
+    # The compiled kernel's facts joined the node (once per compiled kernel, not per launch):
+    # the compiler's spill count beside the launch's local memory, and its knobs named.
+    assert facts["triton_num_warps"] == 1 and facts["triton_n_spills"] >= 16, facts
+    assert facts["triton_n_regs"] == facts["registers_per_thread"], facts
+    assert facts["triton_config"].startswith("BLOCK=8192, num_warps=1"), facts
+    assert facts["triton_source"].rsplit(":", 1)[0].endswith(".py"), facts
+    ev = spills[0]["evidence"]
+    assert ev["n_spills"] == facts["triton_n_spills"] and ev["num_warps"] == 1, ev
+    assert "num_warps 1 -> 2" in spills[0]["suggestion"], spills[0]
+    assert "BLOCK=8192" in spills[0]["suggestion"], spills[0]
 
 
 def test_spills_are_quiet_when_the_row_is_spread_over_four_warps(tmp_path):
     found, kernels, _ = reduce(tmp_path, "spread", 1024, 4)
     facts = kernels["rownorm"]
     assert facts["block_x"] == 128 and facts["local_bytes_per_thread"] < 64, facts
+    assert facts["triton_num_warps"] == 4 and facts["triton_n_spills"] < 16, facts
     assert not of_rule(found, "spills"), found
 
 
@@ -351,3 +362,239 @@ def test_occupancy_is_quiet_when_two_blocks_fit(tmp_path):
     found, kernels, _ = transpose(tmp_path, "small_tiles", 64)
     assert kernels["transpose"]["block_x"] == 1024
     assert not of_rule(found, "occupancy"), found
+
+
+# --- autotune_spread: two configs of one copy kernel, each named by its launch_metadata and
+# compiled with its own num_warps (so each node's compiled kernel is told apart by its block
+# size): a strided gather on 2 warps against a contiguous copy on 8, one grid, no work declared
+# (so roofline stays silent and the configs are compared per launch). The control runs two
+# contiguous configs.
+CONFIGS_COPY = """
+import torch, triton, triton.language as tl
+
+def meta(grid, metadata, args):
+    return {"name": f"copy[STRIDE={args['STRIDE']},W={metadata.num_warps}]"}
+
+@triton.jit(launch_metadata=meta)
+def copy(x, y, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    src = (offs.to(tl.int64) * STRIDE) % n
+    tl.store(y + offs, tl.load(x + src, mask=mask), mask=mask)
+
+n = 1 << 26
+x = torch.randn(n, device="cuda")
+y = torch.empty_like(x)
+grid = (triton.cdiv(n, 1024),)
+for stride, warps in CONFIGS:
+    copy[grid](x, y, n, STRIDE=stride, BLOCK=1024, num_warps=warps)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("configs"):
+    for stride, warps in CONFIGS:
+        for _ in range(20):
+            copy[grid](x, y, n, STRIDE=stride, BLOCK=1024, num_warps=warps)
+torch.cuda.synchronize()
+"""
+
+
+def configs(tmp_path, name, pairs):
+    pytest.importorskip("triton")
+    found = run(tmp_path, name, f"CONFIGS = {pairs}\n" + CONFIGS_COPY, ("-k", "triton"))
+    with open(tmp_path / f"{name}.hatchet") as f:
+        root, _ = json.load(f)
+    scope = next(c for c in root["children"] if c["frame"]["name"] == "configs")
+    kernels = {c["frame"]["name"]: c["metrics"] for c in scope["children"]}
+    return found, kernels
+
+
+def test_autotune_spread_names_the_worst_and_best_config(tmp_path):
+    found, kernels = configs(tmp_path, "autotuned", [(1, 8), (33, 2)])
+    assert kernels["copy[STRIDE=33,W=2]"]["triton_config"] == (
+        "STRIDE=33, BLOCK=1024, num_warps=2, num_stages=3"), kernels
+    slow = [f for f in answers(found) if f["frame"] == ["configs", "copy[STRIDE=33,W=2]"]]
+    assert slow and slow[0]["rule"] == "autotune_spread", found
+    ev = slow[0]["evidence"]
+    assert ev["worst_config"].startswith("STRIDE=33,") and "num_warps=2" in ev["worst_config"]
+    assert ev["best_config"].startswith("STRIDE=1,") and "num_warps=8" in ev["best_config"]
+    assert ev["unit"] == "launch" and ev["spread"] >= 1.5, ev
+    assert not of_rule(found, "variant_spread"), found
+
+
+def test_autotune_spread_is_quiet_on_two_contiguous_configs(tmp_path):
+    found, kernels = configs(tmp_path, "even_configs", [(1, 8), (1, 4)])
+    # Not vacuous: both nodes carry their config.
+    assert all("triton_config" in m for m in kernels.values()), kernels
+    assert not of_rule(found, "autotune_spread"), found
+
+
+# --- kernel_time_variance: one kernel, one grid, one path, whose loop count is read from
+# memory: launches alternate between 0 and 3,000 iterations (tens of us against over a ms on an
+# H100). The control runs 1,000 iterations every time.
+SPIN = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def spin(x, iters_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x + offs, mask=mask)
+    for _ in range(tl.load(iters_ptr)):
+        v = v * 0.999 + 0.5
+    tl.store(x + offs, v, mask=mask)
+
+n = 1 << 24
+x = torch.randn(n, device="cuda")
+counts = [torch.tensor([c], dtype=torch.int32, device="cuda") for c in ITERS]
+grid = (triton.cdiv(n, 1024),)
+spin[grid](x, counts[0], n, BLOCK=1024)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("work"):
+    for i in range(40):
+        spin[grid](x, counts[i % len(counts)], n, BLOCK=1024)
+torch.cuda.synchronize()
+"""
+
+
+def spins(tmp_path, name, iters):
+    pytest.importorskip("triton")
+    return run(tmp_path, name, f"ITERS = {iters}\n" + SPIN)
+
+
+def test_kernel_time_variance_fires_on_data_dependent_launch_times(tmp_path):
+    found = answers(spins(tmp_path, "varied", [0, 3000]))
+    mine = [f for f in found if f["frame"] == ["work", "spin"]]
+    assert mine and mine[0]["rule"] == "kernel_time_variance", found
+    ev = mine[0]["evidence"]
+    assert ev["count"] == 40 and ev["launch_config_varies"] == "no", ev
+    assert ev["mean_over_min"] >= 1.5 and ev["max_over_min"] >= 3, ev
+    assert "contention" in mine[0]["suggestion"]
+
+
+def test_kernel_time_variance_is_quiet_on_even_launches(tmp_path):
+    found = spins(tmp_path, "steady", [1000])
+    assert not of_rule(found, "kernel_time_variance"), found
+
+
+# --- region_imbalance: one region ("skew") around a clock spin whose length depends on the warp:
+# warp 0 of each CTA spins 200,000 cycles, the other three 2,000 (instrumentation mode, one
+# record per warp). The control spins 2,000 cycles on every warp.
+SKEW = """
+import torch, triton, triton.language as tl
+import proton.language as pl
+
+pl.enable_semantic("triton")
+
+ASM = '''{
+.reg .u32 %w;
+.reg .u64 %t, %lim;
+.reg .pred %first, %more;
+mov.u32 %w, %tid.x;
+shr.u32 %w, %w, 5;
+setp.eq.u32 %first, %w, 0;
+selp.u64 %lim, LONG, SHORT, %first;
+mov.u64 %t, %clock64;
+add.u64 %lim, %lim, %t;
+SPIN_LOOP:
+mov.u64 %t, %clock64;
+setp.lt.u64 %more, %t, %lim;
+@%more bra SPIN_LOOP;
+mov.b32 $0, $1;
+}'''.replace("LONG", str(LONG)).replace("SHORT", str(SHORT))
+
+@triton.jit
+def skewed(x, out, ASM_TEXT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    with pl.scope("skew"):
+        v = tl.inline_asm_elementwise(ASM_TEXT, "=r,r", [v], dtype=tl.float32, is_pure=False,
+                                      pack=1)
+    tl.store(out + offs, v)
+
+x = torch.randn(128 * 264, device="cuda")
+out = torch.empty_like(x)
+import proton
+with proton.scope("work"):
+    for _ in range(10):
+        skewed[(264,)](x, out, ASM_TEXT=ASM, BLOCK=128, num_warps=4)
+torch.cuda.synchronize()
+assert torch.equal(out, x)
+"""
+
+
+def skew(tmp_path, name, long, short):
+    pytest.importorskip("triton")
+    code = f"LONG, SHORT = {long}, {short}\n" + SKEW
+    found = run(tmp_path, name, code, ("-b", "instrumentation"))
+    with open(tmp_path / f"{name}.hatchet") as f:
+        root, _ = json.load(f)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node["frame"]["name"] == "skew":
+            return found, node["metrics"]
+        stack.extend(node.get("children", []))
+    raise AssertionError(f"no region 'skew' in {name}.hatchet")
+
+
+def test_region_imbalance_names_the_region_one_warp_holds_up(tmp_path):
+    found, m = skew(tmp_path, "skewed", 200000, 2000)
+    # 4 warps a CTA: (200,000 + 3 x 2,000) / 4 cycles on average, 200,000 on the slowest.
+    assert m["max_warp_cycles"] >= 3 * m["mean_warp_cycles"], m
+    mine = [f for f in answers(found) if f["frame"][-1] == "skew"]
+    assert mine and mine[0]["rule"] == "region_imbalance", found
+    assert mine[0]["evidence"]["imbalance"] >= 3, mine[0]
+    assert mine[0]["severity"] == "medium"
+
+
+def test_region_imbalance_is_quiet_on_even_warps(tmp_path):
+    found, m = skew(tmp_path, "even_warps", 2000, 2000)
+    assert m["max_warp_cycles"] < 1.5 * m["mean_warp_cycles"], m
+    assert not of_rule(found, "region_imbalance"), found
+
+
+# --- The compiled kernel's facts under a real Autotuner: the node of the tuned kernel carries the
+# config the autotuner chose (its kwargs, num_warps, num_stages), found when Triton loaded it.
+AUTOTUNED = """
+import json, torch, triton, triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=1, num_stages=2),
+                          triton.Config({"BLOCK": 1024}, num_warps=8, num_stages=3)], key=["n"])
+@triton.jit
+def scale(x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x + offs, tl.load(x + offs, mask=mask) * 0.5, mask=mask)
+
+n = 1 << 24
+x = torch.randn(n, device="cuda")
+grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+scale[grid](x, n)  # tunes: both configs compiled, loaded and timed
+torch.cuda.synchronize()
+import proton
+with proton.scope("tuned"):
+    for _ in range(10):
+        scale[grid](x, n)
+torch.cuda.synchronize()
+best = scale.best_config
+json.dump({"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages},
+          open("best.json", "w"))
+"""
+
+
+def test_the_tuned_kernel_carries_the_autotuners_chosen_config(tmp_path):
+    pytest.importorskip("triton")
+    run(tmp_path, "tuned", AUTOTUNED)
+    best = json.loads((tmp_path / "best.json").read_text())
+    with open(tmp_path / "tuned.hatchet") as f:
+        root, _ = json.load(f)
+    scope = next(c for c in root["children"] if c["frame"]["name"] == "tuned")
+    (node,) = [c for c in scope["children"] if c["frame"]["name"] == "scale"]
+    m = node["metrics"]
+    want = (f"BLOCK={best['kwargs']['BLOCK']}, num_warps={best['num_warps']}, "
+            f"num_stages={best['num_stages']}")
+    assert m["triton_config"] == want, m
+    assert m["triton_num_warps"] == best["num_warps"] and m["block_x"] == 32 * best["num_warps"]
+    assert m["triton_source"].rsplit(":", 1)[0].endswith("tuned.py"), m
+    assert m["triton_n_regs"] == m["registers_per_thread"], m

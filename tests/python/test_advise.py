@@ -56,6 +56,30 @@ def test_launch_facts_and_device_limits_reach_the_rules():
     assert "registers_per_thread" not in p.find("step").metrics
 
 
+def test_compiled_kernel_facts_and_launch_spread_reach_the_rules():
+    # A profile as the session writes it with the compiled Triton kernels' facts (triton_*),
+    # each kernel's shortest and longest launch, and regions with their per-warp spread.
+    found = profiles.read(FIXTURES / "kernel_facts_profile.json").advise()
+    by_rule = {}
+    for f in found:
+        by_rule.setdefault(f["rule"], []).append(f)
+    (spread,) = by_rule["autotune_spread"]
+    assert spread["frame"] == ["configs", "copy[STRIDE=33,W=2]"]
+    assert spread["evidence"]["worst_config"] == "STRIDE=33, BLOCK=1024, num_warps=2, num_stages=3"
+    assert spread["evidence"]["best_config"] == "STRIDE=1, BLOCK=1024, num_warps=8, num_stages=3"
+    assert "variant_spread" not in by_rule
+    (variance,) = by_rule["kernel_time_variance"]
+    assert variance["frame"] == ["work", "spin"]
+    assert variance["evidence"]["min_ns"] == 45000 and variance["evidence"]["max_ns"] == 1.6e6
+    (spills,) = by_rule["spills"]
+    assert spills["frame"] == ["work", "matmul"] and spills["evidence"]["n_spills"] == 48
+    assert spills["evidence"]["source"] == "mm.py:21"
+    assert "num_stages 4 -> 3" in spills["suggestion"]
+    (imbalance,) = by_rule["region_imbalance"]
+    assert imbalance["frame"] == ["ws_gemm", "mainloop"]
+    assert imbalance["evidence"]["imbalance"] == pytest.approx(3.0)
+
+
 def test_advise_matches_the_viewer_json():
     viewer = os.environ.get("PROTON_VIEWER", "proton-viewer")
     try:

@@ -59,3 +59,34 @@ def test_tritons_viewer_reads_launch_facts_and_device_limits():
     assert derived == ["time/ms (inc)"]
     df = gf.dataframe.set_index("name")
     assert df.loc["step", "time/ms (inc)"] == pytest.approx(100)
+
+
+KERNEL_FACTS = FACTS.parent / "kernel_facts_profile.json"
+
+
+def test_compiled_kernel_facts_stay_per_node_in_hatchet():
+    # The compiled Triton kernel's facts (numbers and strings) and the launch-time spread are
+    # properties like the launch facts: per node, never a rolled-up column.
+    with open(KERNEL_FACTS) as f:
+        data = json.load(f)
+    data.pop(1)
+    gf = ht.GraphFrame.from_literal(data)
+    columns = gf.show_metric_columns()
+    for name in ("triton_n_spills", "triton_config", "time_min (ns)", "time_max (ns)"):
+        assert name not in columns, name
+    gf.update_inclusive_columns()
+    df = gf.dataframe.set_index("name")
+    assert df.loc["matmul", "triton_n_spills"] == 48
+    assert df.loc["matmul", "triton_config"].startswith("BLOCK_M=128")
+    assert df.loc["spin", "time_max (ns)"] == 1600000
+    assert float(df.loc["work", "time (ns) (inc)"]) == 51e6
+
+
+def test_tritons_viewer_reads_compiled_kernel_facts():
+    viewer = pytest.importorskip("triton.profiler.viewer")
+    gf, inclusive, exclusive, device_info = viewer.read(str(KERNEL_FACTS))
+    assert "time (ns)" in inclusive and "triton_n_spills" not in inclusive
+    derived = viewer.derive_metrics(gf, ["time/ms"], inclusive, exclusive, device_info)
+    assert derived == ["time/ms (inc)"]
+    df = gf.dataframe.set_index("name")
+    assert df.loc["work", "time/ms (inc)"] == pytest.approx(51)

@@ -2,10 +2,11 @@
 
 ``hook``: the ``Hook`` interface and the ``HookManager`` that chains hooks per session;
 ``launch``: ``LaunchHook`` (``start(hook="triton")``: Triton's ``launch_metadata`` on kernels);
+``compiled``: each compiled kernel's facts (warps, stages, registers, spills, config, source);
 ``instrumentation``: ``InstrumentationHook`` (intra-kernel regions, ``backend="instrumentation"``).
 """
 
-from . import hook, instrumentation, launch
+from . import compiled, hook, instrumentation, launch
 from .hook import Hook, HookManager
 from .instrumentation import InstrumentationHook
 from .launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook, _runtime_knobs, register, unregister  # noqa: F401
@@ -15,6 +16,7 @@ __all__ = [
     "Hook",
     "HookManager",
     "InstrumentationHook",
+    "compiled",
     "LaunchHook",
     "hook",
     "instrumentation",

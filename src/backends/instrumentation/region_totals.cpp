@@ -26,6 +26,9 @@ std::vector<RegionTotals> region_totals(const KernelInfo& k, const DecodeResult&
     RegionTotals t;
     t.cycles = by_scope[id].cycles;
     t.count = by_scope[id].count;
+    t.units = by_scope[id].units;
+    t.ctas = by_scope[id].ctas;
+    t.slowest_unit_cycles = by_scope[id].slowest_unit_cycles;
     // Walk up the parents; a cycle in bad metadata stops at 256 steps.
     uint32_t cur = id;
     for (int steps = 0; steps < 256; ++steps) {

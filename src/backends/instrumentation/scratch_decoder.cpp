@@ -37,13 +37,56 @@ struct Pairing {
   std::array<uint64_t, kMaxScopes> start_clock;  // the open start's clock, or kClosed
   uint32_t open = 0;                             // scopes open now
 
+  // How the units of a CTA share each scope's cycles. Nothing is written to memory per event:
+  // the event loop sets a bit of a local mask for scopes 0-63 (the lowering numbers region
+  // names from 0: kernels rarely have more) and a flag for any other, and each segment's cycles
+  // per scope are read off the sums at its end as their growth since `seen` (equal to the sums
+  // of every scope between segments). A per-event write here cost the loop its registers (the
+  // compiler reloaded the sums' pointer and counts at every event): twice the decode time.
+  std::array<uint64_t, kMaxScopes> seen{};         // sums[s].cycles at the last segment's end
+  std::array<uint64_t, kMaxScopes> seen_count{};   // sums[s].count, kept for scopes 64-255 only
+  std::array<uint64_t, kMaxScopes> cta_slowest{};  // this CTA's slowest unit so far
+  std::array<uint64_t, kMaxScopes / 64> cta_touched{};
+
+  void close_unit(ScopeSum* sums, uint32_t s) {
+    const uint64_t unit = sums[s].cycles - seen[s];
+    seen[s] = sums[s].cycles;
+    ++sums[s].units;
+    cta_slowest[s] = std::max(cta_slowest[s], unit);
+  }
+
   /// Ends the segment: returns how many regions were left open, and forgets them. Usually
-  /// none are: then nothing is cleared.
-  uint64_t finish() {
+  /// none are: then nothing is cleared. The unit's cycles per scope (`low`: the scopes under 64
+  /// it closed; `high`: whether it closed any other) join the CTA's slowest.
+  uint64_t finish(ScopeSum* sums, uint64_t low, bool high) {
+    cta_touched[0] |= low;
+    for (uint64_t bits = low; bits != 0; bits &= bits - 1)
+      close_unit(sums, static_cast<uint32_t>(__builtin_ctzll(bits)));
+    if (high) {
+      for (uint32_t s = 64; s < kMaxScopes; ++s) {
+        if (sums[s].count == seen_count[s]) continue;
+        seen_count[s] = sums[s].count;
+        close_unit(sums, s);
+        cta_touched[s >> 6] |= uint64_t{1} << (s & 63);
+      }
+    }
     const uint64_t left_open = open;
     if (open != 0) start_clock.fill(kClosed);
     open = 0;
     return left_open;
+  }
+
+  /// Ends a CTA: each scope's slowest unit in it goes to the scope's sums.
+  void finish_cta(ScopeSum* sums) {
+    for (uint32_t word = 0; word < cta_touched.size(); ++word) {
+      for (uint64_t bits = cta_touched[word]; bits != 0; bits &= bits - 1) {
+        const uint32_t s = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+        sums[s].slowest_unit_cycles += cta_slowest[s];
+        ++sums[s].ctas;
+        cta_slowest[s] = 0;
+      }
+      cta_touched[word] = 0;
+    }
   }
 };
 
@@ -69,6 +112,8 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   uint32_t open_now = pairs.open;
   ScopeSum* sums = r.sums.data();
   uint64_t* open = pairs.start_clock.data();
+  uint64_t low = 0;   // scopes 0-63 this segment closed, one bit each
+  bool high = false;  // whether it closed one of 64-255
   auto pair = [&](const uint8_t* e) __attribute__((always_inline)) {
     const uint32_t w0 = load_u32(e);
     const uint32_t scope = (w0 >> 23) & 0xffu;
@@ -93,6 +138,11 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     const uint64_t cycles = cycles_between(begin, clock);
     sums[scope].cycles += cycles;
     ++sums[scope].count;
+    if (scope < 64) {
+      low |= uint64_t{1} << scope;
+    } else {
+      high = true;
+    }
     ++regions;
     min_start = std::min(min_start, begin);
     if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles});
@@ -104,7 +154,7 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   for (uint64_t i = 0; i < first; ++i)
     pair(seg + i * kEventBytes);
   pairs.open = open_now;
-  r.unmatched_events += unmatched + pairs.finish();
+  r.unmatched_events += unmatched + pairs.finish(sums, low, high);
   r.regions += regions;
   min_clock = min_start;
 }
@@ -211,6 +261,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
       uint32_t words = load_u32(base + kHeaderFixedBytes + 4 * units[i]);
       segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock, pairs);
     }
+    pairs.finish_cta(r.sums.data());
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);
   }

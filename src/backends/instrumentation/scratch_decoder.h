@@ -70,10 +70,16 @@ struct CtaHeader {
   uint64_t first_clock = 0;  // smallest start clock of its samples (aligns clock to init_ns)
 };
 
-/// Cycles and count of one scope's regions, summed over a launch's units.
+/// Cycles and count of one scope's regions, summed over a launch's units; and how evenly the
+/// units of a CTA share them: `units` and `ctas` that ran the scope, and, summed over those
+/// CTAs, the cycles of each CTA's slowest unit (the CTA waits for it: a warp-specialized
+/// kernel's critical path).
 struct ScopeSum {
   uint64_t cycles = 0;
   uint64_t count = 0;
+  uint64_t units = 0;
+  uint64_t ctas = 0;
+  uint64_t slowest_unit_cycles = 0;
 };
 
 struct DecodeResult {

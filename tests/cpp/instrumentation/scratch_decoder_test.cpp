@@ -38,6 +38,51 @@ TEST(ScratchDecoder, PairsStartAndEndPerWarpAndCta) {
   EXPECT_EQ(r.unmatched_events, 0u);
 }
 
+TEST(ScratchDecoder, SumsEachCtasSlowestWarpAndTheWarpsThatRanARegion) {
+  // Scope 0 on all four warps: warp 0 takes 1,000 cycles (twice over 500), the others 100, in
+  // CTA 0; in CTA 1 every warp takes 100. Scope 1 runs on warp 3 alone.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  ev[0] = {{false, 0, 0}, {true, 0, 500}, {false, 0, 600}, {true, 0, 1100}};
+  for (uint32_t w = 1; w < 4; ++w)
+    ev[w] = {{false, 0, 10}, {true, 0, 110}};
+  ev[3].push_back({false, 1, 200});
+  ev[3].push_back({true, 1, 260});
+  b.add_cta(0, 0, ev);
+  std::vector<std::vector<Event>> even(4);
+  for (uint32_t w = 0; w < 4; ++w)
+    even[w] = {{false, 0, 10}, {true, 0, 110}};
+  b.add_cta(1, 1, even);
+  for (bool keep : {true, false}) {
+    DecodeResult r;
+    decode_scratch_into(b.bytes(), layout_of(b, 4), r, keep);
+    EXPECT_EQ(r.sums[0].cycles, 1000u + 3 * 100 + 4 * 100);
+    EXPECT_EQ(r.sums[0].count, 5u + 4);
+    EXPECT_EQ(r.sums[0].units, 8u);
+    EXPECT_EQ(r.sums[0].ctas, 2u);
+    EXPECT_EQ(r.sums[0].slowest_unit_cycles, 1000u + 100);
+    EXPECT_EQ(r.sums[1].units, 1u);
+    EXPECT_EQ(r.sums[1].ctas, 1u);
+    EXPECT_EQ(r.sums[1].slowest_unit_cycles, 60u);
+    EXPECT_EQ(r.sums[2].units, 0u);
+  }
+}
+
+TEST(ScratchDecoder, ScopeIdsPast63KeepTheirSpreadToo) {
+  // Scope 200 on both warps (300 and 100 cycles, one of them 0-cycle twice after), then on one
+  // warp of a second CTA: the rare path for ids past the 64-bit mask.
+  ScratchBuilder b(2, 2048, 2);
+  b.add_cta(0, 0,
+            {{{false, 200, 0}, {true, 200, 300}},
+             {{false, 200, 0}, {true, 200, 100}, {false, 200, 150}, {true, 200, 150}}});
+  b.add_cta(1, 0, {{{false, 200, 0}, {true, 200, 40}}, {}});
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  EXPECT_EQ(r.sums[200].cycles, 440u);
+  EXPECT_EQ(r.sums[200].units, 3u);
+  EXPECT_EQ(r.sums[200].ctas, 2u);
+  EXPECT_EQ(r.sums[200].slowest_unit_cycles, 300u + 40);
+}
+
 TEST(ScratchDecoder, NestedScopesAndLongClock) {
   ScratchBuilder b(1, 1024, 1);
   uint64_t hi = uint64_t{0x123} << 32;

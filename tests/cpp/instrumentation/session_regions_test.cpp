@@ -86,6 +86,9 @@ TEST_F(SessionRegions, StartOpensThePoolAndFinalizeDrainsAndClosesIt) {
   const nlohmann::json* loop = loop_region(tree);
   ASSERT_NE(loop, nullptr) << tree.dump();
   EXPECT_EQ((*loop)["metrics"]["cycles"], 10) << tree.dump();
+  // One warp of the two ran it: per running warp 10 cycles, and the CTA's slowest took 10.
+  EXPECT_EQ((*loop)["metrics"]["mean_warp_cycles"], 10.0) << tree.dump();
+  EXPECT_EQ((*loop)["metrics"]["max_warp_cycles"], 10.0) << tree.dump();
 }
 
 TEST_F(SessionRegions, RegionsReachTheSessionsSlotNotItsPublicId) {
