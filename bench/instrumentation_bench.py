@@ -142,7 +142,6 @@ def bare_instrumentation(allocator):
 def compiled_kernel_ratios(quick, only_cases=None):
     """Kernel time of plain vs instrumented binaries, for both option sets."""
     import torch
-    import triton
     from triton.runtime import _allocation
 
     import instrumentation_kernels as K

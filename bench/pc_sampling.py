@@ -471,7 +471,7 @@ def in_process_table(k, sizes, rounds, reps):
                 # CUPTI answering "non-user kernel" for everything.
                 "rounds_seen": [{k: x["info"].get("stats", {}).get(k) for k in
                                  ("samples", "pc_records", "non_user", "binaries", "buffer_full",
-                                  "oom_returns", "period_log2")} | 
+                                  "oom_returns", "period_log2")} |
                                 {"profile_samples": x["info"].get("profile_samples")}
                                 for x in xs if x["info"]],
                 "steady_ratio_per_round": [med(x["steady_s"]) / base for x in xs],
@@ -481,7 +481,8 @@ def in_process_table(k, sizes, rounds, reps):
                 row[name]["dropped"] = sum(x["info"].get("stats", {}).get("dropped", 0) for x in xs)
         results[wname] = row
         print(f"{wname:12s} none {base * 1e3:.1f} ms  " + "  ".join(
-            f"{n} {row[n]['steady_ratio']:.3f}x (first {row[n]['first_ratio']:.2f}x, start {row[n]['start_s'] * 1e3:.0f} ms, "
+            f"{n} {row[n]['steady_ratio']:.3f}x (first {row[n]['first_ratio']:.2f}x, "
+            f"start {row[n]['start_s'] * 1e3:.0f} ms, "
             f"stop {row[n]['stop_s'] * 1e3:.0f} ms)" for n in runs if n != "none"), flush=True)
     if note:
         results["floor_note"] = note
@@ -790,8 +791,10 @@ def write_markdown(report, path):
             if "steady_ratio" not in r:
                 lines.append(f"| {r['config']} | {r.get('error')} | | | | |")
                 continue
-            lines.append(f"| {r['config']} | {r['steady_ratio']['gemm']:.3f}x | {r['steady_ratio']['tiny_torch']:.3f}x | "
-                         f"{r['first_ratio']['gemm']:.2f}x | {r['stats'].get('samples')} | {r['stats'].get('buffer_full')} |")
+            steady = r["steady_ratio"]
+            lines.append(f"| {r['config']} | {steady['gemm']:.3f}x | {steady['tiny_torch']:.3f}x | "
+                         f"{r['first_ratio']['gemm']:.2f}x | {r['stats'].get('samples')} | "
+                         f"{r['stats'].get('buffer_full')} |")
     if report.get("memory"):
         lines += ["", "Host memory growth (MB, fresh process, after warm-up):", ""]
         for w, m in report["memory"].items():

@@ -210,14 +210,15 @@ if s == "floor_beside":
 child = pathlib.Path(tempfile.mkdtemp()) / "pc_load_order_child.py"
 child.write_text(CHILD)
 scenarios = sys.argv[1:] or ["after", "before", "twice", "timing_first", "floor_first",
-                             "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first", "mlp_inside", "empty_timing",
+                             "floor_beside", "empty_first", "gemm_first", "act_floor", "mlp_first",
+                             "mlp_inside", "empty_timing",
                              "pcs_timing", "bench_start", "bench_no_pck", "bench_no_warm",
                              "late_import", "bench_late", "bench_table", "bench_table_ne",
                              "bench_table_nt", "bench_table_e", "late_table",
                              "floor_nt", "floor_nt_keep"]
 for s in scenarios:
     r = proc.run([sys.executable, child, s, BENCH], timeout=180)
-    lines = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     print("\n".join(lines) if lines else "", flush=True)
     if r.error():
         print(f"{s}: {r.error(800)}", flush=True)
