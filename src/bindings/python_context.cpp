@@ -10,7 +10,8 @@
 // created, no reference count touched, no GIL taken.
 //
 // The path ends with the thread's state, as in triton.profiler (Python frames + state); user
-// scopes do not appear in python-context sessions. A thread with no Python frames (autograd's
+// scopes do not appear in python-context sessions: a scope is the path of its entry (module.cpp
+// records it), where its metrics go. A thread with no Python frames (autograd's
 // backward threads, C++ pools) gets kRootContext, and its kernels fall back to the shadow
 // context: the scopes and state of the thread that owns them.
 #include "bindings/python_context.h"

@@ -393,12 +393,23 @@ void Runtime::finalize_all(std::string_view format) {
   }
 }
 
+ContextId Runtime::scope_python_site() {
+  const ThreadContext& t = ThreadContext::current();
+  ContextId site = t.open_scopes() != 0 ? t.scope_python_site() : kRootContext;
+  return site != kRootContext ? site : LaunchStage::python_context();
+}
+
 void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics) {
   // Where this thread's kernels land: the scope path, then the state as the leaf (as
   // triton.profiler places scope metrics inside `with proton.state(...)`).
   ContextId ctx = ThreadContext::launch_context();
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
   if (active == 0) return;
+  // context="python" sessions: the Python path where the innermost scope was entered.
+  ContextId python = kRootContext;
+  if ((active & LaunchStage::python_sessions.load(std::memory_order_relaxed)) != 0) {
+    python = scope_python_site();
+  }
   if (!metrics.empty() && LaunchStage::tracing()) {
     // A trace shows them on the scope's own event: staged in order with its enter and exit.
     LaunchStage::scope_metrics(
@@ -406,16 +417,18 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   }
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {
-    if (Session* s = sessions_[std::countr_zero(active)].get()) s->add_metrics(ctx, metrics);
+    if (Session* s = sessions_[std::countr_zero(active)].get()) {
+      s->add_metrics(ctx, python, metrics);
+    }
   }
 }
 
-bool Runtime::add_metrics_to(SessionId id, ContextId ctx,
+bool Runtime::add_metrics_to(SessionId id, ContextId ctx, ContextId python,
                              std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::shared_lock lock(sessions_mu_);
   for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
     if (sessions_[slot] && public_ids_[slot] == id) {
-      sessions_[slot]->add_metrics(ctx, metrics);
+      sessions_[slot]->add_metrics(ctx, python, metrics);
       return true;
     }
   }

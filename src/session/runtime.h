@@ -59,10 +59,14 @@ class Runtime final : public RecordSink {
 
   /// Adds metrics to the current context of the calling thread in every active session.
   void add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics);
-  /// Adds metrics to `ctx` of one session, if it still exists (device tensor metrics, read
-  /// back after the fact: python/proton/metric.py). Returns false when it does not.
-  bool add_metrics_to(SessionId id, ContextId ctx,
+  /// Adds metrics to `ctx` (`python` in a context="python" session, when not kRootContext) of
+  /// one session, if it still exists (device tensor metrics, read back after the fact:
+  /// python/proton/metric.py). Returns false when it does not.
+  bool add_metrics_to(SessionId id, ContextId ctx, ContextId python,
                       std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Where scope metrics of the calling thread go in a context="python" session: the Python
+  /// path recorded when its innermost scope was entered, else the path it is at now.
+  static ContextId scope_python_site();
   /// Ids of the sessions recording now, in slot order.
   std::vector<SessionId> active_session_ids() const;
 

@@ -198,11 +198,13 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
   }
 }
 
-void Session::add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics) {
+void Session::add_metrics(ContextId ctx, ContextId python,
+                          std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::lock_guard lock(mu);
   if (!data_.tree) return;  // a trace-only session has no tree to hold scope metrics
   CallTree& t = tree();
-  CallTree::NodeId node = t.node_for_context(ctx);
+  CallTree::NodeId node =
+      t.node_for_context(python_context_ && python != kRootContext ? python : ctx);
   for (const auto& [name, value] : metrics)
     t.add_metric(node, name, value);
 }

@@ -61,8 +61,10 @@ class Session {
   /// collects no such kind returns without it. Kernel records are left alone by a session that
   /// keeps region cycles only (they are on for another session).
   void collect(const Record& record);
-  /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
-  void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Adds flexible metrics to the node of context `ctx`, or of `python` in a context="python"
+  /// session when it is not kRootContext (takes mu). Throws MetricTypeError.
+  void add_metrics(ContextId ctx, ContextId python,
+                   std::span<const std::pair<NameId, MetricValue>> metrics);
 
   /// Guards the phase trees, the trace, the collectors, dropped and unattributed. Taken by the
   /// record thread per delivery, by user threads adding scope metrics and by decoder threads

@@ -152,3 +152,81 @@ def test_steady_call_site_resolves_no_frame():
     changed = _proton._python_context_resolved_frames() - first
     assert len(inspect.stack()) > 10  # pytest's frames sit above: reusing them is the point
     assert 0 < changed <= 21, changed
+
+
+def metric_paths(root, metric):
+    """(path of frame names from ROOT's child down, node) for each node that has `metric`."""
+    out = []
+
+    def walk(node, path):
+        for c in node.get("children", []):
+            p = path + [c["frame"]["name"]]
+            if metric in c.get("metrics", {}):
+                out.append((p, c))
+            walk(c, p)
+
+    walk(root, [])
+    return out
+
+
+PROTON_DIR = proton.__file__.rsplit("/", 1)[0] + "/"
+
+
+def test_scopes_sit_at_the_python_path_of_their_entry(tmp_path):
+    # triton.profiler (TreeData::enterScope with the Python context source) places a scope at
+    # the Python frames of its entry, the state last, without the scope's own name; its metrics
+    # go there, whenever they are added (cpu_time at exit). Kernels under it keep their own path.
+    name = str(tmp_path / "py")
+    session = proton.start(name, context="python")
+
+    def body():
+        here = expected(inspect.stack(0))[:-1]  # this function's caller frames
+        with proton.cpu_timed_scope("timed"):
+            entered = proton.enter_scope("manual", metrics={"m": 1})
+            proton.exit_scope("manual", metrics={"m": 2})
+        with proton.state("st"):
+            with proton.scope("in_state", metrics={"x": 1}):
+                pass
+        return here, entered
+
+    here, _ = body()
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    names = [c["frame"]["name"] for c in root["children"]]
+    assert not {"timed", "manual", "in_state", "st"} & set(names), names
+    line = body.__code__.co_firstlineno
+
+    def check(metric, body_line, want_state=None):
+        (path, node), = metric_paths(root, metric)
+        n = len(here)
+        assert path[:n] == here, path
+        assert path[n] == f"{__file__}:{line + body_line}@body", path
+        rest = path[n + 1:]
+        if want_state is not None:
+            assert rest[-1] == want_state, path
+            rest = rest[:-1]
+        # Below the user's line: only proton's own scope functions (triton.profiler's are there
+        # in its profiles), the innermost the one that entered the scope.
+        assert rest and all(f.startswith(PROTON_DIR) for f in rest), path
+        assert FRAME.fullmatch(rest[-1])
+        return node
+
+    assert check("cpu_time (ns)", 2)["metrics"]["cpu_calls"] == 1
+    assert check("m", 3)["metrics"]["m"] == 3  # entry and exit metrics on one node
+    assert check("x", 6, want_state="st")["metrics"]["x"] == 1
+
+
+def test_scope_entered_before_a_python_session_started(tmp_path):
+    # No Python site was recorded at entry: its metrics go to the path they are added from.
+    name = str(tmp_path / "py")
+    proton.enter_scope("early")
+    session = proton.start(name, context="python")
+    proton.exit_scope("early", metrics={"late": 5})
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    (path, node), = metric_paths(root, "late")
+    assert node["metrics"]["late"] == 5
+    assert "early" not in path
+    assert any(f.endswith("@test_scope_entered_before_a_python_session_started") for f in path)
