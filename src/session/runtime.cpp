@@ -435,6 +435,22 @@ bool Runtime::add_metrics_to(SessionId id, ContextId ctx, ContextId python,
   return false;
 }
 
+bool Runtime::add_device_slot_value(SessionId id, uint32_t slot, NameId metric,
+                                    const MetricValue& value) {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId i = 0; i < kMaxSessions; ++i) {
+    if (sessions_[i] && public_ids_[i] == id) {
+      return sessions_[i]->add_device_slot_value(slot, metric, value);
+    }
+  }
+  return false;
+}
+
+void Runtime::flush() {
+  std::lock_guard api(api_mu_);
+  flush_backend();
+}
+
 std::vector<SessionId> Runtime::active_session_ids() const {
   std::vector<SessionId> out;
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);

@@ -64,6 +64,13 @@ class Runtime final : public RecordSink {
   /// python/proton/metric.py). Returns false when it does not.
   bool add_metrics_to(SessionId id, ContextId ctx, ContextId python,
                       std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Adds `value` of `metric`, read back from device accumulator `slot` (launch_metadata
+  /// tensors), to the kernel nodes of session `id` that the slot's launches reached. False when
+  /// the session is gone or no such kernel reached it.
+  bool add_device_slot_value(SessionId id, uint32_t slot, NameId metric, const MetricValue& value);
+  /// Delivers every record the backend holds to the sessions (a read-back of device metrics
+  /// needs the kernels it belongs to placed first).
+  void flush();
   /// Where scope metrics of the calling thread go in a context="python" session: the Python
   /// path recorded when its innermost scope was entered, else the path it is at now.
   static ContextId scope_python_site();
