@@ -230,3 +230,29 @@ def test_scope_entered_before_a_python_session_started(tmp_path):
     assert node["metrics"]["late"] == 5
     assert "early" not in path
     assert any(f.endswith("@test_scope_entered_before_a_python_session_started") for f in path)
+
+
+def test_device_tensor_scope_metrics_reach_the_python_site(tmp_path, monkeypatch):
+    # Tensor metrics read back later (proton.metric, CPU tensors standing in for device ones)
+    # land where the scope's plain metrics do in a python session: its entry path.
+    torch = pytest.importorskip("torch")
+    from proton import metric
+    monkeypatch.setattr(metric, "_HOST_DEVICES", ())
+    for table in ("_slabs", "_slots", "_next", "_folded", "_launch_slots"):
+        monkeypatch.setattr(metric, table, {})
+    name = str(tmp_path / "py")
+    session = proton.start(name, context="python")
+
+    def step():
+        with proton.scope("step", {"loss": torch.tensor(0.25), "n": 1}):
+            pass
+
+    for _ in range(4):
+        step()
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    assert "step" not in [c["frame"]["name"] for c in root["children"]]
+    (path, node), = metric_paths(root, "loss")
+    assert node["metrics"] == {"loss": 1.0, "n": 4}, node
+    assert any(f.endswith("@step") for f in path), path
