@@ -273,7 +273,8 @@ void launch_enter(nb::handle lazy) {
     if (reserved(key) || clashes_with_kernel_column(key)) continue;
     MetricValue value;
     uint32_t slot = UINT32_MAX;
-    if (state().tensor_converter != nullptr && nb::hasattr(v, "data_ptr")) {
+    if (state().tensor_converter != nullptr && !nb::isinstance<nb::int_>(v) &&
+        !nb::isinstance<nb::float_>(v) && nb::hasattr(v, "data_ptr")) {
       // A device tensor is added to an accumulator on the device (a tiny kernel, launched
       // here while no op is pending, under the metadata state): nothing waits for the GPU.
       if (!tensor_metric(key, kernel_name, v, value, slot)) continue;
