@@ -480,6 +480,16 @@ bool Runtime::is_active(SessionId id) const {
   return false;
 }
 
+bool Runtime::is_python_session(SessionId id) const {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
+    if (sessions_[slot] && public_ids_[slot] == id) {
+      return sessions_[slot]->options().python_context;
+    }
+  }
+  return false;
+}
+
 bool Runtime::has_sessions() const {
   std::shared_lock lock(sessions_mu_);
   for (auto& s : sessions_) {

@@ -106,6 +106,8 @@ class Runtime final : public RecordSink {
                         uint32_t clock_khz);
 
   bool is_active(SessionId id) const;
+  /// Whether session `id` exists and places kernels by Python call path (context="python").
+  bool is_python_session(SessionId id) const;
   bool has_sessions() const;
   std::string backend_name() const;
 

@@ -256,3 +256,18 @@ def test_device_tensor_scope_metrics_reach_the_python_site(tmp_path, monkeypatch
     (path, node), = metric_paths(root, "loss")
     assert node["metrics"] == {"loss": 1.0, "n": 4}, node
     assert any(f.endswith("@step") for f in path), path
+
+
+def test_depth_of_a_python_session_counts_python_frames(tmp_path):
+    # triton.profiler's PythonContextSource::getDepth: the Python frames of the calling thread
+    # (context.depth's own frame included, as its binding sees it), the state not counted.
+    session = proton.start(str(tmp_path / "py"), context="python")
+    shadow = proton.start(str(tmp_path / "sh"))
+    try:
+        with proton.state("st"):
+            here = len(inspect.stack(0))
+            assert proton.context.depth(session) == here + 1
+            assert recurse(5, lambda: proton.context.depth(session)) == here + 8  # 6 + lambda + depth
+            assert proton.context.depth(shadow) == 1  # the shadow context: the state only
+    finally:
+        proton.finalize()
