@@ -178,27 +178,25 @@ double metadata_float(std::string_view name, std::string_view kernel, nb::handle
   return d;
 }
 
-// A metadata value as a metric; false for values that are not numbers (ignored, as Triton
-// does). Scalars of numpy/torch convert through item().
-bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
+// A Python int or float as a metric (coerced by its name); false for anything else.
+bool number_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
   if (nb::isinstance<nb::int_>(v)) {
     out = metadata_int(name, kernel, v);
   } else if (nb::isinstance<nb::float_>(v)) {
     out = metadata_float(name, kernel, v);
-  } else if (v.is_none() || !nb::hasattr(v, "item")) {
-    return false;
   } else {
-    nb::object item = v.attr("item")();
-    if (nb::isinstance<nb::int_>(item)) {
-      out = metadata_int(name, kernel, item);
-    } else if (nb::isinstance<nb::float_>(item)) {
-      out = metadata_float(name, kernel, item);
-    } else {
-      return false;
-    }
+    return false;
   }
   out = coerce_metric(name, std::move(out));
   return true;
+}
+
+// A metadata value as a metric; false for values that are not numbers (ignored, as Triton
+// does). Scalars of numpy/torch convert through item().
+bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
+  if (number_metric(name, kernel, v, out)) return true;
+  if (v.is_none() || !nb::hasattr(v, "item")) return false;
+  return number_metric(name, kernel, v.attr("item")(), out);
 }
 
 // A tensor value: through proton.metric (no host synchronization for a device tensor). Returns
@@ -208,20 +206,9 @@ bool tensor_metric(std::string_view name, std::string_view kernel, nb::handle v,
   nb::object r = nb::borrow(state().tensor_converter)(nb::str(name.data(), name.size()),
                                                       nb::str(kernel.data(), kernel.size()), v);
   if (r.is_none()) return false;
-  nb::handle value = r;
-  if (nb::isinstance<nb::tuple>(r)) {
-    slot = nb::cast<uint32_t>(r[0]);
-    value = r[1];
-  }
-  if (nb::isinstance<nb::int_>(value)) {
-    out = metadata_int(name, kernel, value);
-  } else if (nb::isinstance<nb::float_>(value)) {
-    out = metadata_float(name, kernel, value);
-  } else {
-    return false;
-  }
-  out = coerce_metric(name, std::move(out));
-  return true;
+  if (!nb::isinstance<nb::tuple>(r)) return number_metric(name, kernel, r, out);
+  slot = nb::cast<uint32_t>(r[0]);
+  return number_metric(name, kernel, r[1], out);
 }
 
 void check_type(NameId metric, std::string_view name, const MetricValue& v) {
