@@ -291,22 +291,20 @@ void launch_exit(nb::handle) {
 void register_launch_hook(nb::module_& m) {
   m.def("_launch_enter", &launch_enter, nb::arg("metadata"));
   m.def("_launch_exit", &launch_exit, nb::arg("metadata"));
+  // A callable kept in HookState (a strong reference; None clears it).
+  auto keep = [](PyObject*& held, nb::handle fn) {
+    Py_XDECREF(held);
+    held = fn.is_none() ? nullptr : fn.inc_ref().ptr();
+  };
   m.def(
       "_set_launch_filter",
-      [](nb::handle filter) {
-        HookState& s = state();
-        Py_XDECREF(s.filter);
-        s.filter = filter.is_none() ? nullptr : filter.inc_ref().ptr();
-        s.decisions.clear();
+      [keep](nb::handle filter) {
+        keep(state().filter, filter);
+        state().decisions.clear();
       },
       nb::arg("filter").none());
   m.def(
-      "_set_launch_tensor_converter",
-      [](nb::handle fn) {
-        HookState& s = state();
-        Py_XDECREF(s.tensor_converter);
-        s.tensor_converter = fn.is_none() ? nullptr : fn.inc_ref().ptr();
-      },
+      "_set_launch_tensor_converter", [keep](nb::handle fn) { keep(state().tensor_converter, fn); },
       nb::arg("fn").none());
   // proton.metric.fold: a device slot's value read back, to the kernel nodes of `session` that
   // its launches reached; and the flush that delivers those kernels first.
