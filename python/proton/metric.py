@@ -11,6 +11,10 @@
 - a tensor of more than one element, or an object that is not a number, is an error naming the
   metric.
 
+Tensors returned by a Triton kernel's ``launch_metadata`` (``hook="triton"``) take the same
+path (``launch_value``): one accumulator per (sessions, launch site, kernel, metric); at the
+read-back the engine hands its new sum to the kernel nodes its launches reached.
+
 ``(pty)`` metrics keep the last value (a device copy instead of an add). The tiny add kernels
 run under the launch-metadata frame (``proton.state.COMPUTE_METADATA_SCOPE_NAME``), which every
 viewer hides, so they never show up among the user's kernels.
@@ -131,15 +135,18 @@ def preallocate(device=None) -> None:
     # queued for torch's CUDA init ran inside our own allocation, under _lock, and hung.)
 
 
-def _accumulate(torch, name: str, value) -> None:
+def _accumulate(torch, name: str, value, where=None):
+    """Adds `value` to its accumulator on the device; returns the accumulator's key (None when
+    no session is active). `where` tells launch-metadata slots apart from scope ones."""
     sessions = tuple(_proton._active_sessions())
     if not sessions:
-        return
+        return None
     is_float = value.is_floating_point() or value.is_complex()
     if value.is_complex():
         raise TypeError(f"metric '{name}': complex tensors are not metric values")
     device = value.device
-    key = (sessions, _proton._metric_context(), name, device, is_float)
+    context = _proton._metric_context()
+    key = (sessions, context if where is None else (where, context), name, device, is_float)
     with _lock:
         slab_index, offset = _slot(torch, key, device, is_float)
         cell = _slabs[(device, is_float)][slab_index][offset]
@@ -152,6 +159,55 @@ def _accumulate(torch, name: str, value) -> None:
             cell.add_(value.reshape(()))
     finally:
         _proton.set_state(outer)
+    return key
+
+
+# Launch-metadata accumulators (hook="triton"): key -> slot number and back. The engine notes
+# which kernel nodes each slot's launches reached, and fold() hands the slot's value to them.
+_launch_slots: dict = {}
+_launch_keys: list = []
+
+
+def _tensor_value(where: str, torch, value):
+    """Checks a tensor metric; returns it (bool as int64)."""
+    if value.numel() != 1:
+        raise TypeError(f"{where}: a tensor metric must hold exactly one value (a 0-d tensor), "
+                        f"got shape {tuple(value.shape)} ({_ACCEPTED})")
+    if value.device.type == "meta":
+        raise ValueError(f"{where}: a meta tensor has no value")
+    if value.is_complex():
+        raise TypeError(f"{where}: a complex tensor is not a metric value ({_ACCEPTED})")
+    if value.dtype == torch.bool:
+        value = value.to(torch.int64)  # as on the device: a count, not a bool
+    return value
+
+
+def launch_value(name: str, kernel: str, value):
+    """Called by the launch hook for a launch_metadata value with a ``data_ptr`` (a tensor).
+
+    A host tensor is read as a number. A device tensor is added, on the current stream (the
+    one the kernel launches on), to an accumulator slot of its launch site, kernel and metric,
+    with no host synchronization, also inside CUDA-graph capture (each replay adds again);
+    returns ``(slot, typed zero)``; the slot is read back with the scope metrics (fold()).
+    None: not a tensor this module knows (ignored, as triton.profiler ignores non-numbers).
+    """
+    torch = _torch()
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    shown = "".join(c if " " <= c != "\x7f" else f"\\x{ord(c):02x}" for c in name)
+    value = _tensor_value(f"launch_metadata metric '{shown}' of kernel '{kernel}'", torch, value)
+    if value.device.type in _HOST_DEVICES:
+        return value.item()
+    key = _accumulate(torch, name, value, where=kernel)
+    zero = 0.0 if value.is_floating_point() else 0
+    if key is None:
+        return zero
+    with _lock:
+        slot = _launch_slots.get(key)
+        if slot is None:
+            slot = _launch_slots[key] = len(_launch_keys)
+            _launch_keys.append(key)
+    return slot, zero
 
 
 _ACCEPTED = _proton._metric_values_accepted  # the engine's words, so both refuse alike
@@ -166,15 +222,7 @@ def convert(name: str, value, scope: str = "ROOT"):
     where = f"metric '{shown}' in scope '{scope}'"  # the engine passes `scope` already escaped
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise TypeError(f"{where}: a tensor metric must hold exactly one value (a 0-d tensor), "
-                            f"got shape {tuple(value.shape)} ({_ACCEPTED})")
-        if value.device.type == "meta":
-            raise ValueError(f"{where}: a meta tensor has no value")
-        if value.is_complex():
-            raise TypeError(f"{where}: a complex tensor is not a metric value ({_ACCEPTED})")
-        if value.dtype == torch.bool:
-            value = value.to(torch.int64)  # as on the device: a count, not a bool
+        value = _tensor_value(where, torch, value)
         if value.device.type in _HOST_DEVICES:
             return value.item()
         _accumulate(torch, name, value)
@@ -206,6 +254,11 @@ def fold() -> None:
             if kind[0].type == "cuda":
                 torch.cuda.synchronize(kind[0])
             host[kind] = [slab.cpu().tolist() for slab in slabs]
+        launch_slots = dict(_launch_slots)
+    if launch_slots:
+        # The kernels those launches ran as must be placed before their values: deliver every
+        # record (their kernels completed before the synchronization above).
+        _proton._flush_records()
     for key, (slab_index, offset) in slots:
         sessions, ctx, name, device, is_float = key
         now = host[(device, is_float)][slab_index][offset]
@@ -216,9 +269,13 @@ def fold() -> None:
             continue
         _folded[key] = now
         value = float(value) if is_float else int(value)
+        launch_slot = launch_slots.get(key)
         for session in sessions:
             try:
-                _proton._add_metrics_to(session, ctx, {name: value})
+                if launch_slot is not None:
+                    _proton._add_launch_slot(session, launch_slot, name, value)
+                else:
+                    _proton._add_metrics_to(session, ctx, {name: value})
             except _proton.MetricTypeError:
                 # This slot's kind (int or float) was refused at the scope already: the user
                 # got the error there, and its values are not the metric's.
@@ -226,3 +283,4 @@ def fold() -> None:
 
 
 _proton._set_metric_converter(convert)
+_proton._set_launch_tensor_converter(launch_value)

@@ -9,7 +9,8 @@
 // or a kernel name the include/exclude filter rejects -> nothing. Otherwise the metadata
 // function runs under the state "__proton_launch_metadata" (so kernels it launches, e.g. a
 // tensor op, land under that frame, which viewers hide, as in triton.profiler); its result
-// becomes a LaunchOp (name -> the kernel node's name; numeric entries -> metrics) marked
+// becomes a LaunchOp (name -> the kernel node's name; numeric entries -> metrics; GPU tensors
+// -> device accumulator slots, summed by proton.metric with no host synchronization) marked
 // pending on this thread; the launch callback moves it into the launch's tag.
 // exit: clears the pending op (a launch that never reached the driver must not pass it on).
 // Every launch enter lets through also numbers the launch and keeps its (evaluated) name on this
@@ -24,6 +25,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 
 #include <atomic>
 #include <cmath>
@@ -44,6 +46,7 @@
 #include "data/compiled_kernels.h"
 #include "data/metric.h"
 #include "io/hatchet_writer.h"
+#include "session/runtime.h"
 
 namespace nb = nanobind;
 
@@ -61,6 +64,9 @@ struct StringHash {
 // Guarded by the GIL. Leaked on purpose: the interpreter may be gone when statics are freed.
 struct HookState {
   PyObject* filter = nullptr;  // callable(name) -> bool, or null for "every kernel"
+  // proton.metric.launch_value(name, kernel, tensor): a number for a host tensor, or
+  // (accumulator slot, typed zero) for a device tensor whose value it added on the device.
+  PyObject* tensor_converter = nullptr;
   std::unordered_map<std::string, bool, StringHash, std::equal_to<>> decisions;
   std::unordered_map<NameId, MetricType> metric_types;
   std::unordered_set<std::string, StringHash, std::equal_to<>>
@@ -174,27 +180,37 @@ double metadata_float(std::string_view name, std::string_view kernel, nb::handle
   return d;
 }
 
-// A metadata value as a metric; false for values that are not numbers (ignored, as Triton
-// does). Scalars of numpy/torch convert through item().
-bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
+// A Python int or float as a metric (coerced by its name); false for anything else.
+bool number_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
   if (nb::isinstance<nb::int_>(v)) {
     out = metadata_int(name, kernel, v);
   } else if (nb::isinstance<nb::float_>(v)) {
     out = metadata_float(name, kernel, v);
-  } else if (v.is_none() || !nb::hasattr(v, "item")) {
-    return false;
   } else {
-    nb::object item = v.attr("item")();
-    if (nb::isinstance<nb::int_>(item)) {
-      out = metadata_int(name, kernel, item);
-    } else if (nb::isinstance<nb::float_>(item)) {
-      out = metadata_float(name, kernel, item);
-    } else {
-      return false;
-    }
+    return false;
   }
   out = coerce_metric(name, std::move(out));
   return true;
+}
+
+// A metadata value as a metric; false for values that are not numbers (ignored, as Triton
+// does). Scalars of numpy/torch convert through item().
+bool to_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out) {
+  if (number_metric(name, kernel, v, out)) return true;
+  if (v.is_none() || !nb::hasattr(v, "item")) return false;
+  return number_metric(name, kernel, v.attr("item")(), out);
+}
+
+// A tensor value: through proton.metric (no host synchronization for a device tensor). Returns
+// false to ignore the value; sets `slot` (else UINT32_MAX) when the value stays on the device.
+bool tensor_metric(std::string_view name, std::string_view kernel, nb::handle v, MetricValue& out,
+                   uint32_t& slot) {
+  nb::object r = nb::borrow(state().tensor_converter)(nb::str(name.data(), name.size()),
+                                                      nb::str(kernel.data(), kernel.size()), v);
+  if (r.is_none()) return false;
+  if (!nb::isinstance<nb::tuple>(r)) return number_metric(name, kernel, r, out);
+  slot = nb::cast<uint32_t>(r[0]);
+  return number_metric(name, kernel, r[1], out);
 }
 
 void check_type(NameId metric, std::string_view name, const MetricValue& v) {
@@ -233,6 +249,8 @@ void launch_enter(nb::handle lazy) {
   note_launch(renamed != nullptr && PyUnicode_Check(renamed) ? renamed : kernel);
   NameId name = kNoName;
   std::vector<std::pair<NameId, MetricValue>> metrics;
+  std::vector<std::pair<NameId, uint32_t>> device_slots;
+  std::string_view kernel_name(text, static_cast<size_t>(len));
   for (auto [k, v] : md) {
     if (!nb::isinstance<nb::str>(k)) continue;
     std::string_view key = nb::cast<std::string_view>(k);
@@ -243,12 +261,27 @@ void launch_enter(nb::handle lazy) {
     }
     if (reserved(key) || clashes_with_kernel_column(key)) continue;
     MetricValue value;
-    if (!to_metric(key, std::string_view(text, static_cast<size_t>(len)), v, value)) continue;
+    uint32_t slot = UINT32_MAX;
+    if (state().tensor_converter != nullptr && !nb::isinstance<nb::int_>(v) &&
+        !nb::isinstance<nb::float_>(v) && nb::hasattr(v, "data_ptr")) {
+      // A device tensor is added to an accumulator on the device (a tiny kernel, launched
+      // here while no op is pending, under the metadata state): nothing waits for the GPU.
+      if (!tensor_metric(key, kernel_name, v, value, slot)) continue;
+    } else if (!to_metric(key, kernel_name, v, value)) {
+      continue;
+    }
     NameId metric = NameTable::global().intern(key);
     check_type(metric, key, value);
+    if (slot != UINT32_MAX) {
+      device_slots.emplace_back(metric, slot);
+      // The typed zero creates the metric on the kernel node with each launch (a property
+      // would be overwritten by it: its value comes only from the read-back).
+      if (metric_rule(key) == MetricRule::kProperty) continue;
+    }
     metrics.emplace_back(metric, std::move(value));
   }
-  LaunchOps::set_pending(LaunchOps::global().intern(name, std::move(metrics)));
+  LaunchOps::set_pending(
+      LaunchOps::global().intern(name, std::move(metrics), std::move(device_slots)));
 }
 
 void launch_exit(nb::handle) {
@@ -260,15 +293,36 @@ void launch_exit(nb::handle) {
 void register_launch_hook(nb::module_& m) {
   m.def("_launch_enter", &launch_enter, nb::arg("metadata"));
   m.def("_launch_exit", &launch_exit, nb::arg("metadata"));
+  // A callable kept in HookState (a strong reference; None clears it).
+  auto keep = [](PyObject*& held, nb::handle fn) {
+    Py_XDECREF(held);
+    held = fn.is_none() ? nullptr : fn.inc_ref().ptr();
+  };
   m.def(
       "_set_launch_filter",
-      [](nb::handle filter) {
-        HookState& s = state();
-        Py_XDECREF(s.filter);
-        s.filter = filter.is_none() ? nullptr : filter.inc_ref().ptr();
-        s.decisions.clear();
+      [keep](nb::handle filter) {
+        keep(state().filter, filter);
+        state().decisions.clear();
       },
       nb::arg("filter").none());
+  m.def(
+      "_set_launch_tensor_converter", [keep](nb::handle fn) { keep(state().tensor_converter, fn); },
+      nb::arg("fn").none());
+  // proton.metric.fold: a device slot's value read back, to the kernel nodes of `session` that
+  // its launches reached; and the flush that delivers those kernels first.
+  m.def("_add_launch_slot",
+        [](SessionId session, uint32_t slot, std::string_view name, nb::handle value) {
+          MetricValue v;
+          if (nb::isinstance<nb::int_>(value)) {
+            v = metadata_int(name, "", value);
+          } else {
+            v = nb::cast<double>(value);
+          }
+          return Runtime::get().add_device_slot_value(
+              session, slot, NameTable::global().intern(name), coerce_metric(name, std::move(v)));
+        });
+  m.def(
+      "_flush_records", [] { Runtime::get().flush(); }, nb::call_guard<nb::gil_scoped_release>());
   // Test hooks: how many ops exist, the op pending on this thread, and an op's content.
   m.def("_launch_ops", [] { return LaunchOps::global().size() - 1; });
   m.def("_launch_op", [](uint32_t id) {
@@ -289,6 +343,16 @@ void register_launch_hook(nb::module_& m) {
       name = nb::str(n.data(), n.size());
     }
     return nb::make_tuple(name, metrics);
+  });
+  // An op's device metrics: name -> accumulator slot.
+  m.def("_launch_op_slots", [](uint32_t id) {
+    if (id == 0 || id >= LaunchOps::global().size()) throw nb::index_error("no such launch op");
+    nb::dict slots;
+    for (const auto& [metric, slot] : LaunchOps::global().get(id).device_slots) {
+      std::string_view n = NameTable::global().name(metric);
+      slots[nb::str(n.data(), n.size())] = slot;
+    }
+    return slots;
   });
   // proton.hooks.launch.id and op_name of the calling thread (None when unset), and their
   // setters (ContextVar.set from Python).

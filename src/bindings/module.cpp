@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/launch_stage.h"
 #include "bindings/counters_bindings.h"
 #include "bindings/launch_hook.h"
 #include "bindings/options_bindings.h"
@@ -329,7 +330,15 @@ NB_MODULE(_proton, m) {
   });
 
   m.def("enter_scope", [](std::string_view name) {
-    ThreadContext::current().enter_user_scope(intern(name));
+    ThreadContext& t = ThreadContext::current();
+    t.enter_user_scope(intern(name));
+    // context="python" sessions place a scope at the Python path of its entry, state included
+    // (as triton.profiler does; the scope's name is no frame of theirs): its metrics go there,
+    // wherever they are added from.
+    if ((LaunchStage::active_sessions.load(std::memory_order_relaxed) &
+         LaunchStage::python_sessions.load(std::memory_order_relaxed)) != 0) {
+      t.set_scope_python_site(LaunchStage::python_context());
+    }
     // An empty scope is still a node of the profile, as in triton.profiler: create it now in
     // every active session (one relaxed load when none is).
     Runtime::get().add_metrics({});
@@ -366,10 +375,21 @@ NB_MODULE(_proton, m) {
   // Tensor metrics (python/proton/metric.py).
   m.def("_set_metric_converter",
         [](nb::handle fn) { metric_converter() = nb::borrow<nb::object>(fn); });
-  m.def("_metric_context", [] { return ThreadContext::launch_context(); });
+  // One int for both places a scope metric can go: the shadow context (low 32 bits) and, while
+  // a context="python" session is active, the scope's Python site (high 32 bits).
+  m.def("_metric_context", [] {
+    uint64_t python = 0;
+    if ((LaunchStage::active_sessions.load(std::memory_order_relaxed) &
+         LaunchStage::python_sessions.load(std::memory_order_relaxed)) != 0) {
+      python = Runtime::scope_python_site();
+    }
+    return (python << 32) | ThreadContext::launch_context();
+  });
   m.def("_active_sessions", [] { return Runtime::get().active_session_ids(); });
-  m.def("_add_metrics_to", [](SessionId id, ContextId ctx, nb::dict metrics) {
-    return Runtime::get().add_metrics_to(id, ctx, convert_metrics(metrics, ctx));
+  m.def("_add_metrics_to", [](SessionId id, uint64_t where, nb::dict metrics) {
+    auto ctx = static_cast<ContextId>(where);
+    auto python = static_cast<ContextId>(where >> 32);
+    return Runtime::get().add_metrics_to(id, ctx, python, convert_metrics(metrics, ctx));
   });
   m.def("state", [] {
     NameId s = ThreadContext::current().state();

@@ -10,7 +10,8 @@
 // created, no reference count touched, no GIL taken.
 //
 // The path ends with the thread's state, as in triton.profiler (Python frames + state); user
-// scopes do not appear in python-context sessions. A thread with no Python frames (autograd's
+// scopes do not appear in python-context sessions: a scope is the path of its entry (module.cpp
+// records it), where its metrics go. A thread with no Python frames (autograd's
 // backward threads, C++ pools) gets kRootContext, and its kernels fall back to the shadow
 // context: the scopes and state of the thread that owns them.
 #include "bindings/python_context.h"
@@ -30,6 +31,7 @@
 #include "common/name_table.h"
 #include "context/context_tree.h"
 #include "context/thread_context.h"
+#include "session/runtime.h"
 
 namespace nb = nanobind;
 
@@ -189,6 +191,14 @@ void register_python_context(nb::module_& m) {
     }
     return path_of(ctx);
   });
+  // proton.context.depth of a context="python" session, as triton.profiler counts it: the
+  // calling thread's Python frames (the state not counted; at most the walker's cap).
+  m.def("_python_frame_count", [] {
+    bool truncated = false;
+    return frames_supported() ? collect_frames(thread_cache().walk, kMaxFrames, truncated) : 0;
+  });
+  m.def("_is_python_session",
+        [](SessionId id) { return frames_supported() && Runtime::get().is_python_session(id); });
   // Frames the calling thread's walks have resolved so far (not reused from its last walk):
   // lets tests check that a steady call site resolves nothing, without timing anything.
   m.def("_python_context_resolved_frames", [] { return thread_cache().resolved; });

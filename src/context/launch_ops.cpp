@@ -15,8 +15,10 @@ void append_raw(std::string& key, const T& v) {
   key.append(bytes, sizeof(T));
 }
 
-// A byte string equal for equal ops: name, then per metric its name, type and value bytes.
-std::string content_key(NameId name, const std::vector<std::pair<NameId, MetricValue>>& metrics) {
+// A byte string equal for equal ops: name, then per metric its name, type and value bytes,
+// then the device slots.
+std::string content_key(NameId name, const std::vector<std::pair<NameId, MetricValue>>& metrics,
+                        const std::vector<std::pair<NameId, uint32_t>>& device_slots) {
   std::string key;
   key.reserve(8 + metrics.size() * 24);
   append_raw(key, name);
@@ -36,6 +38,11 @@ std::string content_key(NameId name, const std::vector<std::pair<NameId, MetricV
         },
         value);
   }
+  append_raw(key, static_cast<uint64_t>(device_slots.size()));
+  for (const auto& [metric, slot] : device_slots) {
+    append_raw(key, metric);
+    append_raw(key, slot);
+  }
   return key;
 }
 
@@ -50,11 +57,13 @@ LaunchOps::LaunchOps() {
   ops_.push_back(LaunchOp{});  // id 0: no op
 }
 
-uint32_t LaunchOps::intern(NameId name, std::vector<std::pair<NameId, MetricValue>> metrics) {
-  std::string key = content_key(name, metrics);
+uint32_t LaunchOps::intern(NameId name, std::vector<std::pair<NameId, MetricValue>> metrics,
+                           std::vector<std::pair<NameId, uint32_t>> device_slots) {
+  std::string key = content_key(name, metrics, device_slots);
   std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) return it->second;
-  auto id = static_cast<uint32_t>(ops_.push_back(LaunchOp{name, std::move(metrics)}));
+  auto id = static_cast<uint32_t>(
+      ops_.push_back(LaunchOp{name, std::move(metrics), std::move(device_slots)}));
   index_.emplace(std::move(key), id);
   return id;
 }

@@ -27,6 +27,11 @@ namespace proton {
 struct LaunchOp {
   NameId name = kNoName;  // kernel node name; kNoName keeps the kernel's own name
   std::vector<std::pair<NameId, MetricValue>> metrics;
+  // Metrics whose values are on the device (a launch_metadata tensor): (metric, accumulator
+  // slot). Each launch added its value to the slot on its stream; the session notes which
+  // kernel nodes the slot's launches reached, and the slot's sum goes there when it is read
+  // back (Session::add_device_slot_value), with no host synchronization per launch.
+  std::vector<std::pair<NameId, uint32_t>> device_slots;
 };
 
 class LaunchOps {
@@ -35,7 +40,8 @@ class LaunchOps {
 
   /// The id of the op with this name and metrics (>= 1), added on first use. Takes a mutex
   /// (launch-hook side, not the launch callback).
-  uint32_t intern(NameId name, std::vector<std::pair<NameId, MetricValue>> metrics);
+  uint32_t intern(NameId name, std::vector<std::pair<NameId, MetricValue>> metrics,
+                  std::vector<std::pair<NameId, uint32_t>> device_slots = {});
   /// Lock-free: entries never move once published. `id` must come from intern().
   const LaunchOp& get(uint32_t id) const { return ops_[id]; }
   size_t size() const { return ops_.size(); }

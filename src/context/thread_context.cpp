@@ -44,6 +44,7 @@ void ThreadContext::enter_scope(NameId name) {
     base_ = detail::main_scopes.load(std::memory_order_acquire);
   }
   stack_.push_back(ContextTree::global().child(scope_context(), name));
+  python_sites_.push_back(kRootContext);
   recompute();
   if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), true);
 }
@@ -60,6 +61,7 @@ void ThreadContext::exit_scope(NameId name) {
   }
   if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), false);
   stack_.pop_back();
+  python_sites_.pop_back();
   recompute();
 }
 
@@ -74,6 +76,7 @@ void ThreadContext::exit_scope(std::string_view name) {
   }
   if (ScopeObserver f = scope_observer.load(std::memory_order_relaxed)) f(stack_.back(), false);
   stack_.pop_back();
+  python_sites_.pop_back();
   recompute();
 }
 
@@ -93,6 +96,7 @@ uint32_t ThreadContext::depth() const {
 
 void ThreadContext::reset() {
   stack_.clear();
+  python_sites_.clear();
   state_ = kNoName;
   base_ = kRootContext;
   recompute();

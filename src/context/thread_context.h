@@ -68,6 +68,17 @@ class ThreadContext {
   /// Current path without the state.
   ContextId scope_context() const;
 
+  /// The Python call path recorded when the innermost open scope was entered, for
+  /// context="python" sessions (their scope metrics go there, as triton.profiler places a scope
+  /// at the Python path of its entry); kRootContext when none was recorded or no scope is open.
+  ContextId scope_python_site() const {
+    return python_sites_.empty() ? kRootContext : python_sites_.back();
+  }
+  /// Records `site` for the innermost open scope (no effect when none is open).
+  void set_scope_python_site(ContextId site) {
+    if (!python_sites_.empty()) python_sites_.back() = site;
+  }
+
   /// Forgets this thread's scopes and state (tests, and after fork).
   void reset();
 
@@ -86,8 +97,9 @@ class ThreadContext {
   void recompute();
 
   bool is_main_ = false;
-  ContextId base_ = kRootContext;  // inherited from the main thread when this thread attached
-  std::vector<ContextId> stack_;   // one entry per open scope: the path it created
+  ContextId base_ = kRootContext;        // inherited from the main thread when this thread attached
+  std::vector<ContextId> stack_;         // one entry per open scope: the path it created
+  std::vector<ContextId> python_sites_;  // parallel to stack_: each scope's Python entry path
   NameId state_ = kNoName;
 };
 

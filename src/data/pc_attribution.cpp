@@ -1,15 +1,12 @@
 #include "data/pc_attribution.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "common/name_table.h"
 
 namespace proton {
 
 namespace {
-
-constexpr uint64_t kRangeBit = uint64_t{1} << 63;
 
 // floor(c * part / total) without overflow (part <= total): long double has 64 mantissa bits,
 // and the result is clamped so rounding can never give more than c.
@@ -43,7 +40,7 @@ void PcAttribution::add(const PcSampleBatch& batch) {
   for (const PcSample& s : batch.samples) {
     if (s.function == kNoName) continue;  // the decoder never emits these; be safe anyway
     Waiting& w = waiting_[s.function];
-    std::vector<uint64_t>& counts = w.per_location[location_key(s.location, s.pc_offset)];
+    std::vector<uint64_t>& counts = w.per_location[s.location];
     if (counts.size() < n_reasons) counts.resize(n_reasons, 0);
     uint64_t total = 0;
     size_t end = std::min<size_t>(size_t{s.stall_begin} + s.stall_count, batch.stalls.size());
@@ -59,21 +56,6 @@ void PcAttribution::add(const PcSampleBatch& batch) {
     stats_.pending += total;
     if (s.location == kNoName) stats_.without_line += total;
   }
-}
-
-NameId PcAttribution::location_name(NameId function, uint64_t key) {
-  if ((key & kRangeBit) == 0) return static_cast<NameId>(key);
-  uint64_t start = key & ~kRangeBit;
-  auto [it, fresh] = range_names_.try_emplace({function, start}, kNoName);
-  if (fresh) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "pc:0x%llx-0x%llx@", static_cast<unsigned long long>(start),
-                  static_cast<unsigned long long>(start + kPcRangeBytes - 1));
-    std::string name = buf;
-    name += NameTable::global().name(function);
-    it->second = NameTable::global().intern(name);
-  }
-  return it->second;
 }
 
 void PcAttribution::add_counts(CallTree& tree, CallTree::NodeId kernel, NameId location,
@@ -92,7 +74,7 @@ void PcAttribution::add_counts(CallTree& tree, CallTree::NodeId kernel, NameId l
     total += per_reason[r];
   }
   if (total == 0 && stalled == 0) return;
-  CallTree::NodeId node = tree.child(kernel, location);
+  CallTree::NodeId node = location == kNoName ? kernel : tree.child(kernel, location);
   try {
     tree.add_metric(node, num_samples_, static_cast<int64_t>(total));
     tree.add_metric(node, num_stalled_, static_cast<int64_t>(stalled));
@@ -105,8 +87,7 @@ void PcAttribution::add_counts(CallTree& tree, CallTree::NodeId kernel, NameId l
   }
 }
 
-void PcAttribution::place(NameId function, Waiting& w, const std::vector<Site>& sites,
-                          const TreeOf& tree_of) {
+void PcAttribution::place(Waiting& w, const std::vector<Site>& sites, const TreeOf& tree_of) {
   uint64_t total_ns = 0;
   size_t largest = 0;
   for (size_t i = 0; i < sites.size(); ++i) {
@@ -114,8 +95,7 @@ void PcAttribution::place(NameId function, Waiting& w, const std::vector<Site>& 
     if (sites[i].ns > sites[largest].ns) largest = i;
   }
   std::vector<std::vector<uint64_t>> shares(sites.size());
-  for (auto& [key, counts] : w.per_location) {
-    NameId location = location_name(function, key);
+  for (auto& [location, counts] : w.per_location) {
     // Largest remainder, simplified: each site gets floor(c * t_i / T), the rest goes to the
     // site with the most time, so counts are preserved exactly and every node's stall
     // reasons still sum to its samples.
@@ -165,7 +145,7 @@ void PcAttribution::distribute(const TreeOf& tree_of, bool final) {
       sites = &h->second;
     }
     if (sites != nullptr) {
-      place(function, w, *sites, tree_of);
+      place(w, *sites, tree_of);
       if (from_window) {
         history_[function] = std::move(win->second);
         window_.erase(win);
@@ -183,7 +163,7 @@ void PcAttribution::distribute(const TreeOf& tree_of, bool final) {
         CallTree::NodeId parent =
             tree->child(tree->child(CallTree::kRoot, unattributed_), function);
         uint64_t before = stats_.placed;
-        place(function, w, {Site{UINT32_MAX, parent, 1}}, tree_of);
+        place(w, {Site{UINT32_MAX, parent, 1}}, tree_of);
         stats_.unattributed += stats_.placed - before;
         stats_.placed = before;
       }

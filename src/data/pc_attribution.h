@@ -13,15 +13,16 @@
 //
 // Tree layout (Hatchet metrics are exclusive to their node; viewers sum upwards):
 //   <call path> / <kernel> / "file:line@function"       num_samples, num_stalled_samples,
-//                          / "pc:0x100-0x1ff@function"   stalled_<reason>...
-// The second form is for binaries without line information, 256-byte PC ranges.
+//                                                        stalled_<reason>...
+// Samples of PCs without line information (PyTorch's and other binaries built without
+// -lineinfo) add the same metrics on the kernel node itself, summed over its PCs, as
+// triton.profiler writes them.
 //
 // Not thread-safe: the owning Session serialises access (Session::mu).
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -35,7 +36,6 @@ class PcAttribution {
  public:
   /// Drains a function's samples may wait for kernel time before its last split is used.
   static constexpr uint32_t kWaitDrains = 3;
-  static constexpr uint64_t kPcRangeBytes = 256;
 
   struct Stats {
     uint64_t samples = 0;       // every sample received
@@ -72,24 +72,18 @@ class PcAttribution {
     uint64_t ns;
   };
   struct Waiting {
-    // location (or kNoName + range start) -> samples per reason
-    std::unordered_map<uint64_t, std::vector<uint64_t>> per_location;
+    // location (kNoName: no line information, the kernel node itself) -> samples per reason
+    std::unordered_map<NameId, std::vector<uint64_t>> per_location;
     uint32_t age = 0;
   };
-  static uint64_t location_key(NameId location, uint64_t pc) {
-    return location != kNoName ? location
-                               : (uint64_t{1} << 63) | (pc / kPcRangeBytes * kPcRangeBytes);
-  }
-  NameId location_name(NameId function, uint64_t key);
-  void place(NameId function, Waiting& w, const std::vector<Site>& sites, const TreeOf& tree_of);
+  void place(Waiting& w, const std::vector<Site>& sites, const TreeOf& tree_of);
   void add_counts(CallTree& tree, CallTree::NodeId kernel, NameId location,
                   const std::vector<uint64_t>& per_reason);
 
   std::shared_ptr<const PcStallTable> reasons_;
   std::unordered_map<NameId, Waiting> waiting_;
-  std::unordered_map<NameId, std::vector<Site>> window_;       // kernel time since last placement
-  std::unordered_map<NameId, std::vector<Site>> history_;      // the split used last time
-  std::map<std::pair<NameId, uint64_t>, NameId> range_names_;  // (function, range) -> name
+  std::unordered_map<NameId, std::vector<Site>> window_;   // kernel time since last placement
+  std::unordered_map<NameId, std::vector<Site>> history_;  // the split used last time
   NameId num_samples_ = kNoName;
   NameId num_stalled_ = kNoName;
   NameId unattributed_ = kNoName;

@@ -29,8 +29,8 @@ struct PcSample {
   uint64_t pc_offset = 0;     // from the function's start
   NameId function = kNoName;  // interned function (kernel) name, the same id kernel records use
   // Interned "file:line@function" (inlined frames as "outer;inner"); kNoName when the binary
-  // has no line table for this PC (cuBLAS without -lineinfo): the data layer then keeps the
-  // sample per function and PC range.
+  // has no line table for this PC (cuBLAS without -lineinfo): the data layer then adds the
+  // sample on the kernel node itself.
   NameId location = kNoName;
   uint32_t device = 0;
   uint32_t stall_begin = 0;  // index into PcSampleBatch::stalls

@@ -300,6 +300,7 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     return;
   }
   gpu_lanes_[e.device].insert(e.stream);
+  if (!(e.flags & kTraceFromRegions)) track_graph_scopes(e);
   uint64_t start = e.start_ns;
   // Launch metadata (hook="triton") names the event and adds its metrics, as in the tree.
   const OpArgs* op = e.op != 0 ? &op_args(e.op) : nullptr;
@@ -409,6 +410,7 @@ void ChromeTraceWriter::finish(const TraceSummary& summary) {
     }
   }
   append_region_lane_names();
+  finish_graph_lanes();
   if (summary.dropped_events != 0) {
     // A global instant where the kept window starts, so the gap is visible on the timeline.
     if (!first_event_) buf_.push_back(',');

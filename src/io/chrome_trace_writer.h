@@ -108,6 +108,16 @@ class ChromeTraceWriter {
   };
   const ScopeMetricArgs& scope_metric_args(uint32_t op);
   void append_scope(const TraceEvent& e);
+  // Captured scopes of replayed CUDA graphs on their own lane per stream
+  // (chrome_trace_graph_lanes.cpp).
+  struct GraphLane {
+    std::vector<std::pair<NameId, uint64_t>> open;  // frames from "<captured_at>" down, start
+    uint64_t last_end_ns = 0;                       // latest end of a replayed kernel so far
+  };
+  const std::vector<NameId>& graph_path(ContextId ctx);  // empty: not a replayed kernel's
+  void track_graph_scopes(const TraceEvent& e);
+  void close_graph_scopes(uint32_t device, uint32_t stream, GraphLane& lane, size_t keep);
+  void finish_graph_lanes();  // closes what is open, names the lanes
   bool open_file();
   void flush_buffer();
 
@@ -135,6 +145,8 @@ class ChromeTraceWriter {
     uint32_t group_warps = 1;  // warps the lane stands for (granularity)
   };
   std::map<uint32_t, std::map<uint64_t, RegionLane>> region_lanes_;
+  std::map<std::pair<uint32_t, uint32_t>, GraphLane> graph_lanes_;  // (device, stream)
+  std::unordered_map<ContextId, std::vector<NameId>> graph_paths_;  // per kernel context
   std::unordered_map<NameId, size_t> region_colors_;  // region name -> its color's index
 };
 

@@ -45,6 +45,9 @@ void TreeCollector::collect(const Record& record) {
           // The hook rejects type changes before the launch; never let one stop delivery.
         }
       }
+      for (size_t i = 0; op != nullptr && i < op->device_slots.size(); ++i) {
+        s.device_sites_.note(op->device_slots[i].second, phase, kernel);
+      }
     } else {
       ++s.late_kernels;  // its phase was cleared or written out
     }

@@ -398,12 +398,23 @@ void Runtime::finalize_all(std::string_view format, bool windows) {
   }
 }
 
+ContextId Runtime::scope_python_site() {
+  const ThreadContext& t = ThreadContext::current();
+  ContextId site = t.open_scopes() != 0 ? t.scope_python_site() : kRootContext;
+  return site != kRootContext ? site : LaunchStage::python_context();
+}
+
 void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics) {
   // Where this thread's kernels land: the scope path, then the state as the leaf (as
   // triton.profiler places scope metrics inside `with proton.state(...)`).
   ContextId ctx = ThreadContext::launch_context();
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_acquire);
   if (active == 0) return;
+  // context="python" sessions: the Python path where the innermost scope was entered.
+  ContextId python = kRootContext;
+  if ((active & LaunchStage::python_sessions.load(std::memory_order_relaxed)) != 0) {
+    python = scope_python_site();
+  }
   if (!metrics.empty() && LaunchStage::tracing()) {
     // A trace shows them on the scope's own event: staged in order with its enter and exit.
     LaunchStage::scope_metrics(
@@ -411,20 +422,38 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   }
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {
-    if (Session* s = sessions_[std::countr_zero(active)].get()) s->add_metrics(ctx, metrics);
+    if (Session* s = sessions_[std::countr_zero(active)].get()) {
+      s->add_metrics(ctx, python, metrics);
+    }
   }
 }
 
-bool Runtime::add_metrics_to(SessionId id, ContextId ctx,
+bool Runtime::add_metrics_to(SessionId id, ContextId ctx, ContextId python,
                              std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::shared_lock lock(sessions_mu_);
   for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
     if (sessions_[slot] && public_ids_[slot] == id) {
-      sessions_[slot]->add_metrics(ctx, metrics);
+      sessions_[slot]->add_metrics(ctx, python, metrics);
       return true;
     }
   }
   return false;
+}
+
+bool Runtime::add_device_slot_value(SessionId id, uint32_t slot, NameId metric,
+                                    const MetricValue& value) {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId i = 0; i < kMaxSessions; ++i) {
+    if (sessions_[i] && public_ids_[i] == id) {
+      return sessions_[i]->add_device_slot_value(slot, metric, value);
+    }
+  }
+  return false;
+}
+
+void Runtime::flush() {
+  std::lock_guard api(api_mu_);
+  flush_backend();
 }
 
 std::vector<SessionId> Runtime::active_session_ids() const {
@@ -451,6 +480,16 @@ bool Runtime::is_active(SessionId id) const {
   for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
     if (sessions_[slot] && public_ids_[slot] == id) {
       return (LaunchStage::active_sessions.load() >> slot) & 1;
+    }
+  }
+  return false;
+}
+
+bool Runtime::is_python_session(SessionId id) const {
+  std::shared_lock lock(sessions_mu_);
+  for (SessionId slot = 0; slot < kMaxSessions; ++slot) {
+    if (sessions_[slot] && public_ids_[slot] == id) {
+      return sessions_[slot]->options().python_context;
     }
   }
   return false;

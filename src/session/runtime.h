@@ -66,10 +66,21 @@ class Runtime final : public RecordSink {
 
   /// Adds metrics to the current context of the calling thread in every active session.
   void add_metrics(std::span<const std::pair<NameId, MetricValue>> metrics);
-  /// Adds metrics to `ctx` of one session, if it still exists (device tensor metrics, read
-  /// back after the fact: python/proton/metric.py). Returns false when it does not.
-  bool add_metrics_to(SessionId id, ContextId ctx,
+  /// Adds metrics to `ctx` (`python` in a context="python" session, when not kRootContext) of
+  /// one session, if it still exists (device tensor metrics, read back after the fact:
+  /// python/proton/metric.py). Returns false when it does not.
+  bool add_metrics_to(SessionId id, ContextId ctx, ContextId python,
                       std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Adds `value` of `metric`, read back from device accumulator `slot` (launch_metadata
+  /// tensors), to the kernel nodes of session `id` that the slot's launches reached. False when
+  /// the session is gone or no such kernel reached it.
+  bool add_device_slot_value(SessionId id, uint32_t slot, NameId metric, const MetricValue& value);
+  /// Delivers every record the backend holds to the sessions (a read-back of device metrics
+  /// needs the kernels it belongs to placed first).
+  void flush();
+  /// Where scope metrics of the calling thread go in a context="python" session: the Python
+  /// path recorded when its innermost scope was entered, else the path it is at now.
+  static ContextId scope_python_site();
   /// Ids of the sessions recording now, in slot order.
   std::vector<SessionId> active_session_ids() const;
 
@@ -102,6 +113,8 @@ class Runtime final : public RecordSink {
                         uint32_t clock_khz);
 
   bool is_active(SessionId id) const;
+  /// Whether session `id` exists and places kernels by Python call path (context="python").
+  bool is_python_session(SessionId id) const;
   bool has_sessions() const;
   std::string backend_name() const;
 

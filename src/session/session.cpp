@@ -109,6 +109,7 @@ std::vector<uint32_t> Session::live_phases() const {
 
 void Session::clear_phases(uint32_t phase, bool up_to) {
   if (pc_) pc_->forget_phases(phase, up_to);
+  device_sites_.forget_phases(phase, up_to);
   if (up_to) {
     trees_.erase(trees_.begin(), trees_.upper_bound(phase));
   } else {
@@ -198,13 +199,21 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
   }
 }
 
-void Session::add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics) {
+void Session::add_metrics(ContextId ctx, ContextId python,
+                          std::span<const std::pair<NameId, MetricValue>> metrics) {
   std::lock_guard lock(mu);
   if (!data_.tree) return;  // a trace-only session has no tree to hold scope metrics
   CallTree& t = tree();
-  CallTree::NodeId node = t.node_for_context(ctx);
+  CallTree::NodeId node =
+      t.node_for_context(python_context_ && python != kRootContext ? python : ctx);
   for (const auto& [name, value] : metrics)
     t.add_metric(node, name, value);
+}
+
+bool Session::add_device_slot_value(uint32_t slot, NameId metric, const MetricValue& value) {
+  std::lock_guard lock(mu);
+  return device_sites_.place(slot, metric, value,
+                             [this](uint32_t phase) { return phase_tree(phase); });
 }
 
 PcAttribution::TreeOf Session::pc_tree_of() {

@@ -23,6 +23,7 @@
 #include "data/counter_join.h"
 #include "data/counter_split.h"
 #include "data/counter_track.h"
+#include "data/device_metric_sites.h"
 #include "data/pc_attribution.h"
 #include "data/region_metrics.h"
 #include "io/phase_traces.h"
@@ -61,8 +62,14 @@ class Session {
   /// collects no such kind returns without it. Kernel records are left alone by a session that
   /// keeps region cycles only (they are on for another session).
   void collect(const Record& record);
-  /// Adds flexible metrics to the node of context `ctx` (takes mu). Throws MetricTypeError.
-  void add_metrics(ContextId ctx, std::span<const std::pair<NameId, MetricValue>> metrics);
+  /// Adds `value` of `metric`, read back from device accumulator `slot` (launch_metadata
+  /// tensors), to the kernel nodes that slot's launches reached (takes mu). False when none
+  /// did. Throws MetricTypeError.
+  bool add_device_slot_value(uint32_t slot, NameId metric, const MetricValue& value);
+  /// Adds flexible metrics to the node of context `ctx`, or of `python` in a context="python"
+  /// session when it is not kRootContext (takes mu). Throws MetricTypeError.
+  void add_metrics(ContextId ctx, ContextId python,
+                   std::span<const std::pair<NameId, MetricValue>> metrics);
 
   /// Guards the phase trees, the trace, the collectors, dropped and unattributed. Taken by the
   /// record thread per delivery, by user threads adding scope metrics and by decoder threads
@@ -212,6 +219,7 @@ class Session {
   uint64_t last_launch_ = 0;  // correlation of the last traced kernel (graph fan-out)
   bool trace_finished_ = false;
   std::unique_ptr<PcAttribution> pc_;  // guarded by mu; null unless mode="pcsampling"
+  DeviceMetricSites device_sites_;     // guarded by mu
 };
 
 }  // namespace proton

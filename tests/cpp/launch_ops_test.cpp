@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "attribution/launch_stage.h"
+#include "context/thread_context.h"
+#include "data/device_metric_sites.h"
 #include "runtime_fixture.h"
 #include "test_util.h"
 
@@ -141,6 +143,77 @@ TEST_F(LaunchOpSessions, NoWalkWhileNoPythonSessionIsActive) {
   EXPECT_EQ(calls, 1);
   rt_.finalize(sh, "");
   rt_.finalize(py, "");
+}
+
+}  // namespace
+}  // namespace proton
+
+namespace proton {
+namespace {
+
+// launch_metadata tensors: each launch added its value to a device slot; the slot's read-back
+// goes to the kernel nodes its launches reached, split by their launches since the last one.
+TEST_F(LaunchOpSessions, DeviceSlotValuesGoToTheKernelNodesTheirLaunchesReached) {
+  SessionId s = rt_.start(config("slots"));
+  uint32_t op = LaunchOps::global().intern(kNoName, {{id("flops"), 0.0}, {id("tiles"), int64_t{0}}},
+                                           {{id("flops"), 7}, {id("tiles"), 8}});
+  auto launches = [&](const char* scope, int n) {
+    ThreadContext::current().enter_scope(id(scope));
+    for (int i = 0; i < n; ++i) {
+      LaunchOps::set_pending(op);
+      launch("dev_kernel", 10);
+    }
+    ThreadContext::current().exit_scope(id(scope));
+  };
+  launches("a", 3);
+  launches("b", 1);
+  EXPECT_FALSE(rt_.add_device_slot_value(s, 7, id("flops"), 40.0)) << "no kernel placed yet";
+  rt_.flush();
+  EXPECT_TRUE(rt_.add_device_slot_value(s, 7, id("flops"), 40.0));
+  EXPECT_TRUE(rt_.add_device_slot_value(s, 8, id("tiles"), MetricValue{int64_t{10}}));
+  EXPECT_FALSE(rt_.add_device_slot_value(s, 9, id("flops"), 1.0)) << "a slot no launch used";
+  EXPECT_FALSE(rt_.add_device_slot_value(s + 100, 7, id("flops"), 1.0)) << "no such session";
+  launches("b", 2);  // only b's launches added what is read back next
+  rt_.flush();
+  EXPECT_TRUE(rt_.add_device_slot_value(s, 7, id("flops"), 8.0));
+  rt_.finalize(s, "");
+  json root = read("slots")[0];
+  const json* a = child(*child(root, "a"), "dev_kernel");
+  const json* b = child(*child(root, "b"), "dev_kernel");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ((*a)["metrics"]["count"], 3);
+  EXPECT_DOUBLE_EQ((*a)["metrics"]["flops"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ((*b)["metrics"]["flops"].get<double>(), 18.0);
+  // Integer shares keep the total exact, the remainder to the node with more launches.
+  EXPECT_EQ((*a)["metrics"]["tiles"], 8);
+  EXPECT_EQ((*b)["metrics"]["tiles"], 2);
+}
+
+TEST(DeviceMetricSites, OneSiteGetsTheWholeValueAPropertyEverySiteClearedPhasesNone) {
+  CallTree tree;
+  CallTree::NodeId k1 = tree.child(CallTree::kRoot, id("k1"));
+  CallTree::NodeId k2 = tree.child(CallTree::kRoot, id("k2"));
+  DeviceMetricSites sites;
+  auto tree_of = [&](uint32_t phase) { return phase == 0 ? &tree : nullptr; };
+  sites.note(1, 0, k1);
+  EXPECT_TRUE(sites.place(1, id("n"), MetricValue{int64_t{5}}, tree_of));
+  EXPECT_EQ(std::get<int64_t>(tree.node(k1).metrics.at(0).second), 5);
+  sites.note(2, 0, k1);
+  sites.note(2, 0, k2);
+  sites.note(2, 1, k2);  // a phase written out: its share is not placed anywhere else
+  EXPECT_TRUE(sites.place(2, id("lr (pty)"), 0.5, tree_of));
+  EXPECT_TRUE(sites.place(2, id("m"), 9.0, tree_of));
+  double m1 = 0, m2 = 0;
+  for (const auto& [n, v] : tree.node(k1).metrics)
+    if (n == id("m")) m1 = std::get<double>(v);
+  for (const auto& [n, v] : tree.node(k2).metrics)
+    if (n == id("m")) m2 = std::get<double>(v);
+  EXPECT_DOUBLE_EQ(m1, 3.0);
+  EXPECT_DOUBLE_EQ(m2, 3.0);
+  sites.forget_phases(0, true);
+  sites.forget_phases(1, false);
+  EXPECT_FALSE(sites.place(2, id("m"), 1.0, tree_of));
 }
 
 }  // namespace

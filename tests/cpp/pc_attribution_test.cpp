@@ -179,16 +179,34 @@ TEST_F(PcTree, UnknownFunctionsAreKeptApartNeverDropped) {
   EXPECT_EQ(metric(CallTree::kRoot, "pc_samples_unattributed"), 6);
 }
 
-TEST_F(PcTree, WithoutLineInfoSamplesStayPerPcRange) {
+TEST_F(PcTree, WithoutLineInfoSamplesGoOnTheKernelNode) {
+  // As triton.profiler: samples of PCs with no line (PyTorch's kernels, cuBLAS without
+  // -lineinfo) are summed on the kernel node itself, over all its PCs; lines stay children.
   CallTree::NodeId k = kernel_at("s", "sm90_xmma_gemm");
-  pc_.note_kernel(id("sm90_xmma_gemm"), 0, k, 10);
-  pc_.add(batch({{"sm90_xmma_gemm", "", 0x110, {{0, 3}}},
+  CallTree::NodeId k2 = kernel_at("t", "sm90_xmma_gemm");
+  pc_.note_kernel(id("sm90_xmma_gemm"), 0, k, 30);
+  pc_.note_kernel(id("sm90_xmma_gemm"), 0, k2, 10);
+  pc_.add(batch({{"sm90_xmma_gemm", "", 0x110, {{0, 3}, {1, 4}}},
                  {"sm90_xmma_gemm", "", 0x1f0, {{3, 2}}},
-                 {"sm90_xmma_gemm", "", 0x200, {{5, 1}}}}));
+                 {"sm90_xmma_gemm", "", 0x2000, {{0, 3}}},
+                 {"sm90_xmma_gemm", "/src/g.cu:7@sm90_xmma_gemm", 0x40, {{5, 4}}}}));
   pc_.distribute(tree_of_, false);
-  EXPECT_EQ(metric(child(k, "pc:0x100-0x1ff@sm90_xmma_gemm"), "num_samples"), 5);
-  EXPECT_EQ(metric(child(k, "pc:0x200-0x2ff@sm90_xmma_gemm"), "num_samples"), 1);
-  EXPECT_EQ(pc_.stats().without_line, 6u);
+  // 8 issued samples without line (reason 1 is a _not_issued twin), split 3:1 by kernel time
+  // per reason with the remainders to the larger node: 7 and 1.
+  EXPECT_EQ(metric(k, "num_samples"), 7);
+  EXPECT_EQ(metric(k2, "num_samples"), 1);
+  EXPECT_EQ(metric(k, "stalled_long_scoreboard") + metric(k2, "stalled_long_scoreboard"), 6);
+  EXPECT_GT(metric(k, "num_stalled_samples"), 0);
+  EXPECT_EQ(metric(child(k, "/src/g.cu:7@sm90_xmma_gemm"), "num_samples") +
+                metric(child(k2, "/src/g.cu:7@sm90_xmma_gemm"), "num_samples"),
+            4);
+  EXPECT_EQ(tree_.node(k).children.size(), 1u) << "no node per PC or PC range";
+  EXPECT_EQ(pc_.stats().without_line, 8u);
+  int64_t stalled = 0;
+  for (const auto& [n, v] : tree_.node(k).metrics) {
+    if (NameTable::global().name(n).starts_with("stalled_")) stalled += std::get<int64_t>(v);
+  }
+  EXPECT_EQ(stalled, metric(k, "num_samples"));
   expect_stalls_sum(k);
 }
 

@@ -226,8 +226,8 @@ TEST_F(Sessions, MetricsAddedToOneSessionById) {
   SessionId a = rt_.start(config("a"));
   SessionId b = rt_.start(config("b"));
   std::vector<std::pair<NameId, MetricValue>> m = {{id("n"), int64_t{2}}};
-  EXPECT_TRUE(rt_.add_metrics_to(b, kRootContext, m));
-  EXPECT_FALSE(rt_.add_metrics_to(b + 100, kRootContext, m));
+  EXPECT_TRUE(rt_.add_metrics_to(b, kRootContext, kRootContext, m));
+  EXPECT_FALSE(rt_.add_metrics_to(b + 100, kRootContext, kRootContext, m));
   EXPECT_EQ(rt_.active_session_ids(), (std::vector<SessionId>{a, b}));
   rt_.finalize(a, "");
   rt_.finalize(b, "");

@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "attribution/graph_registry.h"
 #include "attribution/launch_stage.h"
 #include "common/version.h"
+#include "context/context_tree.h"
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "io/chrome_trace_writer.h"
@@ -545,6 +547,69 @@ TEST(ChromeTraceWriterUnit, ScopeMetricEventsFromSyntheticEvents) {
   EXPECT_EQ(x[1]["cat"], "scope");
   EXPECT_EQ(x[1]["name"], "inner");
   EXPECT_EQ(x[1]["args"], (json{{"call_stack", {"outer", "inner"}}, {"scope_id", 42}}));
+}
+
+// Replayed graph kernels: their captured frames become slices on the stream's graph lane,
+// each spanning the kernels under it (frames from "<captured_at>" down, compared by name, as
+// triton.profiler's trace writer builds them); other kernels leave them open.
+TEST(ChromeTraceWriterUnit, ReplayedGraphScopesGetTheirOwnLaneOnGpuTime) {
+  auto& tree = ContextTree::global();
+  auto path = [&](std::initializer_list<const char*> names) {
+    ContextId c = kRootContext;
+    for (const char* n : names)
+      c = tree.child(c, id(n));
+    return c;
+  };
+  ContextId l1 = path({"decode", "<captured_at>", "capture", "layer1"});
+  ContextId l2 = path({"decode", "<captured_at>", "capture", "layer2"});
+  ContextId md = path({"decode", "<captured_at>", "capture", "__proton_launch_metadata"});
+  ContextId other = path({"eager"});
+  ContextId again = path({"step2", "<captured_at>", "capture", "layer1"});
+  fs::path file = fs::temp_directory_path() /
+                  ("proton_trace_graph_" + std::to_string(::getpid()) + ".chrome_trace");
+  ChromeTraceWriter w(file.string(), TraceClock{0, 1, 0});
+  auto kernel = [](ContextId ctx, uint64_t start, uint64_t end) {
+    TraceEvent e;
+    e.kind = TraceEvent::kKernel;
+    e.context = ctx;
+    e.name = id("k");
+    e.start_ns = start;
+    e.end_ns = end;
+    e.stream = 7;
+    return e;
+  };
+  std::vector<TraceEvent> batch{kernel(l1, 100, 200),    kernel(l1, 210, 300),
+                                kernel(md, 305, 308),    kernel(l2, 310, 400),
+                                kernel(other, 420, 430), kernel(again, 500, 600)};
+  w.append(std::span(batch).first(3));  // lanes live across appends
+  w.append(std::span(batch).subspan(3));
+  w.finish(TraceSummary{});
+  std::ifstream in(file);
+  json trace = json::parse(in);
+  fs::remove(file);
+  const uint64_t lane = (uint64_t{1} << 31) + 7;
+  std::vector<std::tuple<std::string, double, double>> slices;
+  std::string lane_name;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == lane) {
+      EXPECT_EQ(e["cat"], "scope");
+      EXPECT_EQ(e["pid"], 0);
+      slices.emplace_back(e["name"], e["ts"].get<double>(), e["dur"].get<double>());
+    }
+    if (e["ph"] == "M" && e["tid"] == lane && e["name"] == "thread_name") {
+      lane_name = e["args"]["name"];
+    }
+  }
+  using S = std::tuple<std::string, double, double>;
+  std::vector<S> want{S{"layer1", 0.1, 0.2}, S{"layer2", 0.31, 0.09}, S{"layer1", 0.5, 0.1},
+                      S{"capture", 0.1, 0.5}, S{"<captured_at>", 0.1, 0.5}};
+  ASSERT_EQ(slices.size(), want.size()) << trace.dump(1);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(std::get<0>(slices[i]), std::get<0>(want[i])) << i;
+    EXPECT_NEAR(std::get<1>(slices[i]), std::get<1>(want[i]), 1e-9) << i;
+    EXPECT_NEAR(std::get<2>(slices[i]), std::get<2>(want[i]), 1e-9) << i;
+  }
+  EXPECT_EQ(lane_name, "Graph: stream 7");
 }
 
 TEST(TraceStoreUnit, ScopesPairPerThreadAndOpenOnesCloseAtTheEnd) {

@@ -75,7 +75,7 @@ def test_the_slow_line_holds_most_samples_and_memory_leads(kernel, out_name, rea
     assert leader in MEMORY_STALLS, top_stalls
 
 
-def test_cublas_kernels_keep_samples_per_pc_range(out_name, read_profile):
+def test_cublas_kernels_without_lines_keep_samples_on_the_kernel(out_name, read_profile):
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     a @ a
     torch.cuda.synchronize()
@@ -87,19 +87,44 @@ def test_cublas_kernels_keep_samples_per_pc_range(out_name, read_profile):
     prof = read_profile()
     gemm = prof.kernels(prof.node("gemm"))
     assert gemm, prof.render()
-    samples = sum(m["num_samples"] for k in gemm for m in lines_of(k).values())
+    samples = sum(k["metrics"].get("num_samples", 0) for k in gemm)
+    samples += sum(m["num_samples"] for k in gemm for m in lines_of(k).values())
     # CUPTI gives NVIDIA's own library kernels (cuBLAS's nvjet_*, measured on an H100 with
     # CUDA 13) no PCs: their samples come only as nonUsrKernelsTotalSamples, which Proton
     # counts on the root as pc_samples_non_user. Kernels that do get PCs but carry no line
-    # tables keep them per PC range, each named after its function.
+    # tables keep them on the kernel node itself, as triton.profiler does.
     non_user = prof.root_metrics.get("pc_samples_non_user", 0)
     assert samples > 0 or non_user > 0, (prof.root_metrics, _proton._pc_sampling_stats())
     if samples > 0:
         names = [n for k in gemm for n in lines_of(k)]
-        assert any(n.startswith("pc:0x") for n in names), names[:10]
+        assert not any(n.startswith("pc:0x") for n in names), names[:10]
     else:
         # Written to the profile, not only counted: at most what CUPTI reported in all.
         assert 0 < non_user <= _proton._pc_sampling_stats()["non_user"], prof.root_metrics
+
+
+def test_torch_kernel_without_lines_has_samples_on_its_node(out_name, read_profile):
+    # PyTorch's own kernels carry no line tables: triton.profiler (CuptiPCSampling) adds their
+    # num_samples and stall metrics on the kernel node; so do we, summed over its PCs.
+    x = torch.randn(1 << 24, device="cuda")
+    for _ in range(3):
+        torch.sin(x)
+    torch.cuda.synchronize()
+    proton.start(out_name, mode="pcsampling")
+    with proton.scope("torch_ops"):
+        for _ in range(200):
+            torch.sin(x)
+    proton.finalize()
+    prof = read_profile()
+    ks = prof.kernels(prof.node("torch_ops"), direct=True)
+    assert ks, prof.render()
+    k = max(ks, key=lambda n: n["metrics"]["count"])
+    m = k["metrics"]
+    assert m["count"] == 200, prof.render()
+    assert m.get("num_samples", 0) > 0, (m, _proton._pc_sampling_stats())
+    assert sum(stalls(m).values()) == m["num_samples"], m
+    assert m["num_stalled_samples"] <= m["num_samples"], m
+    assert not any(c["frame"]["name"].startswith("pc:0x") for c in k.get("children", [])), k
 
 
 def test_samples_across_cuda_graph_replays(kernel, out_name, read_profile):

@@ -196,3 +196,47 @@ def test_launch_loop_at_depth_20_resolves_no_frame(out_name, read_profile):
     assert extra <= 1, extra  # the loop's own line differs from the warm-up line once
     paths = frames_to(read_profile(), "elementwise")
     assert sum(node["metrics"]["count"] for _, node in paths) == 2001, paths
+
+
+def test_kernel_under_a_user_scope_keeps_its_python_path(out_name, read_profile):
+    # triton.profiler's layout (TreeData with the Python context source): the scope's name is no
+    # frame; the kernel sits under the frames of its launch line, the state last; the scope is
+    # a node at the frames of its entry (proton's own scope function innermost) holding its
+    # metrics. Nothing sits beside the Python frames at the root.
+    x = torch.ones(1024, device="cuda")
+    inner_step(x)
+    torch.cuda.synchronize()
+    proton.start(out_name, context="python")
+
+    def body():
+        proton.enter_scope("s", metrics={"tokens": 7})
+        with proton.state("st"):
+            inner_step(x)
+        proton.exit_scope("s")
+
+    body()
+    proton.finalize()
+    prof = read_profile()
+    line = body.__code__.co_firstlineno
+    roots = [c["frame"]["name"] for c in prof.root["children"]]
+    assert all(FRAME.fullmatch(r) for r in roots), prof.render()
+    (frames, kernel), = frames_to(prof, "elementwise")
+    assert kernel["metrics"]["count"] == 1
+    assert "s" not in frames, frames
+    assert frames[-1] == "st" and frames[-2].endswith("@inner_step"), frames
+    assert frames[-3] == f"{__file__}:{line + 3}@body", frames
+    scope_nodes = []
+
+    def walk(node, path):
+        for c in node.get("children", []):
+            if "tokens" in c.get("metrics", {}):
+                scope_nodes.append((path + [c["frame"]["name"]], c))
+            walk(c, path + [c["frame"]["name"]])
+
+    walk(prof.root, [])
+    (path, node), = scope_nodes
+    assert node["metrics"]["tokens"] == 7 and not node.get("children"), prof.render()
+    at = path.index(f"{__file__}:{line + 1}@body")
+    assert path[:at] == frames[:at], (path, frames)  # the same caller frames as the kernel
+    proton_dir = os.path.dirname(os.path.abspath(proton.__file__)) + os.sep
+    assert path[at + 1:] and all(f.startswith(proton_dir) for f in path[at + 1:]), path

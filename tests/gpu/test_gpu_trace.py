@@ -241,3 +241,51 @@ def test_launch_metadata_names_kernel_events_and_adds_flops_bytes(out_name, data
         assert node["metrics"]["count"] == 4
         assert node["metrics"]["flops32"] == pytest.approx(sum(k["args"]["flops32"] for k in ks))
         assert node["metrics"]["bytes"] == sum(k["args"]["bytes"] for k in ks)
+
+
+def test_replayed_graph_scopes_get_a_lane_on_gpu_time(out_name):
+    # triton.profiler's newest trace writer: a "Graph" lane per stream where the frames a
+    # replayed kernel was captured under ("<captured_at>", then the capture's scopes) are slices
+    # spanning the replayed kernels under them, on GPU time.
+    x = torch.zeros(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up, as torch.cuda.graph recommends
+        x.add_(1)
+        x.mul_(2)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    proton.start(out_name, data="trace")
+    g = torch.cuda.CUDAGraph()
+    with proton.scope("capture"), torch.cuda.graph(g):
+        with proton.scope("layer1"):
+            x.add_(1)
+        with proton.scope("layer2"):
+            x.mul_(2)
+    with proton.scope("decode"):
+        for _ in range(3):
+            g.replay()
+    torch.cuda.synchronize()
+    proton.finalize()
+    trace = load_trace(out_name)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    lanes = {k for k, v in names.items() if v.startswith("Graph: stream ")}
+    assert len(lanes) == 1, names
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X" and (e["pid"], e["tid"]) in lanes]
+    by_name = {}
+    for s in slices:
+        by_name.setdefault(s["name"], []).append(s)
+    assert set(by_name) == {"<captured_at>", "capture", "layer1", "layer2"}, by_name
+    assert len(by_name["<captured_at>"]) == 1 and len(by_name["capture"]) == 1
+    assert len(by_name["layer1"]) == 3 and len(by_name["layer2"]) == 3
+    replayed = [k for k in kernels(trace) if "<captured_at>" in k["args"]["call_stack"]]
+    assert len(replayed) == 6, replayed
+    eps = 0.002  # µs, the writer's rounding
+    outer = by_name["capture"][0]
+    for k in replayed:  # every replayed kernel lies inside its layer's slice and the capture's
+        layer = k["args"]["call_stack"][-2]
+        assert any(s["ts"] - eps <= k["ts"] and k["ts"] + k["dur"] <= s["ts"] + s["dur"] + eps
+                   for s in by_name[layer]), (k, by_name[layer])
+        assert outer["ts"] - eps <= k["ts"] <= outer["ts"] + outer["dur"] + eps
+    assert min(k["ts"] for k in replayed) == pytest.approx(outer["ts"], abs=eps)

@@ -197,7 +197,13 @@ def test_context_and_nvtx_options_reach_the_session(tmp_path, flags, context, nv
     got = [(s["context"], s["data"], s["PROTON_NVTX"]) for s in starts]
     assert got == [(context, "tree", nvtx)], r.stderr
     assert f"target nvtx {nvtx}" in r.stdout
-    assert "marked" in frames(tmp_path / "out.hatchet")
+    names = frames(tmp_path / "out.hatchet")
+    if context == "python":
+        # The scope sits at the Python path of its entry in the target, with no frame of its
+        # own name (as triton.profiler places it).
+        assert "marked" not in names and any(n.endswith("@<module>") for n in names), names
+    else:
+        assert "marked" in names
 
 
 def test_triton_hook_option_registers_the_launch_hook(tmp_path):

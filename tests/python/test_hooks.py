@@ -255,3 +255,63 @@ def test_launch_id_and_op_name_set_for_every_launch_on_every_thread(session):
     assert launch.id.get() == 7
     launch.id.reset(token)
     assert launch.id.get() == mine[0]
+
+
+def test_device_tensor_metadata_is_summed_on_the_device_never_read_per_launch(session, monkeypatch):
+    # CPU tensors stand in for device tensors here (proton.metric's _HOST_DEVICES emptied): each
+    # launch adds its value to an accumulator slot, and the op names the slot; no .item().
+    torch = pytest.importorskip("torch")
+    from proton import metric
+    monkeypatch.setattr(metric, "_HOST_DEVICES", ())
+    for table in ("_slabs", "_slots", "_next", "_folded", "_launch_slots"):
+        monkeypatch.setattr(metric, table, {})
+    monkeypatch.setattr(metric, "_launch_keys", [])
+
+    def no_item(self):
+        raise AssertionError("item() waits for the device")
+
+    monkeypatch.setattr(torch.Tensor, "item", no_item)
+    states = []
+    real_add = torch.Tensor.add_
+
+    def spy(self, other, *a, **k):
+        states.append(_proton.state())
+        return real_add(self, other, *a, **k)
+
+    monkeypatch.setattr(torch.Tensor, "add_", spy)
+
+    def md(grid, metadata, args):
+        return {"flops": torch.tensor(2.5), "tiles": torch.tensor(3, dtype=torch.int32), "bytes": 8}
+
+    ops = set()
+    for _ in range(4):
+        op, (name, metrics) = enter_and_read(lazy("dev_kernel", md))
+        knobs.runtime.launch_exit_hook(lazy())
+        ops.add(op)
+    assert len(ops) == 1  # one interned op for every launch: no per-launch entry
+    assert name == "dev_kernel"
+    assert metrics == {"flops": 0.0, "tiles": 0, "bytes": 8}  # typed zeros create the metrics
+    assert isinstance(metrics["tiles"], int)
+    slots = _proton._launch_op_slots(op)
+    assert set(slots) == {"flops", "tiles"}
+    # Each add ran under the hidden metadata frame, after the metadata function returned.
+    assert states == [hooks.COMPUTE_METADATA_SCOPE_NAME] * 8
+    sums = {}
+    for metric_name, slot in slots.items():
+        key = metric._launch_keys[slot]
+        slab, offset = metric._slots[key]
+        sums[metric_name] = metric._slabs[(key[3], key[4])][slab][offset].tolist()
+    assert sums == {"flops": 10.0, "tiles": 12}
+    metric.fold()  # no kernel ran on this CPU: nothing to place, and nothing fails
+
+
+def test_device_tensor_metadata_errors_name_metric_and_kernel(session, monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    def md(grid, metadata, args):
+        return {"flops": torch.ones(3)}
+
+    with pytest.raises(TypeError, match="launch_metadata metric 'flops' of kernel 'vec_kernel'.*"
+                                        "exactly one value"):
+        knobs.runtime.launch_enter_hook(lazy("vec_kernel", md))
+    knobs.runtime.launch_exit_hook(lazy())

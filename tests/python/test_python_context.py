@@ -152,3 +152,122 @@ def test_steady_call_site_resolves_no_frame():
     changed = _proton._python_context_resolved_frames() - first
     assert len(inspect.stack()) > 10  # pytest's frames sit above: reusing them is the point
     assert 0 < changed <= 21, changed
+
+
+def metric_paths(root, metric):
+    """(path of frame names from ROOT's child down, node) for each node that has `metric`."""
+    out = []
+
+    def walk(node, path):
+        for c in node.get("children", []):
+            p = path + [c["frame"]["name"]]
+            if metric in c.get("metrics", {}):
+                out.append((p, c))
+            walk(c, p)
+
+    walk(root, [])
+    return out
+
+
+PROTON_DIR = proton.__file__.rsplit("/", 1)[0] + "/"
+
+
+def test_scopes_sit_at_the_python_path_of_their_entry(tmp_path):
+    # triton.profiler (TreeData::enterScope with the Python context source) places a scope at
+    # the Python frames of its entry, the state last, without the scope's own name; its metrics
+    # go there, whenever they are added (cpu_time at exit). Kernels under it keep their own path.
+    name = str(tmp_path / "py")
+    session = proton.start(name, context="python")
+
+    def body():
+        here = expected(inspect.stack(0))[:-1]  # this function's caller frames
+        with proton.cpu_timed_scope("timed"):
+            entered = proton.enter_scope("manual", metrics={"m": 1})
+            proton.exit_scope("manual", metrics={"m": 2})
+        with proton.state("st"):
+            with proton.scope("in_state", metrics={"x": 1}):
+                pass
+        return here, entered
+
+    here, _ = body()
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    names = [c["frame"]["name"] for c in root["children"]]
+    assert not {"timed", "manual", "in_state", "st"} & set(names), names
+    line = body.__code__.co_firstlineno
+
+    def check(metric, body_line, want_state=None):
+        (path, node), = metric_paths(root, metric)
+        n = len(here)
+        assert path[:n] == here, path
+        assert path[n] == f"{__file__}:{line + body_line}@body", path
+        rest = path[n + 1:]
+        if want_state is not None:
+            assert rest[-1] == want_state, path
+            rest = rest[:-1]
+        # Below the user's line: only proton's own scope functions (triton.profiler's are there
+        # in its profiles), the innermost the one that entered the scope.
+        assert rest and all(f.startswith(PROTON_DIR) for f in rest), path
+        assert FRAME.fullmatch(rest[-1])
+        return node
+
+    assert check("cpu_time (ns)", 2)["metrics"]["cpu_calls"] == 1
+    assert check("m", 3)["metrics"]["m"] == 3  # entry and exit metrics on one node
+    assert check("x", 6, want_state="st")["metrics"]["x"] == 1
+
+
+def test_scope_entered_before_a_python_session_started(tmp_path):
+    # No Python site was recorded at entry: its metrics go to the path they are added from.
+    name = str(tmp_path / "py")
+    proton.enter_scope("early")
+    session = proton.start(name, context="python")
+    proton.exit_scope("early", metrics={"late": 5})
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    (path, node), = metric_paths(root, "late")
+    assert node["metrics"]["late"] == 5
+    assert "early" not in path
+    assert any(f.endswith("@test_scope_entered_before_a_python_session_started") for f in path)
+
+
+def test_device_tensor_scope_metrics_reach_the_python_site(tmp_path, monkeypatch):
+    # Tensor metrics read back later (proton.metric, CPU tensors standing in for device ones)
+    # land where the scope's plain metrics do in a python session: its entry path.
+    torch = pytest.importorskip("torch")
+    from proton import metric
+    monkeypatch.setattr(metric, "_HOST_DEVICES", ())
+    for table in ("_slabs", "_slots", "_next", "_folded", "_launch_slots"):
+        monkeypatch.setattr(metric, table, {})
+    name = str(tmp_path / "py")
+    session = proton.start(name, context="python")
+
+    def step():
+        with proton.scope("step", {"loss": torch.tensor(0.25), "n": 1}):
+            pass
+
+    for _ in range(4):
+        step()
+    proton.finalize(session)
+    with open(name + ".hatchet") as f:
+        root = json.load(f)[0]
+    assert "step" not in [c["frame"]["name"] for c in root["children"]]
+    (path, node), = metric_paths(root, "loss")
+    assert node["metrics"] == {"loss": 1.0, "n": 4}, node
+    assert any(f.endswith("@step") for f in path), path
+
+
+def test_depth_of_a_python_session_counts_python_frames(tmp_path):
+    # triton.profiler's PythonContextSource::getDepth: the Python frames of the calling thread
+    # (context.depth's own frame included, as its binding sees it), the state not counted.
+    session = proton.start(str(tmp_path / "py"), context="python")
+    shadow = proton.start(str(tmp_path / "sh"))
+    try:
+        with proton.state("st"):
+            here = len(inspect.stack(0))
+            assert proton.context.depth(session) == here + 1
+            assert recurse(5, lambda: proton.context.depth(session)) == here + 8  # 6 + lambda + depth
+            assert proton.context.depth(shadow) == 1  # the shadow context: the state only
+    finally:
+        proton.finalize()

@@ -3,7 +3,9 @@
 A Triton kernel may declare ``@triton.jit(launch_metadata=fn)``; ``fn(grid, metadata, args)``
 returns a dict. With the hook on, each launch's dict is attached to that kernel's node:
 ``name`` renames the node, ``flops8/16/32/64``, ``flops``, ``bytes`` and any other numeric
-entries become metrics summed per launch (``flops*`` as floats, ``bytes`` as an int).
+entries become metrics summed per launch (``flops*`` as floats, ``bytes`` as an int). A GPU
+tensor entry is summed on the device with no host synchronization (``proton.metric``), also
+inside CUDA-graph capture, and read back when the session's data is read.
 Kernels launched by ``fn`` itself (a tensor op, say) land under a ``__proton_launch_metadata``
 frame, which viewers hide. The hook work is done in C++ (``_proton._launch_enter``/``_exit``);
 this module only installs it into ``triton.knobs.runtime`` and holds the filter.

@@ -3,8 +3,9 @@
 //
 // cuptiGetSassToSourceCorrelation needs the cubin itself, and samples name it only by CRC, so
 // every module loaded while sampling is copied here (bounded: the oldest binaries go first;
-// their PCs then keep their samples per PC range). A module unload keeps the copy: samples of
-// its last kernels may still be in CUPTI's buffers, and a reload with the same CRC finds it.
+// their PCs then count on the kernel node, lines unknown). A module unload keeps the copy:
+// samples of its last kernels may still be in CUPTI's buffers, and a reload with the same CRC
+// finds it.
 //
 // Threads: module callbacks (any application thread) add binaries; the drain thread maps PCs.
 // mu_ guards everything.
