@@ -32,10 +32,10 @@ struct CompiledKernel {
 };
 
 /// The compiled kernel a kernel node stands for: one whose name is the node's name, or its name
-/// up to the first '[' or ' ' (a launch_metadata name such as "matmul[BLOCK_M=64]"). Where
-/// several differ, only the one consistent with the node's launch facts (threads per block =
-/// num_warps x `warp_size`, registers, dynamic shared memory); nullptr when none or still
-/// several do.
+/// up to the first '[' or ' ' (a launch_metadata name such as "matmul[BLOCK_M=64]"), and whose
+/// num_warps x `warp_size` is the node's block size. Where several such variants differ, only
+/// the one whose registers and dynamic shared memory are those the GPU recorded; nullptr when
+/// none or still several do.
 const CompiledKernel* match_compiled(std::span<const CompiledKernel> kernels,
                                      std::string_view node_name, const LaunchFacts& launch,
                                      uint32_t warp_size = 32);

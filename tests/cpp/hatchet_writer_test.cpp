@@ -239,8 +239,21 @@ TEST(HatchetWriter, CompiledKernelMatchesByNameThenByLaunchFacts) {
   f.block = {256, 1, 1};
   f.registers_per_thread = 40;
   EXPECT_EQ(match_compiled(ks, "k", f), &ks[1]);
-  f.registers_per_thread = 41;  // no variant fits what the GPU ran
+  // The only variant of that block size, even where the record's register count is the
+  // driver's rounded allocation rather than the compiler's count.
+  f.registers_per_thread = 48;
+  EXPECT_EQ(match_compiled(ks, "k", f), &ks[1]);
+  f.block = {64, 1, 1};  // no variant has two warps
   EXPECT_EQ(match_compiled(ks, "k", f), nullptr);
+  // Two variants of one block size: registers and shared memory tell them apart, or nothing.
+  std::vector<CompiledKernel> same_block = {{"k", 4, 3, 1, 0, 32, 0, "B=1", ""},
+                                            {"k", 4, 4, 1, 1024, 40, 0, "B=2", ""}};
+  f.block = {128, 1, 1};
+  f.registers_per_thread = 40;
+  f.dynamic_shared_bytes = 1024;
+  EXPECT_EQ(match_compiled(same_block, "k", f), &same_block[1]);
+  f.registers_per_thread = 48;
+  EXPECT_EQ(match_compiled(same_block, "k", f), nullptr);
 }
 
 TEST(HatchetWriter, DeviceLimitsAreExtraKeysOfTheDeviceWhenKnown) {

