@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Optional
 
-from . import _args, _exit, _knobs, _proton, _ranks
+from . import _args, _exit, _knobs, _proton, _ranks, hooks
 from .profile import DEFAULT_PROFILE_NAME, StartError, _check_start_args
 
 _exit_hook = False
@@ -72,6 +72,8 @@ def configure(name: Optional[str] = None, *, context: Optional[str] = "shadow",
         )
     except ValueError as e:
         raise StartError(str(e)) from None
+    # Kernels compiled while idle keep their compiled facts for the windows that launch them.
+    hooks.compiled.install()
     if not _exit_hook:  # an open window is written when the process ends
         _exit_hook = True
         atexit.register(_close_at_exit)
