@@ -21,7 +21,7 @@ std::vector<Finding> advise(const ProfileView& view) {
   std::vector<Finding> all;
   if (view.nodes.empty()) return all;
   for (auto rule : {launch_bound, roofline, stall_hot_lines, stragglers, variant_spread, occupancy,
-                    spills, tail_effect, missing_sources}) {
+                    spills, tail_effect, host_sync, sync_copy, missing_sources}) {
     for (Finding& f : rule(view)) {
       // A damaged file's infinities give no estimate worth ranking by.
       if (f.saving_ns && !std::isfinite(*f.saving_ns)) f.saving_ns.reset();
