@@ -202,10 +202,14 @@ def fold() -> None:
     with _lock:
         slots = list(_slots.items())
         host = {}
-        for kind, slabs in _slabs.items():
-            if kind[0].type == "cuda":
-                torch.cuda.synchronize(kind[0])
-            host[kind] = [slab.cpu().tolist() for slab in slabs]
+        _proton._profiler_host_calls(True)  # this wait and these copies are not the program's
+        try:
+            for kind, slabs in _slabs.items():
+                if kind[0].type == "cuda":
+                    torch.cuda.synchronize(kind[0])
+                host[kind] = [slab.cpu().tolist() for slab in slabs]
+        finally:
+            _proton._profiler_host_calls(False)
     for key, (slab_index, offset) in slots:
         sessions, ctx, name, device, is_float = key
         now = host[(device, is_float)][slab_index][offset]

@@ -78,11 +78,15 @@ inline LaunchTag host_call_tag(const HostCall& call) {
 /// context synchronize, the instrumentation consumer's event waits) and are not timed.
 class ProfilerHostCalls {
  public:
-  ProfilerHostCalls();
-  ~ProfilerHostCalls();
+  ProfilerHostCalls() { begin(); }
+  ~ProfilerHostCalls() { end(); }
   ProfilerHostCalls(const ProfilerHostCalls&) = delete;
   ProfilerHostCalls& operator=(const ProfilerHostCalls&) = delete;
-  /// True while the calling thread holds one.
+  /// The same without a scope (the Python layer's read-back of device metrics): each begin()
+  /// on a thread needs its end() on that thread.
+  static void begin() noexcept;
+  static void end() noexcept;
+  /// True while the calling thread is inside one.
   static bool active() noexcept;
 };
 

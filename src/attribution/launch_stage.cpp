@@ -124,11 +124,11 @@ namespace {
 thread_local uint32_t tls_profiler_calls = 0;  // ProfilerHostCalls alive on this thread
 }  // namespace
 
-ProfilerHostCalls::ProfilerHostCalls() {
+void ProfilerHostCalls::begin() noexcept {
   ++tls_profiler_calls;
 }
-ProfilerHostCalls::~ProfilerHostCalls() {
-  --tls_profiler_calls;
+void ProfilerHostCalls::end() noexcept {
+  if (tls_profiler_calls != 0) --tls_profiler_calls;
 }
 bool ProfilerHostCalls::active() noexcept {
   return tls_profiler_calls != 0;

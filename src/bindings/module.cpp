@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/host_call.h"
 #include "bindings/counters_bindings.h"
 #include "bindings/launch_hook.h"
 #include "bindings/options_bindings.h"
@@ -367,6 +368,9 @@ NB_MODULE(_proton, m) {
         [](nb::handle fn) { metric_converter() = nb::borrow<nb::object>(fn); });
   m.def("_metric_context", [] { return ThreadContext::launch_context(); });
   m.def("_active_sessions", [] { return Runtime::get().active_session_ids(); });
+  // The calling thread's synchronizes and copies are Proton's own until (false): not timed.
+  m.def("_profiler_host_calls",
+        [](bool begin) { begin ? ProfilerHostCalls::begin() : ProfilerHostCalls::end(); });
   m.def("_add_metrics_to", [](SessionId id, ContextId ctx, nb::dict metrics) {
     return Runtime::get().add_metrics_to(id, ctx, convert_metrics(metrics, ctx));
   });

@@ -223,6 +223,11 @@ TEST_F(HostCallTiming, TheProfilersOwnCallsAndIdleSessionsAreNotTimed) {
     ProfilerHostCalls ours;
     call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
   }
+  ProfilerHostCalls::begin();  // the Python layer's form (device metrics' read-back)
+  call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
+  ProfilerHostCalls::end();
+  ProfilerHostCalls::end();  // unbalanced: ignored, never below zero
+  EXPECT_FALSE(ProfilerHostCalls::active());
   LaunchStage::active_sessions = 0;
   call(kDrv, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr);
   EXPECT_TRUE(drain_tags().empty());
