@@ -152,12 +152,27 @@ void PcCollector::collect(const Record& record) {
 }
 
 TraceCollector::TraceCollector(Session& s)
-    : Collector(
-          s, record_bit<KernelDone>() | record_bit<ScopeEvent>() | record_bit<LaunchRegions>()) {}
+    : Collector(s, record_bit<KernelDone>() | record_bit<ScopeEvent>() |
+                       record_bit<LaunchRegions>() | record_bit<HostCallDone>()) {}
 
 void TraceCollector::collect(const Record& record) {
   Session& s = session_;
   if (s.trace_finished_) return;
+  if (const auto* host = std::get_if<HostCallDone>(&record)) {
+    TraceStore* trace = s.trace_for(host->tag);
+    if (trace == nullptr) return;
+    TraceEvent e;
+    e.kind = TraceEvent::kHostCall;
+    e.start_ns = host->call.start_ns;  // the steady clock, as scopes
+    e.end_ns = host->call.start_ns + host->call.duration_ns;
+    e.correlation = host->call.bytes;
+    e.context = s.context_of(host->tag);
+    e.name = NameTable::global().intern(host_call_frame(host->call));
+    e.thread = host->tag.thread;
+    e.flags = host->call.continued ? 1 : 0;
+    trace->add(e);
+    return;
+  }
   if (const auto* scope = std::get_if<ScopeEvent>(&record)) {
     const LaunchTag& tag = scope->tag;
     TraceStore* trace = s.trace_for(tag);  // per phase with periodic chrome traces

@@ -5,11 +5,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "attribution/record_processor.h"
+#include "data/trace_store.h"
+#include "io/chrome_trace_writer.h"
 #include "io/hatchet_writer.h"
 #include "session/session.h"
 #include "test_util.h"
@@ -183,6 +189,81 @@ TEST_F(HostCalls, AreSummedColumnsOfTheHatchetFile) {
   EXPECT_EQ(loop["children"][0]["metrics"]["sync_time (ns)"], 3000);
   EXPECT_EQ(loop["children"][1]["metrics"]["memcpy_bytes"], 4096);
   EXPECT_EQ(loop["children"][1]["frame"]["type"], "function");
+}
+
+TEST_F(HostCalls, AreBoxesOnTheirThreadsLaneInATrace) {
+  SessionConfig config;
+  config.data = "tree,trace";
+  config.name = (std::filesystem::temp_directory_path() /
+                 ("proton_host_call_trace_" + std::to_string(::getpid())))
+                    .string();
+  Session s(0, config);
+  {
+    std::lock_guard lock(s.mu);
+    s.start_trace(TraceClock{500, 1, 0}, 0);
+  }
+  OneSession sink(s);
+  RecordProcessor processor(sink);
+  LaunchStage::host_call(copy_call(700, 4096, CopyDirection::kHtoD, HostMemory::kPageable));
+  processor.settle();
+  std::lock_guard lock(s.mu);
+  std::vector<TraceEvent> events;
+  s.trace()->for_each_chunk([&](std::span<const TraceEvent> chunk) {
+    events.insert(events.end(), chunk.begin(), chunk.end());
+  });
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TraceEvent::kHostCall);
+  EXPECT_EQ(events[0].start_ns, 2000u);
+  EXPECT_EQ(events[0].end_ns, 2700u);
+  EXPECT_EQ(events[0].correlation, 4096u);
+  EXPECT_EQ(events[0].name, id("memcpy HtoD (pageable)"));
+  // The tree has it too.
+  EXPECT_NE(child(s.tree(), CallTree::kRoot, "memcpy HtoD (pageable)"), nullptr);
+  s.finish_trace(10000);
+  std::filesystem::remove(s.output_path("chrome_trace"));
+}
+
+TEST(HostCallTrace, TheWriterDrawsACpuBoxWithBytes) {
+  testing::MainThreadFixture main;
+  auto& tc = ThreadContext::current();
+  tc.enter_scope(id("step"));
+  ContextId step = tc.scope_context();
+  tc.exit_scope(id("step"));
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("proton_host_call_unit_" + std::to_string(::getpid()) + ".chrome_trace");
+  ChromeTraceWriter w(path.string(), TraceClock{1000, 1, 0});
+  TraceEvent e;
+  e.kind = TraceEvent::kHostCall;
+  e.start_ns = 3000;
+  e.end_ns = 5000;
+  e.context = step;
+  e.name = id("memcpy HtoD (pageable)");
+  e.thread = 2;
+  e.correlation = 4096;
+  TraceEvent wait = e;
+  wait.name = id("cudaStreamSynchronize");
+  wait.correlation = 0;
+  wait.flags = 1;
+  std::vector<TraceEvent> batch{e, wait};
+  w.append(batch);
+  w.finish(TraceSummary{});
+  std::ifstream in(path);
+  json trace = json::parse(in);
+  std::filesystem::remove(path);
+  std::vector<json> x;
+  for (const json& ev : trace["traceEvents"])
+    if (ev["ph"] == "X") x.push_back(ev);
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_EQ(x[0]["cat"], "host_call");
+  EXPECT_EQ(x[0]["name"], "memcpy HtoD (pageable)");
+  EXPECT_EQ(x[0]["ts"], 2.0);
+  EXPECT_EQ(x[0]["dur"], 2.0);
+  EXPECT_EQ(x[0]["args"]["bytes"], 4096);
+  EXPECT_EQ(x[0]["args"]["call_stack"], (json{"step"}));
+  EXPECT_FALSE(x[1]["args"].contains("bytes"));
+  EXPECT_EQ(x[1]["args"]["finishes_copy"], true);
+  EXPECT_EQ(x[0]["tid"], x[1]["tid"]);
 }
 
 TEST(HostCallFrame, NamesSayWhatBlocked) {
