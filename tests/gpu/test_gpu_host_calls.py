@@ -199,3 +199,16 @@ def test_a_launch_loop_records_the_same_kernels_with_host_calls_on_and_off(tmp_p
     # Triton's viewer and llnl-hatchet read columns from the root: the host-call ones are there.
     if host_call_nodes(on):
         assert "sync_time (ns)" in on[0]["metrics"]
+
+
+def test_a_trace_shows_the_waits_on_the_calling_thread(tmp_path):
+    script = tmp_path / "traced.py"
+    script.write_text(textwrap.dedent(ITEM))
+    r = subprocess.run([sys.executable, "-m", "proton", "-n", "traced", "-d", "tree,trace",
+                        str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    trace = json.loads((tmp_path / "traced.chrome_trace").read_text())
+    waits = [e for e in trace["traceEvents"] if e.get("cat") == "host_call"]
+    assert len(waits) >= 200, [e.get("cat") for e in trace["traceEvents"][:20]]
+    kernel_pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+    assert all(e["ph"] == "X" and e["dur"] >= 0 and e["pid"] not in kernel_pids for e in waits)
