@@ -191,7 +191,7 @@ def test_a_launch_loop_records_the_same_kernels_with_host_calls_on_and_off(tmp_p
     _, on = run(tmp_path, "on", LOOP)
     _, off = run(tmp_path, "off", LOOP, env={"PROTON_HOST_CALLS": "0"})
     assert kernels(on) == kernels(off)
-    assert [c for p, c in kernels(on) if p[:1] == ("loop",)] == [2000, 2000]
+    assert sum(c for p, c in kernels(on) if p[:1] == ("loop",)) == 4000
     assert not host_call_nodes(off)
     # On: only the synchronize after the loop (and PyTorch's own setup ones) was timed.
     assert sum(n["metrics"].get("sync_calls", 0) for _, n in host_call_nodes(on)) < 10
