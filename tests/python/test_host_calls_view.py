@@ -51,6 +51,13 @@ def test_our_viewer_shows_host_time_in_any_unit():
     rows = {line.split()[-1]: line.split()[:2] for line in r.stdout.splitlines()[1:] if line}
     assert float(rows["cudaStreamSynchronize"][0]) == 900
     assert float(rows["(pageable)"][1]) == pytest.approx(1.118, abs=1e-3)
+    # Per call: "<x>_time" is counted by "<x>_calls", as cpu_time by cpu_calls.
+    r = subprocess.run([VIEWER, "-m", "avg_sync_time/us,avg_memcpy_time/ms", str(FIXTURE)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split()[-1]: line.split()[:2] for line in r.stdout.splitlines()[1:] if line}
+    assert float(rows["cudaStreamSynchronize"][0]) == 900
+    assert float(rows["(pageable)"][1]) == pytest.approx(11.18, abs=1e-2)
 
 
 def test_the_analyzer_answers_host_sync_and_sync_copy():
