@@ -250,10 +250,14 @@ def fold() -> None:
     with _lock:
         slots = list(_slots.items())
         host = {}
-        for kind, slabs in _slabs.items():
-            if kind[0].type == "cuda":
-                torch.cuda.synchronize(kind[0])
-            host[kind] = [slab.cpu().tolist() for slab in slabs]
+        _proton._profiler_host_calls(True)  # this wait and these copies are not the program's
+        try:
+            for kind, slabs in _slabs.items():
+                if kind[0].type == "cuda":
+                    torch.cuda.synchronize(kind[0])
+                host[kind] = [slab.cpu().tolist() for slab in slabs]
+        finally:
+            _proton._profiler_host_calls(False)
         launch_slots = dict(_launch_slots)
     if launch_slots:
         # The kernels those launches ran as must be placed before their values: deliver every

@@ -20,9 +20,9 @@ bool is_hint(const Finding& f) {
 std::vector<Finding> advise(const ProfileView& view) {
   std::vector<Finding> all;
   if (view.nodes.empty()) return all;
-  for (auto rule :
-       {launch_bound, roofline, stall_hot_lines, stragglers, variant_spread, occupancy, spills,
-        tail_effect, autotune_spread, kernel_time_variance, region_imbalance, missing_sources}) {
+  for (auto rule : {launch_bound, roofline, stall_hot_lines, stragglers, variant_spread, occupancy,
+                    spills, tail_effect, autotune_spread, kernel_time_variance, region_imbalance,
+                    host_sync, sync_copy, missing_sources}) {
     for (Finding& f : rule(view)) {
       // A damaged file's infinities give no estimate worth ranking by.
       if (f.saving_ns && !std::isfinite(*f.saving_ns)) f.saving_ns.reset();

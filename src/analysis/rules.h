@@ -114,6 +114,19 @@ inline constexpr double kRegionImbalanceMedium = 2.0;
 // Regions with less than this share of their kernel's region cycles are left out.
 inline constexpr double kRegionMinShare = 0.10;
 
+// --- host_sync, sync_copy: host calls that blocked the host (synchronizes, synchronous or
+// pageable copies), timed by Proton from their API callbacks ("sync_time (ns)", "memcpy_*").
+// Fewer calls than this under one frame are setup or the end of a run, not a loop.
+inline constexpr double kMinHostCalls = 10;
+// A device-to-host copy averaging fewer bytes a call reads values back (.item(), .tolist() of a
+// few numbers, print of a tensor): its time is the wait for the GPU, a synchronization.
+inline constexpr double kSmallCopyBytes = 64 * 1024;
+// After a synchronize the GPU's queue is empty: it idles at least one launch's host cost
+// (kLaunchCostNs) until the host queues the next kernel. That is host_sync's estimate per call.
+// Host-to-device bandwidth of a pinned copy (PCIe 4.0 x16 in practice; 5.0 doubles it): what a
+// pageable copy would still take once pinned. The low end keeps sync_copy's estimate low.
+inline constexpr double kPinnedCopyBytesPerS = 25e9;
+
 std::vector<Finding> launch_bound(const ProfileView& view);
 std::vector<Finding> roofline(const ProfileView& view);
 std::vector<Finding> stall_hot_lines(const ProfileView& view);
@@ -125,6 +138,8 @@ std::vector<Finding> tail_effect(const ProfileView& view);
 std::vector<Finding> autotune_spread(const ProfileView& view);
 std::vector<Finding> kernel_time_variance(const ProfileView& view);
 std::vector<Finding> region_imbalance(const ProfileView& view);
+std::vector<Finding> host_sync(const ProfileView& view);
+std::vector<Finding> sync_copy(const ProfileView& view);
 // What more the profile would need for the rules that found nothing to read ("hint.*").
 std::vector<Finding> missing_sources(const ProfileView& view);
 

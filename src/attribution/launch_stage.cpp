@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "attribution/host_call.h"
+
 namespace proton {
 
 ThreadStage::ThreadStage() : first_(new TagBlock(this)), head_(first_) {}
@@ -100,6 +102,36 @@ void LaunchStage::scope_metrics(ContextId scope, uint32_t op) {
     register_thread(self);
   ThreadStage::push(self.tags, LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
                                          kTagScopeMetrics, op, self.tags.thread});
+}
+
+void LaunchStage::host_call(const HostCall& call) {
+  SessionMask active = active_sessions.load(std::memory_order_relaxed);
+  if (active == 0) return;
+  hot::Thread& self = hot::this_thread();
+  if (self.tags.block == nullptr) [[unlikely]]
+    register_thread(self);
+  LaunchTag tag = host_call_tag(call);
+  tag.sessions = active;
+  tag.context = ThreadContext::launch_context(self);
+  if ((active & python_sessions.load(std::memory_order_relaxed)) != 0) {
+    tag.python_context = python_context();
+  }
+  tag.thread = self.tags.thread;
+  ThreadStage::push(self.tags, tag);
+}
+
+namespace {
+thread_local uint32_t tls_profiler_calls = 0;  // ProfilerHostCalls alive on this thread
+}  // namespace
+
+void ProfilerHostCalls::begin() noexcept {
+  ++tls_profiler_calls;
+}
+void ProfilerHostCalls::end() noexcept {
+  if (tls_profiler_calls != 0) --tls_profiler_calls;
+}
+bool ProfilerHostCalls::active() noexcept {
+  return tls_profiler_calls != 0;
 }
 
 void LaunchStage::drain(const std::function<void(const LaunchTag&)>& fn) {

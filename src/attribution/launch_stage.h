@@ -56,6 +56,7 @@ inline uint32_t tag_epoch(const LaunchTag& t) {
 }
 
 class ThreadStage;
+struct HostCall;
 
 /// A block of a thread's tag queue. Its header is the producer's to publish, the consumer's to
 /// read; `stage` lets the producer find the free list on the rare push that fills a block.
@@ -159,6 +160,11 @@ class LaunchStage {
   /// Stages metrics added to the innermost open scope of the calling thread (`op`, a LaunchOps
   /// entry) for the active trace sessions: their trace shows them on that scope's event.
   static void scope_metrics(ContextId scope, uint32_t op);
+  /// Stages a host call that blocked the calling thread (attribution/host_call.h) for the active
+  /// sessions, with the thread's context as a launch would have it. Rare calls only (a
+  /// synchronize, a blocking copy): not the launch path. Throws std::bad_alloc only on the
+  /// thread's first tag.
+  static void host_call(const HostCall& call);
   /// Whether an active session records a trace (scope metrics are staged only then).
   static bool tracing() {
     return (active_sessions.load(std::memory_order_relaxed) &

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "attribution/host_call.h"
 #include "attribution/kernel_record.h"
 #include "attribution/launch_stage.h"
 #include "common/ids.h"
@@ -58,8 +59,15 @@ struct LaunchRegions {
   LaunchSpan launch;
 };
 
+/// A host call that blocked its thread (a synchronize, a blocking or pageable copy), attributed
+/// to the call path of the call (`tag`'s contexts and sessions; attribution/host_call.h).
+struct HostCallDone {
+  const LaunchTag& tag;
+  const HostCall& call;
+};
+
 using Record = std::variant<KernelDone, ScopeEvent, RecordsLost, PcSamples, LaunchCounterValues,
-                            CounterSampleBatch, LaunchRegions>;
+                            CounterSampleBatch, LaunchRegions, HostCallDone>;
 
 namespace detail {
 template <typename T, typename V>

@@ -17,6 +17,11 @@ void RecordProcessor::drain_tags() {
       sink_.deliver(tag.sessions, ScopeEvent{tag});
       return;
     }
+    if (tag.flags & kTagHostCall) {
+      HostCall call = host_call_of(tag);
+      sink_.deliver(tag.sessions, HostCallDone{tag, call});
+      return;
+    }
     auto [item, inserted] = tags_.try_emplace(tag.correlation, Pending{tag, tag.fanout});
     if (!inserted) {  // a correlation id reused before its kernels came: the old tag is done
       if (item->value.remaining != 0) close_one(tag_epoch(item->value.tag));

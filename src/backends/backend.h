@@ -68,6 +68,10 @@ struct BackendOptions {
   // nvtx_debug prints each on stderr (PROTON_NVTX_DEBUG).
   bool nvtx = true;
   bool nvtx_debug = false;
+  // Host calls that block (synchronizes, synchronous or pageable copies) timed from their API
+  // callbacks and attributed to their call path (PROTON_HOST_CALLS=0 turns it off). Only those
+  // calls enter the callback: a launch costs the same either way.
+  bool host_calls = true;
   // The vendor library the user chose (PROTON_CUPTI_PATH, knobs.proton.cupti_lib_dir): a file or
   // a folder; empty: the backend's own search.
   std::string cupti_path;

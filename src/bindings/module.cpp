@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "attribution/host_call.h"
 #include "attribution/launch_stage.h"
 #include "bindings/counters_bindings.h"
 #include "bindings/launch_hook.h"
@@ -386,6 +387,9 @@ NB_MODULE(_proton, m) {
     return (python << 32) | ThreadContext::launch_context();
   });
   m.def("_active_sessions", [] { return Runtime::get().active_session_ids(); });
+  // The calling thread's synchronizes and copies are Proton's own until (false): not timed.
+  m.def("_profiler_host_calls",
+        [](bool begin) { begin ? ProfilerHostCalls::begin() : ProfilerHostCalls::end(); });
   m.def("_add_metrics_to", [](SessionId id, uint64_t where, nb::dict metrics) {
     auto ctx = static_cast<ContextId>(where);
     auto python = static_cast<ContextId>(where >> 32);

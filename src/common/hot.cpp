@@ -16,8 +16,7 @@ void Thread::reset() {
   effective = kRootContext;
   pending_op = 0;
   attached = false;
-  counter_range = false;
-  instr_pending = false;
+  exit_work = 0;
 }
 
 namespace {

@@ -60,17 +60,25 @@ struct alignas(64) Thread {
   // LaunchOps: the launch-metadata op the next launch carries (0 = none).
   uint32_t pending_op = 0;
   bool attached = false;  // ThreadContext: this thread has scopes or a state of its own
-  // Hardware counters: this launch opened a counter range (closed at its exit; see
-  // backends/cupti/range_profiler.h). In the padding: the line stays 64 bytes.
-  bool counter_range = false;
-  // Instrumentation: this thread's launch in progress got a profile-scratch slice whose job the
-  // launch callback queues at API exit (backends/instrumentation/instr_runtime.h).
-  bool instr_pending = false;
+  // Work the launch callback does at the exit of the outermost API call in progress, as kExit*
+  // bits, each set by its component at the call's enter: one test at every exit, whatever the
+  // number of components. In the padding: the line stays 64 bytes.
+  uint8_t exit_work = 0;
 
   /// Back to a fresh thread's values (the owner is left as it is).
   void reset();
 };
 static_assert(sizeof(Thread) == 64);
+
+/// Thread::exit_work bits. Hardware counters: this launch opened a counter range, closed at its
+/// exit (backends/cupti/range_profiler.h).
+inline constexpr uint8_t kExitCounterRange = 1;
+/// Instrumentation: this thread's launch in progress got a profile-scratch slice whose job the
+/// launch callback queues at API exit (backends/instrumentation/instr_runtime.h).
+inline constexpr uint8_t kExitInstr = 2;
+/// Host calls: a synchronize or copy being timed, measured at its exit
+/// (backends/cupti/host_calls.h).
+inline constexpr uint8_t kExitHostCall = 4;
 
 struct alignas(64) Globals {
   // LaunchStage (written by the session layer under its API lock, read relaxed per launch).

@@ -29,7 +29,10 @@ struct TraceEvent {
   // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
   // thread = warp, flags = warps per lane (granularity), op = the kernel's NameId, name = the
   // region's, launch_ns = its CTA's finalization time (ns), reserved = the SM clock (MHz).
-  enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2 };
+  // kHostCall (a synchronize or blocking copy on a CPU thread, attribution/host_call.h):
+  // name = its tree frame's name, correlation = bytes copied, flags = 1 when it only finished
+  // the copy before it (HostCall::continued).
+  enum Kind : uint8_t { kKernel = 0, kScope = 1, kRegion = 2, kHostCall = 3 };
   uint64_t start_ns = 0;             // steady clock
   uint64_t end_ns = 0;               // steady clock
   uint64_t launch_ns = 0;            // kernel: CPU time of its launch (0 = unknown)

@@ -299,6 +299,25 @@ void ChromeTraceWriter::append_event(const TraceEvent& e) {
     append_scope(e);
     return;
   }
+  if (e.kind == TraceEvent::kHostCall) {
+    // A synchronize or blocking copy: a box on its thread's lane, as long as the host waited.
+    cpu_lanes_.insert(e.thread);
+    sep();
+    buf_ += "{\"ph\":\"X\",\"cat\":\"host_call\",\"name\":";
+    buf_ += quoted_name(e.name);
+    append_cpu_place(e.thread, e.start_ns);
+    buf_ += ",\"dur\":";
+    append_duration(dur);
+    buf_ += ",\"args\":{\"call_stack\":";
+    buf_ += call_stack(e.context);
+    if (e.correlation != 0) {
+      buf_ += ",\"bytes\":";
+      append_uint(buf_, e.correlation);
+    }
+    if (e.flags & 1) buf_ += ",\"finishes_copy\":true";
+    buf_ += "}}";
+    return;
+  }
   gpu_lanes_[e.device].insert(e.stream);
   if (!(e.flags & kTraceFromRegions)) track_graph_scopes(e);
   uint64_t start = e.start_ns;

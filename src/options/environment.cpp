@@ -35,6 +35,8 @@ constexpr std::array kVariables{
                 "0: NVTX ranges do not become scopes (wins over knobs.proton.enable_nvtx)"},
     EnvVariable{"PROTON_NVTX_DEBUG", "0 or 1 (also true/false, on/off)",
                 "1: every NVTX push and pop on stderr"},
+    EnvVariable{"PROTON_HOST_CALLS", "0 or 1 (also true/false, on/off)",
+                "0: do not time synchronizes and blocking copies (default on)"},
     EnvVariable{"PROTON_TRACE_BUDGET_MB", "a size in MB (e.g. 256, or 0 for no budget)",
                 "trace sessions keep only their newest N MB of events (default: stream all)"},
     EnvVariable{"PROTON_COUNTER_BATCH", "a number of ranges from 1 to 1048576",
@@ -157,6 +159,7 @@ Environment read_environment() {
   e.cupti_path = string_var("PROTON_CUPTI_PATH");
   e.nvtx = bool_var("PROTON_NVTX");
   e.nvtx_debug = bool_var("PROTON_NVTX_DEBUG");
+  e.host_calls = bool_var("PROTON_HOST_CALLS");
   e.trace_budget_bytes = megabytes_var("PROTON_TRACE_BUDGET_MB");
   e.counter_batch = uint32_var("PROTON_COUNTER_BATCH", 1, 1 << 20);
   e.pm_buffer_mb = uint32_var("PROTON_PM_BUFFER_MB", 1, 4096);

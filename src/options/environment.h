@@ -44,6 +44,7 @@ struct Environment {
   std::string cupti_path;                     // PROTON_CUPTI_PATH
   std::optional<bool> nvtx;                   // PROTON_NVTX
   std::optional<bool> nvtx_debug;             // PROTON_NVTX_DEBUG
+  std::optional<bool> host_calls;             // PROTON_HOST_CALLS
   // Trace sessions.
   std::optional<uint64_t> trace_budget_bytes;  // PROTON_TRACE_BUDGET_MB (a fraction allowed)
   // Hardware counters.

@@ -35,12 +35,21 @@ class Collector {
 };
 
 /// Kernels on the call tree of their launch's phase (renamed and given metrics by their launch
-/// op), and the session's counts of unattributed kernels and lost records. Every session.
+/// op), host calls that blocked (a child of their call path per kind: host_call_frame), and the
+/// session's counts of unattributed kernels and lost records. Every session.
 class TreeCollector final : public Collector {
  public:
   explicit TreeCollector(Session& s);
   void collect(const Record& record) override;
+
+ private:
+  void add_host_call(const HostCallDone& done);
 };
+
+/// The frame a host call's metrics go on, below its call path: "cudaStreamSynchronize",
+/// "cudaDeviceSynchronize", "cudaEventSynchronize", or "memcpy <direction> (pageable)" /
+/// "memcpy <direction> (blocking)" (docs/advise.md, "Host calls").
+const char* host_call_frame(const HostCall& call);
 
 /// Intra-kernel region totals below the kernel's node of the launch's context. Every session
 /// (a launch's regions go to the sessions active when it ran).

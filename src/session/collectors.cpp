@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "common/name_table.h"
 #include "context/launch_ops.h"
 #include "data/trace_store.h"
 #include "session/session.h"
@@ -15,15 +16,84 @@ uint64_t duration_of(const KernelRecord& r) {
   return r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
 }
 
+// The metrics of host calls (docs/advise.md, "Host calls"), interned once.
+struct HostCallMetrics {
+  NameId sync_time = NameTable::global().intern("sync_time (ns)");
+  NameId sync_calls = NameTable::global().intern("sync_calls");
+  NameId copy_time = NameTable::global().intern("memcpy_time (ns)");
+  NameId copy_calls = NameTable::global().intern("memcpy_calls");
+  NameId copy_bytes = NameTable::global().intern("memcpy_bytes");
+};
+
+const HostCallMetrics& host_call_metrics() {
+  static const HostCallMetrics m;
+  return m;
+}
+
 }  // namespace
 
+const char* host_call_frame(const HostCall& call) {
+  switch (call.kind) {
+    case HostCallKind::kStreamSync:
+      return "cudaStreamSynchronize";
+    case HostCallKind::kDeviceSync:
+      return "cudaDeviceSynchronize";
+    case HostCallKind::kEventSync:
+      return "cudaEventSynchronize";
+    case HostCallKind::kCopy:
+      break;
+  }
+  const bool pageable = call.memory == HostMemory::kPageable;
+  switch (call.direction) {
+    case CopyDirection::kHtoD:
+      return pageable ? "memcpy HtoD (pageable)" : "memcpy HtoD (blocking)";
+    case CopyDirection::kDtoH:
+      return pageable ? "memcpy DtoH (pageable)" : "memcpy DtoH (blocking)";
+    case CopyDirection::kDtoD:
+      return "memcpy DtoD (blocking)";
+    case CopyDirection::kHtoH:
+      return pageable ? "memcpy HtoH (pageable)" : "memcpy HtoH (blocking)";
+    case CopyDirection::kUnknown:
+      break;
+  }
+  return pageable ? "memcpy (pageable)" : "memcpy (blocking)";
+}
+
 TreeCollector::TreeCollector(Session& s)
-    : Collector(s, record_bit<KernelDone>() | record_bit<RecordsLost>()) {}
+    : Collector(
+          s, record_bit<KernelDone>() | record_bit<RecordsLost>() | record_bit<HostCallDone>()) {}
+
+void TreeCollector::add_host_call(const HostCallDone& done) {
+  Session& s = session_;
+  CallTree* tree = s.data_.tree ? s.phase_tree(s.phase_for(done.tag)) : nullptr;
+  if (tree == nullptr) return;
+  const HostCall& c = done.call;
+  const HostCallMetrics& m = host_call_metrics();
+  NameId frame = NameTable::global().intern(host_call_frame(c));
+  CallTree::NodeId node = tree->child(tree->node_for_context(s.context_of(done.tag)), frame);
+  const bool copy = c.kind == HostCallKind::kCopy;
+  try {
+    tree->add_metric(node, copy ? m.copy_time : m.sync_time,
+                     MetricValue{static_cast<int64_t>(c.duration_ns)});
+    if (!c.continued) {
+      tree->add_metric(node, copy ? m.copy_calls : m.sync_calls, MetricValue{int64_t{1}});
+    }
+    if (copy && c.bytes != 0) {
+      tree->add_metric(node, m.copy_bytes, MetricValue{static_cast<int64_t>(c.bytes)});
+    }
+  } catch (const MetricTypeError&) {
+    // A user metric of the same name and another type: never let it stop delivery.
+  }
+}
 
 void TreeCollector::collect(const Record& record) {
   Session& s = session_;
   if (const auto* lost = std::get_if<RecordsLost>(&record)) {
     s.dropped_records += lost->count;
+    return;
+  }
+  if (const auto* host = std::get_if<HostCallDone>(&record)) {
+    add_host_call(*host);
     return;
   }
   const auto& [tag, r] = std::get<KernelDone>(record);
@@ -85,12 +155,27 @@ void PcCollector::collect(const Record& record) {
 }
 
 TraceCollector::TraceCollector(Session& s)
-    : Collector(
-          s, record_bit<KernelDone>() | record_bit<ScopeEvent>() | record_bit<LaunchRegions>()) {}
+    : Collector(s, record_bit<KernelDone>() | record_bit<ScopeEvent>() |
+                       record_bit<LaunchRegions>() | record_bit<HostCallDone>()) {}
 
 void TraceCollector::collect(const Record& record) {
   Session& s = session_;
   if (s.trace_finished_) return;
+  if (const auto* host = std::get_if<HostCallDone>(&record)) {
+    TraceStore* trace = s.trace_for(host->tag);
+    if (trace == nullptr) return;
+    TraceEvent e;
+    e.kind = TraceEvent::kHostCall;
+    e.start_ns = host->call.start_ns;  // the steady clock, as scopes
+    e.end_ns = host->call.start_ns + host->call.duration_ns;
+    e.correlation = host->call.bytes;
+    e.context = s.context_of(host->tag);
+    e.name = NameTable::global().intern(host_call_frame(host->call));
+    e.thread = host->tag.thread;
+    e.flags = host->call.continued ? 1 : 0;
+    trace->add(e);
+    return;
+  }
   if (const auto* scope = std::get_if<ScopeEvent>(&record)) {
     const LaunchTag& tag = scope->tag;
     TraceStore* trace = s.trace_for(tag);  // per phase with periodic chrome traces

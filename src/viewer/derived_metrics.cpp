@@ -199,11 +199,14 @@ class Deriver {
       v *= factor;
     column.unit = speedscope_unit(request.substr(slash + 1));
     if (average) {
-      // cpu_timed_scope counts its runs in "cpu_calls": CPU time per run. Otherwise, as
-      // Triton's viewer does, per kernel launch ("count").
-      int32_t count = base == "cpu_time" ? match_metric(profile_, "cpu_calls") : -1;
+      // A "<x>_time" counted by "<x>_calls" (cpu_timed_scope's cpu_time, the host calls'
+      // sync_time and memcpy_time): time per call. Otherwise, as Triton's viewer does, per
+      // kernel launch ("count").
+      std::string calls;
+      if (base.ends_with("_time")) calls = std::string(base.substr(0, base.size() - 5)) + "_calls";
+      int32_t count = calls.empty() ? -1 : match_metric(profile_, calls);
       if (count < 0) count = match_metric(profile_, "count");
-      if (count < 0) missing(request, base == "cpu_time" ? "'cpu_calls' or 'count'" : "'count'");
+      if (count < 0) missing(request, calls.empty() ? "'count'" : "'" + calls + "' or 'count'");
       auto counts = profile_.inclusive(count);
       for (size_t i = 0; i < counts.size(); ++i) {
         column.values[i] = counts[i] > 0 ? column.values[i] / counts[i] : kAbsent;

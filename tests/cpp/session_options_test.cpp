@@ -162,7 +162,13 @@ TEST_F(Env, UnsetOrEmptyKeepsTheDefaults) {
   SessionOptions o = make_session_options({}, e);
   EXPECT_EQ(o.backend.buffer_bytes, BackendOptions{}.buffer_bytes);
   EXPECT_TRUE(o.backend.nvtx);
+  EXPECT_TRUE(o.backend.host_calls);
   EXPECT_EQ(o.instr.pool_bytes, 0u);
+}
+
+TEST_F(Env, HostCallsCanBeTurnedOff) {
+  set("PROTON_HOST_CALLS", "0");
+  EXPECT_FALSE(make_session_options({}, read_environment()).backend.host_calls);
 }
 
 TEST_F(Env, EveryBadValueIsAnErrorNamingTheVariable) {
@@ -177,6 +183,7 @@ TEST_F(Env, EveryBadValueIsAnErrorNamingTheVariable) {
       {"PROTON_INSTR_POOL_MB", "0"},        {"PROTON_INSTR_STAGING_MB", "1e3"},
       {"PROTON_INSTR_DECODERS", "64"},      {"PROTON_INSTR_GATHER_MS", "-3"},
       {"PROTON_INSTR_WAKE_BATCH", "1000"},  {"PROTON_INSTR_KERNEL_TIME", "yes"},
+      {"PROTON_HOST_CALLS", "sometimes"},
   };
   for (auto [name, value] : bad) {
     set(name, value);

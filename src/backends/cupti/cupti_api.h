@@ -65,7 +65,8 @@ namespace proton::cupti {
   X(cuDeviceGetAttribute)         \
   X(cuGetErrorString)             \
   X(cuCtxGetCurrent)              \
-  X(cuCtxSynchronize)
+  X(cuCtxSynchronize)             \
+  X(cuPointerGetAttribute)
 
 #define PROTON_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;
 

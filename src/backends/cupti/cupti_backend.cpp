@@ -5,10 +5,12 @@
 #include <string_view>
 
 #include "attribution/graph_exec_table.h"
+#include "attribution/host_call.h"
 #include "attribution/record_processor.h"
 #include "backends/cupti/cupti_errors.h"
 #include "backends/cupti/diagnostics.h"
 #include "backends/cupti/graph_callbacks.h"
+#include "backends/cupti/host_calls.h"
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/cupti/nvtx_callbacks.h"
 #include "backends/cupti/pc_sampling.h"
@@ -110,6 +112,14 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
     undo_start();
     return false;
   }
+  // Host calls that block (host_calls.h): their ids only, so launches cost the same. A refusal
+  // only loses their times.
+  host_calls_ = options.host_calls;
+  if (host_calls_) {
+    set_host_call_pointer_query(driver_->cuPointerGetAttribute);
+    std::string host_error;
+    set_host_call_callbacks(*api_, subscriber_, true, host_error);
+  }
   // Concurrent-kernel records: the serialising CUPTI_ACTIVITY_KIND_KERNEL would distort the
   // very timings we report.
   cr = options.kernel_records ? api_->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
@@ -190,6 +200,7 @@ void CuptiBackend::undo_start() {
   if (subscriber_ != nullptr) {
     std::string ignored;
     set_launch_callbacks(*api_, subscriber_, false, ignored);
+    set_host_call_callbacks(*api_, subscriber_, false, ignored);
     set_graph_callbacks(*api_, subscriber_, false, ignored);
     api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     api_->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
@@ -211,6 +222,7 @@ void CuptiBackend::pause() {
   std::string ignored;
   hot::globals.launch_callbacks_on.store(false, std::memory_order_relaxed);
   set_launch_callbacks(*api_, subscriber_, false, ignored);
+  if (host_calls_) set_host_call_callbacks(*api_, subscriber_, false, ignored);
   paused_ = true;
 }
 
@@ -219,6 +231,7 @@ void CuptiBackend::resume() {
   reset_launch_nesting();  // a thread paused between enter and exit must not stay "nested"
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, true, ignored, driver_only_);
+  if (host_calls_) set_host_call_callbacks(*api_, subscriber_, true, ignored);
   paused_ = false;
   hot::globals.launch_callbacks_on.store(true, std::memory_order_relaxed);
 }
@@ -254,6 +267,7 @@ void CuptiBackend::sync_current_context() {
   // at finalize; kernels of other contexts are delivered only if already complete.
   CUcontext ctx = nullptr;
   if (driver_->cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+    ProfilerHostCalls ours;  // not the program's synchronize: not timed
     driver_->cuCtxSynchronize();
   }
 }
@@ -281,6 +295,7 @@ void CuptiBackend::stop() {
   hot::globals.launch_callbacks_on.store(false, std::memory_order_relaxed);
   std::string ignored;
   set_launch_callbacks(*api_, subscriber_, false, ignored);
+  set_host_call_callbacks(*api_, subscriber_, false, ignored);
   set_graph_callbacks(*api_, subscriber_, false, ignored);
   hot::globals.kernel_records_off.store(false, std::memory_order_relaxed);
   stop_counters();

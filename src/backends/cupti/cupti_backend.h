@@ -63,6 +63,7 @@ class CuptiBackend final : public Backend, private BufferConsumer {
   bool paused_ = false;
   bool driver_only_ = false;     // launch callbacks of the driver domain only (backend.h)
   bool cupti_finalize_ = false;  // BackendOptions::cupti_finalize, for stop()
+  bool host_calls_ = false;      // BackendOptions::host_calls, for pause() and resume()
   // Checks every BackendOptions::flush_interval_ms while running whether to hand partly
   // filled buffers over (periodic_flush, flush_policy.h).
   Ticker flusher_;

@@ -6,6 +6,7 @@
 
 #include "attribution/launch_stage.h"
 #include "backends/cupti/graph_callbacks.h"
+#include "backends/cupti/host_calls.h"
 #include "backends/cupti/nvtx_callbacks.h"
 #include "backends/cupti/pc_sampling.h"
 #include "backends/instrumentation/instr_runtime.h"
@@ -81,6 +82,9 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
       case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
       case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000:
         return 0;
+        // Host calls (host_calls.h): synchronizes and copies, not launches.
+        PROTON_HOST_CALL_RUNTIME_IDS(PROTON_HOST_CALL_CASE)
+        return 0;
       default:
         return 1;
     }
@@ -110,6 +114,9 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz:
+      return 0;
+      // Host calls (host_calls.h): synchronizes and copies, not launches.
+      PROTON_HOST_CALL_DRIVER_IDS(PROTON_HOST_CALL_CASE)
       return 0;
     default:
       return 1;
@@ -162,6 +169,27 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   }
 }
 
+// The exit of a call that set bits of hot::Thread::exit_work at its enter. Out of line: a plain
+// launch sets none, and its exit pays the one test of the flags.
+[[gnu::noinline, gnu::cold]] void run_exit_work(uint8_t work, CUpti_CallbackDomain domain,
+                                                CUpti_CallbackId cbid,
+                                                const CUpti_CallbackData* cb) {
+  // Hardware counters (range_profiler.h): close the range this launch opened.
+  if (work & hot::kExitCounterRange) {
+    if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) rp->on_exit();
+  }
+  if (work & hot::kExitInstr) instr_launch_exit(domain, cbid, cb);
+  if (work & hot::kExitHostCall) host_call_exit(domain, cbid, cb);
+}
+
+// API enter of a call that is no plain launch (fan-out 0): a host call (host_calls.h), timed and
+// never tagged, or a graph launch, whose fan-out the graph callbacks know.
+[[gnu::noinline]] uint32_t unusual_enter(hot::Thread& t, CUpti_CallbackDomain domain,
+                                         CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (host_call_enter(t, domain, cbid)) return kNoKernels;
+  return graph_launch_fanout(domain, cbid, cb->functionParams);
+}
+
 // One launch API enter or exit. Inlined into both entry points: the subscriber callback must
 // not pay a call per launch (each call is a line of code to fetch back into a cold cache).
 [[gnu::always_inline]] inline void launch_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -172,16 +200,11 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     // depth, and the next enter or launch_in_progress() sees the stale epoch and discards it.
     if (t.nest_depth > 0 && --t.nest_depth == 0) {
       t.nest_correlation = 0;
-      // Hardware counters (range_profiler.h): close the range this launch opened. The flag is
-      // on the thread's line, already read; the profiler's pointer only when it is set.
-      if (t.counter_range) [[unlikely]] {
-        t.counter_range = false;
-        if (RangeProfiler* rp = g_range_profiler.load(std::memory_order_acquire)) rp->on_exit();
-      }
-      // Instrumentation: the flag is on the thread's line, already read.
-      if (t.instr_pending) [[unlikely]] {
-        t.instr_pending = false;
-        instr_launch_exit(domain, cbid, cb);
+      // Hardware counters, instrumentation, host calls: the flags are on the thread's line,
+      // already read; one test for all of them.
+      if (uint8_t work = t.exit_work) [[unlikely]] {
+        t.exit_work = 0;
+        run_exit_work(work, domain, cbid, cb);
       }
     }
     return;
@@ -199,8 +222,8 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
     return;
   uint32_t fanout = fanout_of(domain, cbid);
   if (fanout == 0) [[unlikely]] {
-    fanout = graph_launch_fanout(domain, cbid, cb->functionParams);
-    if (fanout == kNoKernels) return;  // a graph without kernels: nothing will claim a tag
+    fanout = unusual_enter(t, domain, cbid, cb);
+    if (fanout == kNoKernels) return;  // a host call, or a graph without kernels: no tag
   }
   // Remembered for graph resource callbacks issued inside this launch (stream capture). The
   // op is read before tag() takes it.
@@ -216,7 +239,7 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   // the globals' line, which the epoch check above already read.
   if (void* hook = hot::globals.counter_hook.load(std::memory_order_relaxed)) [[unlikely]] {
     static_cast<RangeProfiler*>(hook)->on_enter(cb->context, cb->correlationId);
-    t.counter_range = true;
+    t.exit_work |= hot::kExitCounterRange;
   }
 }
 

@@ -12,6 +12,10 @@
 // With both domains on, only the outermost call on the thread is tagged: tagging the inner
 // one too would leave a tag no kernel ever claims.
 //
+// Host calls (synchronizes, copies: host_calls.h) share the subscriber and the nesting: their
+// ids answer a fan-out of 0, so a plain launch never tests for them, and they are timed from
+// the rare branch that graph launches take.
+//
 // Per call: the thread's hot::Thread (one line, found through the thread pointer), the
 // hot::Globals line, LaunchStage::tag() storing into the thread's queue. Nothing else: in a
 // real launch every line touched comes back from L2 or L3 (common/hot.h).

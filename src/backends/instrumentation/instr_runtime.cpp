@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "attribution/host_call.h"
 #include "backends/instrumentation/instr_runtime_parts.h"
 #include "common/hot.h"
 #include "common/thread_name.h"
@@ -159,6 +160,7 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
     stop_ = false;
     consumer_ = std::thread([this] {
       name_this_thread("proton-copy");
+      ProfilerHostCalls ours;  // its event waits are not the program's synchronizes
       consume();
     });
     for (size_t i = 0; i < decoder_threads; ++i)

@@ -74,7 +74,7 @@ uint64_t InstrRuntime::hand_out(Pool& pool, const SliceRing::Slice& slice, uint6
   t.slice = slice;
   t.bytes = bytes;
   t.in_flight = pool.ring.in_flight();
-  if (via_callback) hot::this_thread().instr_pending = true;
+  if (via_callback) hot::this_thread().exit_work |= hot::kExitInstr;
   return pool.device + slice.start % pool.size();
 }
 
