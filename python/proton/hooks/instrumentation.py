@@ -432,8 +432,12 @@ def calibrate(mode_obj=None) -> Dict[str, float]:
         _allocation.set_profile_allocator(alloc)
         out = torch.empty(8, device="cuda", dtype=torch.int32)
         k = proton_calibration[(8,)](out, num_warps=4)
-        torch.cuda.synchronize()
-        raw = bufs[-1].cpu().numpy().tobytes()
+        _proton()._profiler_host_calls(True)  # Proton's own wait and copy, not the program's
+        try:
+            torch.cuda.synchronize()
+            raw = bufs[-1].cpu().numpy().tobytes()
+        finally:
+            _proton()._profiler_host_calls(False)
         d = _proton().instr_decode(raw, 4, int(k.metadata.profile_scratch_size), [])
         cycles = sorted(s[5] - s[4] for s in d["samples"])
         value = float(cycles[len(cycles) // 2]) if cycles else float("nan")
