@@ -5,9 +5,11 @@ machine without them only skips (each test module skips itself when there is no 
 """
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
+import textwrap
 import threading
 
 import pytest
@@ -86,6 +88,18 @@ def load_profile(path):
     assert path.exists(), f"profile not written: {path} (dir has {sorted(path.parent.iterdir())})"
     with path.open() as f:
         return Profile(json.load(f), path)
+
+
+def run_under_proton(tmp_path, name, code, flags=(), env=None):
+    """Runs `code` (dedented) under `proton -n NAME flags` in `tmp_path`; returns the path of
+    the profile it wrote."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(textwrap.dedent(code))
+    r = subprocess.run([sys.executable, "-m", "proton", "-n", name, *flags, str(script)],
+                       cwd=tmp_path, env={**os.environ, **(env or {})}, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return tmp_path / f"{name}.hatchet"
 
 
 @pytest.fixture

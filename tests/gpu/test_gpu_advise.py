@@ -21,17 +21,12 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 import proton.profiles as profiles  # noqa: E402
+from conftest import run_under_proton  # noqa: E402
 
 
 def run(tmp_path, name, code, flags=(), env=None):
     """Runs `code` under `proton -n NAME flags`; returns the analyzer's findings."""
-    script = tmp_path / f"{name}.py"
-    script.write_text(textwrap.dedent(code))
-    r = subprocess.run([sys.executable, "-m", "proton", "-n", name, *flags, str(script)],
-                       cwd=tmp_path, env={**os.environ, **(env or {})}, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    return profiles.read(tmp_path / f"{name}.hatchet").advise()
+    return profiles.read(run_under_proton(tmp_path, name, code, flags, env)).advise()
 
 
 def answers(found):

@@ -12,7 +12,6 @@ Each program runs under the `proton` command in its own process. Run on a GPU ma
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -24,19 +23,14 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 import proton.profiles as profiles  # noqa: E402
+from conftest import run_under_proton  # noqa: E402
 
 HOST_FRAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 
 
 def run(tmp_path, name, code, flags=(), env=None):
     """Runs `code` under `proton -n NAME flags`; returns (findings, the Hatchet tree)."""
-    script = tmp_path / f"{name}.py"
-    script.write_text(textwrap.dedent(code))
-    r = subprocess.run([sys.executable, "-m", "proton", "-n", name, *flags, str(script)],
-                       cwd=tmp_path, env={**os.environ, **(env or {})}, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    path = tmp_path / f"{name}.hatchet"
+    path = run_under_proton(tmp_path, name, code, flags, env)
     return profiles.read(path).advise(), json.loads(path.read_text())
 
 

@@ -180,6 +180,16 @@ std::string cupti_error(const CuptiApi& api, const char* call, CUptiResult resul
   return describe_cupti_error(call, result, text == nullptr ? "" : text);
 }
 
+bool set_callback(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                  CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::string& error) {
+  CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, domain, cbid);
+  if (r == CUPTI_SUCCESS) return true;
+  if (error.empty() && r != CUPTI_ERROR_INVALID_PARAMETER) {
+    error = cupti_error(api, "cuptiEnableCallback", r);
+  }
+  return false;
+}
+
 bool claim_activity(const char* owner, std::string& why) {
   std::lock_guard lock(g_mu);
   if (g_activity_owner != nullptr && std::strcmp(g_activity_owner, owner) != 0) {

@@ -101,6 +101,12 @@ void set_cupti_search_paths(std::vector<std::string> dirs);
 /// The message for a failed CUPTI call: names the call, CUPTI's own wording, and what to do.
 std::string cupti_error(const CuptiApi& api, const char* call, CUptiResult result);
 
+/// Turns one callback id on or off; returns whether CUPTI took it. An id this libcupti predates
+/// (CUPTI_ERROR_INVALID_PARAMETER) is passed over quietly; any other failure is kept in `error`
+/// (the first only).
+bool set_callback(const CuptiApi& api, CUpti_SubscriberHandle subscriber, bool enable,
+                  CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::string& error);
+
 /// CUPTI has one global activity-buffer registration per process: the backend and the
 /// benchmark floor both use it, so each claims it first. Returns false if `owner` cannot have
 /// it (the other one holds it).

@@ -293,12 +293,7 @@ int set_host_call_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscrib
                             std::string& error) {
   int done = 0;
   for (const HostCallCallback& c : kHostCallIds) {
-    CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, c.domain, c.cbid);
-    if (r == CUPTI_SUCCESS) {
-      ++done;
-    } else if (error.empty() && r != CUPTI_ERROR_INVALID_PARAMETER) {
-      error = cupti_error(api, "cuptiEnableCallback", r);
-    }
+    done += set_callback(api, subscriber, enable, c.domain, c.cbid, error) ? 1 : 0;
   }
   return done;
 }

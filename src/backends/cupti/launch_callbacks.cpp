@@ -297,13 +297,7 @@ int set_launch_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber,
   for (const LaunchCallback& c : kCallbacks) {
     // Runtime graph launches stay on: rare, and their kernels' id is then certain either way.
     if (driver_only && c.domain != kDriver && !c.graph) continue;
-    CUptiResult r = api.cuptiEnableCallback(enable ? 1u : 0u, subscriber, c.domain, c.cbid);
-    if (r == CUPTI_SUCCESS) {
-      ++done;
-    } else if (error.empty() && r != CUPTI_ERROR_INVALID_PARAMETER) {
-      // INVALID_PARAMETER: an id this libcupti predates; anything else is worth reporting.
-      error = cupti_error(api, "cuptiEnableCallback", r);
-    }
+    done += set_callback(api, subscriber, enable, c.domain, c.cbid, error) ? 1 : 0;
   }
   return done;
 }
