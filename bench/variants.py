@@ -173,9 +173,9 @@ PROTON_KNOB_VARIANTS = [
               env={"PROTON_FLUSH_INTERVAL_MS": "0"}),
     _subclass(Proton, "proton_flush20", "A flush every 20 ms whatever the tags held (the "
               "default before the flush policy).", env={"PROTON_FLUSH_TAGS": "0"}),
-    _subclass(Proton, "proton_nohost", "Host calls (synchronizes, blocking copies) not timed: "
-              "proton minus this row is what their callbacks cost the loop.",
-              env={"PROTON_HOST_CALLS": "0"}),
+    _subclass(Proton, "proton_host", "Host calls (synchronizes, blocking copies) timed, as "
+              "proton --advise does: this row minus proton is what their callbacks cost the loop.",
+              env={"PROTON_HOST_CALLS": "1"}),
     _subclass(Proton, "proton_emptycb", "The launch callbacks enabled but returning at once: "
               "proton minus this row is our callback body, this row minus floor_cb the rest.",
               env={"PROTON_DIAG_CALLBACK": "empty"}),

@@ -109,7 +109,8 @@ def _parser():
                         "'{name}.rank{rank}'; also {world_size} {local_rank} {host})")
     p.add_argument("--advise", action="store_true",
                    help="when the run ends, print the analyzer's top findings on the profile "
-                        "(to stderr; all of them: proton-viewer --advise, docs/advise.md)")
+                        "(to stderr; all of them: proton-viewer --advise, docs/advise.md); "
+                        "also times synchronizes and copies (PROTON_HOST_CALLS=1)")
     p.add_argument("--idle", action="store_true",
                    help="start no session: load idle and profile only in windows, opened by "
                         "proton.schedule/step, proton-ctl or SIGUSR2 (same as PROTON_IDLE=1; "
@@ -268,6 +269,10 @@ def main(argv=None) -> int:
         opts.mode = "counters" + (f":metrics={opts.counter_metrics}"
                                   if opts.counter_metrics else "")
 
+    if opts.advise:
+        # The analyzer's host_sync and sync_copy rules read timed host calls (off by default:
+        # the tree stays triton.profiler's); a value the user set wins.
+        os.environ.setdefault("PROTON_HOST_CALLS", "1")
     try:
         if opts.idle or _control.idle_requested():
             if opts.hook is not None:

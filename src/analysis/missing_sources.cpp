@@ -70,15 +70,15 @@ std::vector<Finding> missing_sources(const ProfileView& view) {
                        "Write the profile with this Proton on the GPU that ran it: its device "
                        "map records each SM's warps, blocks, registers and shared memory."));
   }
-  if (!launch.any() && view.find_metric("sync_time (ns)") < 0 &&
-      view.find_metric("memcpy_time (ns)") < 0) {
-    // A file without launch facts is not this Proton's (or is graph-level): nor does it time
-    // host calls. This Proton's own files lack these columns only where nothing blocked.
+  if (view.find_metric("sync_time (ns)") < 0 && view.find_metric("memcpy_time (ns)") < 0) {
+    // Host calls are timed only when asked (the tree stays triton.profiler's otherwise); a
+    // profile that timed them and saw none blocking has no such columns either.
     out.push_back(hint(view, "hint.host_calls",
                        "No host call is timed (synchronizes, blocking copies): the rules "
                        "'host_sync' and 'sync_copy' have nothing to read.",
-                       "Profile with this Proton: it times synchronizes and blocking or pageable "
-                       "copies from their API calls (on unless PROTON_HOST_CALLS=0)."));
+                       "Profile with PROTON_HOST_CALLS=1 (proton --advise sets it): synchronizes "
+                       "and blocking or pageable copies are then timed from their API calls, on "
+                       "the call path that made them."));
   }
   if (view.find_metric("num_samples") < 0) {
     out.push_back(hint(view, "hint.pcsampling",

@@ -36,7 +36,8 @@ constexpr std::array kVariables{
     EnvVariable{"PROTON_NVTX_DEBUG", "0 or 1 (also true/false, on/off)",
                 "1: every NVTX push and pop on stderr"},
     EnvVariable{"PROTON_HOST_CALLS", "0 or 1 (also true/false, on/off)",
-                "0: do not time synchronizes and blocking copies (default on)"},
+                "1: time synchronizes and blocking or pageable copies onto the call path (default "
+                "off; `proton --advise` turns it on)"},
     EnvVariable{"PROTON_TRACE_BUDGET_MB", "a size in MB (e.g. 256, or 0 for no budget)",
                 "trace sessions keep only their newest N MB of events (default: stream all)"},
     EnvVariable{"PROTON_COUNTER_BATCH", "a number of ranges from 1 to 1048576",

@@ -42,7 +42,8 @@ BackendOptions backend_options(const SessionOptions& o, const Environment& env) 
   // Our own variable wins over Triton's knob, which wins over the default.
   b.nvtx = env.nvtx.value_or(o.config.knobs.enable_nvtx.value_or(true));
   b.nvtx_debug = env.nvtx_debug.value_or(false);
-  b.host_calls = env.host_calls.value_or(true);
+  // Off unless asked: the call-path tree stays the one triton.profiler writes.
+  b.host_calls = env.host_calls.value_or(false);
   b.cupti_path = !env.cupti_path.empty() ? env.cupti_path : o.config.knobs.cupti_lib_dir;
   b.cupti_finalize = env.cupti_finalize.value_or(false);
   if (const auto* counters = std::get_if<CounterConfig>(&o.mode)) {

@@ -162,13 +162,13 @@ TEST_F(Env, UnsetOrEmptyKeepsTheDefaults) {
   SessionOptions o = make_session_options({}, e);
   EXPECT_EQ(o.backend.buffer_bytes, BackendOptions{}.buffer_bytes);
   EXPECT_TRUE(o.backend.nvtx);
-  EXPECT_TRUE(o.backend.host_calls);
+  EXPECT_FALSE(o.backend.host_calls);  // asked for only: the tree stays triton.profiler's
   EXPECT_EQ(o.instr.pool_bytes, 0u);
 }
 
-TEST_F(Env, HostCallsCanBeTurnedOff) {
-  set("PROTON_HOST_CALLS", "0");
-  EXPECT_FALSE(make_session_options({}, read_environment()).backend.host_calls);
+TEST_F(Env, HostCallsCanBeTurnedOn) {
+  set("PROTON_HOST_CALLS", "1");
+  EXPECT_TRUE(make_session_options({}, read_environment()).backend.host_calls);
 }
 
 TEST_F(Env, EveryBadValueIsAnErrorNamingTheVariable) {

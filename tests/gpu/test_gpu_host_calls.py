@@ -4,7 +4,7 @@ their API callbacks, and the rules host_sync and sync_copy that read them.
 Known answers: `.item()` in a hot loop is host_sync, pageable `tensor.cuda()` copies are
 sync_copy, each the top finding of the Python frame that made the calls; a control with pinned
 non_blocking copies and no read-back triggers neither; and a plain launch loop's kernels are the
-same with host-call timing on (the default) and off (PROTON_HOST_CALLS=0).
+same with host-call timing on (PROTON_HOST_CALLS=1) and off (the default).
 
 Each program runs under the `proton` command in its own process. Run on a GPU machine:
 
@@ -12,6 +12,7 @@ Each program runs under the `proton` command in its own process. Run on a GPU ma
 """
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,7 @@ HOST_FRAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynch
 
 def run(tmp_path, name, code, flags=(), env=None):
     """Runs `code` under `proton -n NAME flags`; returns (findings, the Hatchet tree)."""
+    env = {"PROTON_HOST_CALLS": "1", **(env or {})}  # asked for: off by default
     path = run_under_proton(tmp_path, name, code, flags, env)
     return profiles.read(path).advise(), json.loads(path.read_text())
 
@@ -161,7 +163,7 @@ def test_pinned_non_blocking_copies_trigger_neither_rule(tmp_path):
     assert sum(n["metrics"].get("sync_calls", 0) for _, n in host_call_nodes(tree)) < 10
 
 
-# A launch loop: the same kernels, with host-call timing on (the default) and off.
+# A launch loop: the same kernels, with host-call timing on (asked for) and off (the default).
 LOOP = """
 import torch, proton
 x = torch.zeros(1024, device="cuda")
@@ -199,7 +201,8 @@ def test_a_trace_shows_the_waits_on_the_calling_thread(tmp_path):
     script = tmp_path / "traced.py"
     script.write_text(textwrap.dedent(ITEM))
     r = subprocess.run([sys.executable, "-m", "proton", "-n", "traced", "-d", "tree,trace",
-                        str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                        str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PROTON_HOST_CALLS": "1"})
     assert r.returncode == 0, r.stderr
     trace = json.loads((tmp_path / "traced.chrome_trace").read_text())
     waits = [e for e in trace["traceEvents"] if e.get("cat") == "host_call"]

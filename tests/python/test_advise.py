@@ -136,3 +136,15 @@ def test_the_command_says_when_there_is_no_profile_to_analyze(tmp_path):
     r = run_proton(["--advise", "-n", "t", "-d", "trace", "s.py"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "proton: --advise: no profile to analyze (no t.hatchet was written)" in r.stderr
+
+
+def test_the_command_times_host_calls_only_with_advise(tmp_path):
+    # Host calls are off by default (the tree stays triton.profiler's); --advise asks for them,
+    # and a value the user set wins.
+    (tmp_path / "s.py").write_text("import os\nprint(os.environ.get('PROTON_HOST_CALLS'))\n")
+    assert run_proton(["--advise", "-n", "a", "s.py"], tmp_path).stdout == "1\n"
+    assert run_proton(["-n", "b", "s.py"], tmp_path).stdout == "None\n"
+    env = {**os.environ, "PROTON_HOST_CALLS": "0"}
+    r = subprocess.run([sys.executable, "-m", "proton", "--advise", "-n", "c", "s.py"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert r.stdout == "0\n", r.stderr

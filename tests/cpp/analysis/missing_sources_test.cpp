@@ -53,16 +53,15 @@ TEST(MissingSources, AsksForLaunchFactsThenForTheDevicesLimits) {
   EXPECT_EQ(of_rule(missing_sources(v), "hint.device_limits").size(), 1u);
 }
 
-TEST(MissingSources, AsksForHostCallsOnlyOfFilesFromOtherProfilers) {
-  // No launch facts: triton.profiler's file (or an older Proton's), which times no host call.
+TEST(MissingSources, AsksForHostCallsWhereNoneWasTimed) {
+  // Host calls are timed when asked only: any profile without their columns gets the hint.
   ProfileView v = with_root();
   int32_t k = kernel(v, 0, "k", 1, 1e6);
   ASSERT_EQ(of_rule(missing_sources(v), "hint.host_calls").size(), 1u);
   EXPECT_NE(of_rule(missing_sources(v), "hint.host_calls")[0]->seen.find("'host_sync'"),
             std::string::npos);
-  // This Proton's file: no host-call columns only where nothing blocked.
   testing::set_launch(v, k, {});
-  EXPECT_TRUE(of_rule(missing_sources(v), "hint.host_calls").empty());
+  EXPECT_EQ(of_rule(missing_sources(v), "hint.host_calls").size(), 1u);
   ProfileView timed = with_root();
   kernel(timed, 0, "k", 1, 1e6);
   timed.set(timed.add_node(0, "cudaStreamSynchronize"), "sync_time (ns)", 10);
