@@ -91,7 +91,8 @@ def test_finding_click_zooms_to_its_frame(tmp_path):
     assert r.returncode == 0, r.stderr
     dom = chromium("--dump-dom", out.as_uri() + "#finding=1").stdout
     listed = re.findall(r'<a href="#finding=\d+" class="finding"[^>]*>([^<]*)</a>', dom)
-    assert [t.split()[1] for t in listed] == ["launch_bound", "roofline", "hint.pcsampling"]
+    assert [t.split()[1] for t in listed] == ["launch_bound", "roofline", "hint.host_calls",
+                                                 "hint.pcsampling"]
     assert "loss &gt; copy_kernel" in listed[1]
     assert 'data-focus="copy_kernel"' in dom  # the roofline finding's frame, zoomed
     assert re.search(r'<div class="f focus sel"[^>]*data-name="copy_kernel"', dom)

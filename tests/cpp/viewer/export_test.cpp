@@ -116,7 +116,7 @@ TEST_F(HtmlFindings, EachFindingLinksToItsFrame) {
   auto findings = analysis::advise(analysis_view(p));
   std::string html = to_html(p, column, visible, {}, "t", findings);
   auto data = page_data(html);
-  ASSERT_EQ(findings.size(), 3u);  // launch_bound, roofline, hint.pcsampling
+  ASSERT_EQ(findings.size(), 4u);  // launch_bound, roofline, hint.host_calls, hint.pcsampling
   ASSERT_EQ(data["findings"].size(), findings.size());
   for (size_t k = 0; k < findings.size(); ++k) {
     const auto& shown = data["findings"][k];
