@@ -58,7 +58,7 @@ void CommOverlap::add(uint64_t key, uint32_t stream, uint64_t start_ns, uint64_t
   if (comm) {
     if (start_ns < d.floor) ++late_;  // compute it ran beside may be gone already
     if (d.waiting.size() >= limits_.max_waiting) {
-      forced_ += d.waiting.size();
+      ++forced_;
       decide(d, /*all=*/true);
     }
     d.waiting.push_back({{start_ns, end_ns}, site});
@@ -76,17 +76,22 @@ void CommOverlap::add(uint64_t key, uint32_t stream, uint64_t start_ns, uint64_t
   if (d.max_end > limits_.window_ns) mark = std::max(mark, d.max_end - limits_.window_ns);
   d.mark = std::max(d.mark, mark);
   if (d.waiting_min_end <= d.mark) decide(d, /*all=*/false);
-  if (d.busy.size() - d.busy_head > limits_.max_busy) {
-    forced_ += d.waiting.size();
-    decide(d, /*all=*/true);
-    prune(d);
-    // Still full (one long collective holds them, or none waits): the oldest half goes.
-    if (d.busy.size() - d.busy_head > limits_.max_busy) {
-      d.busy_head += (d.busy.size() - d.busy_head) / 2;
-      d.floor = std::max(d.floor, d.busy[d.busy_head - 1].end);
-    }
-  }
   prune(d);
+  if (d.busy.size() - d.busy_head > limits_.max_busy) {
+    // Full (a window of many short kernels with gaps): the oldest half goes. A collective
+    // waiting beside them then counts that compute as absent, erring toward exposed.
+    ++forced_;
+    d.busy_head += (d.busy.size() - d.busy_head) / 2;
+    d.floor = std::max(d.floor, d.busy[d.busy_head - 1].end);
+    prune(d);
+  }
+}
+
+size_t CommOverlap::held() const {
+  size_t n = 0;
+  for (const Device& d : devices_)
+    n += d.busy.size() - d.busy_head + d.waiting.size();
+  return n;
 }
 
 void CommOverlap::add_busy(Device& d, Interval iv) {

@@ -22,8 +22,8 @@
 // Exposed time is therefore an upper bound of the time the collective had the device to itself.
 //
 // On the record thread only (under the session's mu); no allocation per record once the
-// device's buffers have grown; memory bounded by Limits (the oldest waiting collective is
-// decided early when they fill).
+// device's buffers have grown; memory bounded by Limits (when they fill, the waiting
+// collectives are decided early or the oldest compute is let go, both erring toward exposed).
 #pragma once
 
 #include <cstddef>
@@ -74,10 +74,13 @@ class CommOverlap {
   /// Drops everything held (data.clear).
   void clear();
 
-  /// Collectives decided with no wait: they arrived behind their device's watermark, so
-  /// compute records already let go may have overlapped them. And those decided early because
-  /// a device's limits were full.
+  /// Collectives that arrived behind their device's watermark: compute records already let go
+  /// may have overlapped them.
   uint64_t late() const { return late_; }
+  /// Times a device's limits were full (the oldest waiting collectives decided early, or the
+  /// oldest compute intervals let go).
+  /// Compute intervals and collectives held over all devices.
+  size_t held() const;
   uint64_t forced() const { return forced_; }
 
   /// is_comm_kernel of an interned name, remembered per name (the record thread's only cost

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -141,10 +142,12 @@ TEST(CommOverlap, AStreamQuietForTheWindowNoLongerHoldsCollectivesBack) {
 }
 
 TEST(CommOverlap, MemoryStaysBoundedOnALongRun) {
-  CommOverlap c(CommOverlap::Limits{.window_ns = 1'000'000, .max_waiting = 16, .max_busy = 64});
-  // 100k compute kernels on two streams and a collective every 100: nothing piles up.
+  CommOverlap c(CommOverlap::Limits{.window_ns = 10'000, .max_waiting = 16, .max_busy = 64});
+  // 100k compute kernels with gaps, and a collective on its own stream every 100: what is held
+  // stays within the window, and every collective is decided with its compute.
   uint64_t t = 0;
   uint64_t decided = 0;
+  size_t most = 0;
   for (int i = 0; i < 100'000; ++i, t += 1000) {
     c.add(0, kCompute, t, t + 900, false);
     if (i % 100 == 0) c.add(0, kComm, t + 950, t + 1950, true, site(1));
@@ -152,11 +155,36 @@ TEST(CommOverlap, MemoryStaysBoundedOnALongRun) {
     for (const auto& e : c.ready())
       EXPECT_EQ(e.exposed_ns, 50u + 50u);  // the gaps between compute kernels [t+900, t+1000)
     c.ready().clear();
+    most = std::max(most, c.held());
   }
   c.flush();
   decided += c.ready().size();
   EXPECT_EQ(decided, 1000u);
   EXPECT_EQ(c.forced(), 0u);
+  EXPECT_LE(most, 16u);
+}
+
+TEST(CommOverlap, FullLimitsLetTheOldestGoTowardExposed) {
+  CommOverlap c(CommOverlap::Limits{.window_ns = 1'000'000'000, .max_waiting = 4, .max_busy = 8});
+  c.add(0, kCompute, 0, 10, false);
+  c.add(0, kComm, 0, 1000, true, site(1));  // held: the compute stream is behind
+  // 100 short compute kernels with gaps beside it: more than the 8 intervals a device keeps.
+  for (uint64_t t = 20; t < 1000; t += 10)
+    c.add(0, 3, t, t + 5, false);
+  EXPECT_LE(c.held(), 8u + 1u);
+  EXPECT_GT(c.forced(), 0u);
+  c.flush();
+  ASSERT_EQ(c.ready().size(), 1u);
+  // Covered at most 10 + 98 x 5 = 500 ns: the compute let go counts as absent.
+  EXPECT_GE(c.ready()[0].exposed_ns, 500u);
+  EXPECT_LE(c.ready()[0].exposed_ns, 1000u);
+  // Five collectives where four may wait: the four waiting are decided early.
+  CommOverlap w(CommOverlap::Limits{.max_waiting = 4});
+  w.add(0, kCompute, 0, 10, false);
+  for (uint64_t i = 0; i < 5; ++i)
+    w.add(0, kComm, 100 + i * 100, 150 + i * 100, true, site(static_cast<uint32_t>(i)));
+  EXPECT_EQ(w.ready().size(), 4u);
+  EXPECT_LE(w.held(), 4u + 1u);
 }
 
 // --- In a session: the tree collector feeds the sweep and puts the exposed time on the node.
