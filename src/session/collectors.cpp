@@ -23,7 +23,6 @@ struct HostCallMetrics {
   NameId copy_time = NameTable::global().intern("memcpy_time (ns)");
   NameId copy_calls = NameTable::global().intern("memcpy_calls");
   NameId copy_bytes = NameTable::global().intern("memcpy_bytes");
-  NameId exposed_comm = NameTable::global().intern("exposed_comm (ns)");
 };
 
 const HostCallMetrics& host_call_metrics() {
@@ -88,7 +87,7 @@ void TreeCollector::add_host_call(const HostCallDone& done) {
 }
 
 void Session::place_exposed_comm() {
-  const NameId metric = host_call_metrics().exposed_comm;
+  static const NameId metric = NameTable::global().intern("exposed_comm (ns)");
   for (const CommOverlap::Exposed& e : comm_.ready()) {
     CallTree* tree = phase_tree(e.site.phase);
     // Gone with its phase, or the phase was cleared and the node id now names another frame.
