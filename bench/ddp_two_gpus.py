@@ -16,7 +16,8 @@ Runs an 8-layer MLP under DistributedDataParallel (NCCL), `--steps` steps, four 
 Each rank times its own steps (CUDA-synchronized, after 5 warm-up steps) into
 steps_<mode>.rank<r>.json. Then: per-rank kernel and NCCL kernel counts and the call paths of
 the NCCL kernels, `proton-viewer` on both rank files (merged tree with imbalance, --stragglers),
-`proton-viewer --advise` on both runs' rank files,
+`proton-viewer --advise` on both runs' rank files (which now also reads each NCCL kernel's
+exposed communication, `exposed_comm (ns)`: the comm_exposed rule),
 the merged trace with each rank's clock shift, step-time ratios per rank, and file sizes. All of
 it lands in --out (summary.json, summary.md, viewer_*.txt and the profiles).
 

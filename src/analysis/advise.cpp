@@ -22,7 +22,7 @@ std::vector<Finding> advise(const ProfileView& view) {
   if (view.nodes.empty()) return all;
   for (auto rule : {launch_bound, roofline, stall_hot_lines, stragglers, variant_spread, occupancy,
                     spills, tail_effect, autotune_spread, kernel_time_variance, region_imbalance,
-                    host_sync, sync_copy, missing_sources}) {
+                    host_sync, sync_copy, comm_exposed, missing_sources}) {
     for (Finding& f : rule(view)) {
       // A damaged file's infinities give no estimate worth ranking by.
       if (f.saving_ns && !std::isfinite(*f.saving_ns)) f.saving_ns.reset();

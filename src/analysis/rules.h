@@ -127,6 +127,15 @@ inline constexpr double kSmallCopyBytes = 64 * 1024;
 // pageable copy would still take once pinned. The low end keeps sync_copy's estimate low.
 inline constexpr double kPinnedCopyBytesPerS = 25e9;
 
+// --- comm_exposed: a collective (NCCL) kernel node whose GPU time mostly ran with no compute
+// kernel beside it on its device ("exposed_comm (ns)", measured from the kernel records). Half
+// or more of the collective's time alone is no overlap to speak of: a bucket whose all-reduce
+// waits for the end of the backward pass shows ~100%, an overlapped one well under half (its
+// first and last buckets are alone whatever the schedule).
+inline constexpr double kCommExposedShare = 0.5;
+// The exposed time must also be a significant share of the profile's kernel time (at least
+// kMinKernelTimeNs and kSignificantKernelShare): below it overlapping would win little.
+
 std::vector<Finding> launch_bound(const ProfileView& view);
 std::vector<Finding> roofline(const ProfileView& view);
 std::vector<Finding> stall_hot_lines(const ProfileView& view);
@@ -140,6 +149,7 @@ std::vector<Finding> kernel_time_variance(const ProfileView& view);
 std::vector<Finding> region_imbalance(const ProfileView& view);
 std::vector<Finding> host_sync(const ProfileView& view);
 std::vector<Finding> sync_copy(const ProfileView& view);
+std::vector<Finding> comm_exposed(const ProfileView& view);
 // What more the profile would need for the rules that found nothing to read ("hint.*").
 std::vector<Finding> missing_sources(const ProfileView& view);
 

@@ -86,6 +86,29 @@ void TreeCollector::add_host_call(const HostCallDone& done) {
   }
 }
 
+void Session::place_exposed_comm() {
+  static const NameId metric = NameTable::global().intern("exposed_comm (ns)");
+  for (const CommOverlap::Exposed& e : comm_.ready()) {
+    CallTree* tree = phase_tree(e.site.phase);
+    // Gone with its phase, or the phase was cleared and the node id now names another frame.
+    if (tree == nullptr || e.site.node >= tree->size() ||
+        tree->node(e.site.node).name != e.site.name)
+      continue;
+    try {
+      tree->add_metric(e.site.node, metric, MetricValue{static_cast<int64_t>(e.exposed_ns)});
+    } catch (const MetricTypeError&) {
+      // A user metric of the same name and another type: never let it stop delivery.
+    }
+  }
+  comm_.ready().clear();
+}
+
+void Session::settle_comm() {
+  if (!data_.tree) return;
+  comm_.flush();
+  place_exposed_comm();
+}
+
 void TreeCollector::collect(const Record& record) {
   Session& s = session_;
   if (const auto* lost = std::get_if<RecordsLost>(&record)) {
@@ -108,6 +131,11 @@ void TreeCollector::collect(const Record& record) {
       tree->add_kernel(kernel, duration_of(r), r.device_id, r.device_type);
       tree->note_launch(kernel, r.launch);
       s.placed_ = {tree, phase, kernel};
+      // Collectives wait for the compute records that ran beside them (data/comm_overlap.h).
+      const uint64_t device = (uint64_t{static_cast<uint8_t>(r.device_type)} << 32) | r.device_id;
+      s.comm_.add(device, r.stream_id, r.start_ns, r.end_ns, s.comm_.is_comm(r.name),
+                  {phase, kernel, name});
+      if (!s.comm_.ready().empty()) s.place_exposed_comm();
       for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
         try {
           tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);

@@ -39,6 +39,7 @@ std::string Runtime::encode_tree(Session& s, uint32_t phase, bool msgpack) {
   std::vector<DeviceInfo> devices = devices_of(seen);
   std::lock_guard lock(s.mu);
   s.settle_pc_samples();  // mode="pcsampling": every waiting sample onto the tree
+  s.settle_comm();        // collectives still waiting for compute records: decided now
   CallTree empty;
   const CallTree* tree = s.phase_tree(phase);
   if (tree == nullptr) tree = &empty;  // cleared or already written: an empty profile

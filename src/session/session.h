@@ -19,6 +19,7 @@
 #include "attribution/record.h"
 #include "common/ids.h"
 #include "data/call_tree.h"
+#include "data/comm_overlap.h"
 #include "data/counter_batch.h"
 #include "data/counter_join.h"
 #include "data/counter_split.h"
@@ -117,6 +118,10 @@ class Session {
   /// Places every waiting sample and writes the sampling counters (before a tree is encoded).
   void settle_pc_samples();
   const PcAttribution* pc_attribution() const { return pc_.get(); }
+
+  /// Decides every collective still waiting for the compute beside it and puts its
+  /// "exposed_comm (ns)" on its node (data/comm_overlap.h; before a tree is encoded).
+  void settle_comm();
 
   uint64_t dropped_records = 0;
   uint64_t unattributed_kernels = 0;
@@ -220,6 +225,8 @@ class Session {
   bool trace_finished_ = false;
   std::unique_ptr<PcAttribution> pc_;  // guarded by mu; null unless mode="pcsampling"
   DeviceMetricSites device_sites_;     // guarded by mu
+  CommOverlap comm_;                   // collectives' exposed time (mu)
+  void place_exposed_comm();           // comm_'s decided collectives onto their nodes (mu)
 };
 
 }  // namespace proton

@@ -148,3 +148,30 @@ def test_the_command_times_host_calls_only_with_advise(tmp_path):
     r = subprocess.run([sys.executable, "-m", "proton", "--advise", "-n", "c", "s.py"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert r.stdout == "0\n", r.stderr
+
+
+def test_exposed_communication_reaches_comm_exposed(tmp_path):
+    # A rank's file as the session writes it: exposed_comm a summed column on the root, the
+    # NCCL kernel's share of its time alone on its node.
+    def kernel(name, time_ns, extra=None):
+        metrics = {"time (ns)": time_ns, "count": 100, "device_id": "0", "device_type": "CUDA"}
+        metrics.update(extra or {})
+        return {"frame": {"name": name, "type": "function"}, "metrics": metrics, "children": []}
+
+    nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    doc = [{"frame": {"name": "ROOT", "type": "function"},
+            "metrics": {"time (ns)": 0, "count": 0, "exposed_comm (ns)": 0},
+            "children": [{"frame": {"name": "step", "type": "function"}, "metrics": {},
+                          "children": [kernel("gemm", 80_000_000),
+                                       kernel(nccl, 20_000_000, {"exposed_comm (ns)": 19_000_000})]}]},
+           {"CUDA": {"0": {"arch": "90", "bus_width": 5120, "clock_rate": 1755000,
+                           "memory_clock_rate": 2619000, "num_sms": 132}}}]
+    path = tmp_path / "ddp.rank0.hatchet"
+    path.write_text(json.dumps(doc))
+    p = profiles.read(path)
+    assert p.find(f"step/{nccl}").metrics["exposed_comm (ns)"] == 19_000_000
+    found = [f for f in p.advise() if f["rule"] == "comm_exposed"]
+    assert len(found) == 1, p.advise()
+    assert found[0]["frame"] == ["step", nccl]
+    assert found[0]["evidence"]["exposed_share"] == pytest.approx(0.95)
+    assert found[0]["saving_ns"] == pytest.approx(19e6)

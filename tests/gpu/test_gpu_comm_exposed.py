@@ -1,0 +1,105 @@
+"""Known answer for comm_exposed (docs/advise.md) on two GPUs over NCCL, under
+`torchrun --nproc-per-node 2 -m proton`: an all-reduce issued after the compute it follows runs
+alone on each GPU and fires; the same all-reduce issued with async_op=True while independent
+GEMMs run (NCCL on its own stream) is overlapped and stays quiet. Both runs measure
+`exposed_comm (ns)` on the NCCL kernel nodes. Skipped unless two GPUs are present.
+
+    python -m pytest -q tests/gpu/test_gpu_comm_exposed.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if torch.cuda.device_count() < 2:
+    pytest.skip("needs two CUDA GPUs", allow_module_level=True)
+
+import proton.profiles as profiles  # noqa: E402
+
+WORKER = textwrap.dedent("""
+    import os, sys
+    import torch
+    import torch.distributed as dist
+    import proton
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl")
+    overlapped = sys.argv[1] == "overlapped"
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    grads = torch.ones(16 << 20, device="cuda")  # 64 MB: 1-7 ms of all-reduce (NVLink-PCIe)
+    dist.all_reduce(torch.ones(1, device="cuda"))  # communicators set up: a tiny warm-up
+    c = a @ b
+    torch.cuda.synchronize()
+    for _ in range(10):
+        if overlapped:
+            with proton.scope("step"):
+                work = dist.all_reduce(grads, async_op=True)  # NCCL's stream
+                with proton.scope("compute"):
+                    for _ in range(100):  # independent of grads: runs beside the all-reduce
+                        c = a @ b
+                work.wait()
+        else:
+            with proton.scope("step"):
+                with proton.scope("compute"):
+                    for _ in range(100):
+                        c = a @ b
+                dist.all_reduce(grads)  # waits for the compute, then runs alone
+    torch.cuda.synchronize()
+    dist.barrier()
+    dist.destroy_process_group()
+""")
+
+
+def run_job(tmp_path, mode):
+    (tmp_path / "worker.py").write_text(WORKER)
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+               NVSHMEM_DISABLE_NVLS="1")
+    r = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "proton", "-n", mode, "worker.py", mode],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return [tmp_path / f"{mode}.rank{rank}.hatchet" for rank in (0, 1)]
+
+
+def nccl_exposure(path):
+    """(time, exposed) summed over the NCCL kernel nodes of one rank's file."""
+    with open(path) as f:
+        doc = json.load(f)
+    assert "exposed_comm (ns)" in doc[0]["metrics"], "not a root column"
+    time = exposed = 0
+    stack = list(doc[0]["children"])
+    while stack:
+        n = stack.pop()
+        stack.extend(n.get("children", []))
+        # Kernel nodes only (NCCL's NVTX ranges name frames "nccl..." too).
+        if "device_id" in n["metrics"] and "nccl" in n["frame"]["name"].lower():
+            time += n["metrics"].get("time (ns)", 0)
+            exposed += n["metrics"].get("exposed_comm (ns)", 0)
+    assert time > 0, "no NCCL kernel"
+    return time, exposed
+
+
+def test_allreduce_after_the_compute_is_exposed(tmp_path):
+    for path in run_job(tmp_path, "serial"):
+        time, exposed = nccl_exposure(path)
+        assert exposed > 0.8 * time, (path, time, exposed)
+        found = [f for f in profiles.read(str(path)).advise() if f["rule"] == "comm_exposed"]
+        assert found, path
+        f = found[0]
+        assert "step" in f["frame"] and "nccl" in f["frame"][-1].lower(), f
+        assert f["evidence"]["exposed_share"] > 0.8, f
+
+
+def test_allreduce_beside_independent_compute_is_quiet(tmp_path):
+    for path in run_job(tmp_path, "overlapped"):
+        time, exposed = nccl_exposure(path)
+        assert exposed < 0.5 * time, (path, time, exposed)  # measured, and mostly hidden
+        found = [f for f in profiles.read(str(path)).advise() if f["rule"] == "comm_exposed"]
+        assert not found, found
