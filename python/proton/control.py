@@ -164,11 +164,19 @@ def idle_requested() -> bool:
     return _proton.control_idle_requested()
 
 
+def env_flush_every() -> Optional[str]:
+    """PROTON_FLUSH_EVERY as ``flush_every`` takes it (None when unset; ValueError naming a bad
+    value): the flush period of idle mode started by PROTON_IDLE=1, and of ``proton --idle``
+    without --flush-every."""
+    ms = _proton.control_env_flush_ms()
+    return None if ms is None else f"{ms}ms"
+
+
 def _idle_from_environment() -> None:
-    """PROTON_IDLE=1 at import: idle with the default options; a problem is a warning, never
-    an import error."""
+    """PROTON_IDLE=1 at import: idle with the default options (and PROTON_FLUSH_EVERY's flush
+    period); a problem is a warning, never an import error."""
     try:
         if idle_requested():
-            idle()
+            idle(flush_every=env_flush_every())
     except (ValueError, RuntimeError) as e:
         warnings.warn(f"proton: PROTON_IDLE: not idle: {e}")

@@ -85,9 +85,11 @@ void register_control(nb::module_& m) {
       "control_step", [] { return path_of(WindowController::get().step()); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("control_current_step", [] { return WindowController::get().current_step(); });
-  // Idle mode's switch and the control socket: what PROTON_IDLE, PROTON_CONTROL_DIR and
-  // PROTON_CONTROL_SIGNAL say (checked, a bad value is a ValueError naming it).
+  // Idle mode's switch, flush period and control socket: what PROTON_IDLE, PROTON_FLUSH_EVERY,
+  // PROTON_CONTROL_DIR and PROTON_CONTROL_SIGNAL say (checked, a bad value is a ValueError naming
+  // it).
   m.def("control_idle_requested", [] { return read_environment().idle.value_or(false); });
+  m.def("control_env_flush_ms", [] { return read_environment().flush_every_ms; });
   m.def(
       "control_serve",
       [] {

@@ -445,3 +445,50 @@ def test_finalize_without_an_id_leaves_a_window_recording(tmp_path):
     assert not any(c["frame"]["name"] == "after_finalize" for c in own["children"])
     win = read(tmp_path / "win.w0.hatchet")[0]
     assert child(win, "both") is not None and child(win, "after_finalize") is not None
+
+
+# -- PROTON_FLUSH_EVERY: idle mode's flush period from the environment alone ----------------
+
+PRINT_FLUSH = "import proton; from proton import _proton; print(_proton.control_flush_ms())"
+
+
+def _idle_env(tmp_path, **extra):
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"), **extra)
+    for var in ("PROTON_IDLE", "PROTON_FLUSH_EVERY"):
+        if var not in extra:
+            env.pop(var, None)
+    return env
+
+
+def test_proton_flush_every_sets_the_period_of_proton_idle_at_import(tmp_path):
+    r = subprocess.run([sys.executable, "-c", PRINT_FLUSH], cwd=tmp_path, capture_output=True,
+                       env=_idle_env(tmp_path, PROTON_IDLE="1", PROTON_FLUSH_EVERY="2s"),
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2000"
+
+
+def test_proton_flush_every_for_the_idle_command_and_the_flag_wins(tmp_path):
+    (tmp_path / "p.py").write_text(PRINT_FLUSH)
+    env = _idle_env(tmp_path, PROTON_FLUSH_EVERY="750ms")
+    outs = []
+    for flag in ([], ["--flush-every", "3s"]):
+        r = subprocess.run([sys.executable, "-m", "proton", "--idle", *flag, "p.py"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.strip())
+    assert outs == ["750", "3000"]
+
+
+def test_bad_proton_flush_every_is_one_line_naming_it(tmp_path):
+    r = subprocess.run([sys.executable, "-c", PRINT_FLUSH], cwd=tmp_path, capture_output=True,
+                       env=_idle_env(tmp_path, PROTON_IDLE="1", PROTON_FLUSH_EVERY="soon"),
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "0"  # imported, not idle
+    assert "PROTON_FLUSH_EVERY='soon' is not a time from 1ms to 24h" in r.stderr
+    (tmp_path / "p.py").write_text(PRINT_FLUSH)
+    r = subprocess.run([sys.executable, "-m", "proton", "--idle", "p.py"], cwd=tmp_path,
+                       env=_idle_env(tmp_path, PROTON_FLUSH_EVERY="soon"), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert "PROTON_FLUSH_EVERY='soon' is not a time from 1ms to 24h" in r.stderr
