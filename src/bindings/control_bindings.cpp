@@ -73,11 +73,12 @@ void register_control(nb::module_& m) {
   m.def("control_windows_written", [] { return WindowController::get().windows_written(); });
   m.def(
       "control_schedule",
-      [](uint64_t wait, uint64_t warmup, uint64_t active, uint64_t repeat, uint64_t skip_first) {
-        WindowController::get().set_schedule({wait, warmup, active, repeat, skip_first});
+      [](uint64_t wait, uint64_t warmup, uint64_t active, uint64_t repeat, uint64_t skip_first,
+         bool phases) {
+        WindowController::get().set_schedule({wait, warmup, active, repeat, skip_first, phases});
       },
       nb::arg("wait"), nb::arg("warmup"), nb::arg("active"), nb::arg("repeat"),
-      nb::arg("skip_first"), nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("skip_first"), nb::arg("phases") = false, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "control_clear_schedule", [] { WindowController::get().clear_schedule(); },
       nb::call_guard<nb::gil_scoped_release>());

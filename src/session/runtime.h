@@ -96,6 +96,10 @@ class Runtime final : public RecordSink {
   /// no launch stamped with its epochs is still waiting for records). Never blocks on the GPU.
   bool is_phase_complete(SessionId id, uint32_t phase);
   void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
+  /// An always-on window kept as `phase` of the session: its number and kept steps go on that
+  /// phase's root (control/ windows as phases of one profile).
+  void set_phase_window(SessionId id, uint32_t phase, int64_t window, int64_t first_step,
+                        int64_t last_step);
 
   /// A record from a source outside the record processor (the instrumentation runtime's
   /// decoders hand LaunchRegions) for the sessions of `sessions` that still exist: takes

@@ -53,6 +53,29 @@ def test_schedule_writes_each_active_window_with_its_steps(tmp_path):
     assert not _proton.has_sessions()
 
 
+def test_schedule_with_phases_writes_its_windows_as_phases_of_one_profile(tmp_path):
+    name = str(tmp_path / "train")
+    written = []
+    # warmup=1, active=2, repeat=3: steps 0, 3, 6 warm up; 1-2, 4-5, 7-8 are kept.
+    with proton.schedule(warmup=1, active=2, repeat=3, phases=True, name=name) as s:
+        for i in range(11):
+            with proton.scope(f"step{i}"):
+                pass
+            path = s.step()
+            if path:
+                written.append(path)
+    assert written == [name + ".w0.part_2.hatchet"]
+    assert not os.path.exists(name + ".w0.hatchet") and not os.path.exists(name + ".w1.hatchet")
+    for phase, steps in enumerate([(1, 2), (4, 5), (7, 8)]):
+        root = read(f"{name}.w0.part_{phase}.hatchet")[0]
+        assert (root["frame"]["window"], root["frame"]["first_step"],
+                root["frame"]["last_step"]) == (phase, *steps)
+        assert [c["frame"]["name"] for c in root["children"]] == [f"step{i}" for i in steps]
+    assert not _proton.has_sessions()
+    with pytest.raises(TypeError, match="phases must be True or False"):
+        proton.schedule(active=1, phases="yes")
+
+
 def test_a_second_schedule_never_overwrites_the_first(tmp_path):
     name = str(tmp_path / "again")
     for _ in range(2):
