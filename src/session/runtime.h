@@ -49,9 +49,12 @@ class Runtime final : public RecordSink {
   /// for an id that names no live session.
   SessionId start(const SessionConfig& config);
   void activate(SessionId id);
-  void activate_all();
+  /// activate() / deactivate() of every session; with windows=false, not the sessions of
+  /// always-on windows, which their controller opens, pauses and closes (a program's
+  /// proton.activate()/deactivate() with no id leaves a window as proton.finalize() does).
+  void activate_all(bool windows = true);
   void deactivate(SessionId id, bool flush);
-  void deactivate_all(bool flush);
+  void deactivate_all(bool flush, bool windows = true);
   /// Flushes, writes the output in `format` ("" = hatchet) and removes the session.
   /// Throws (keeping the session) when the format is unknown or the file cannot be written.
   void finalize(SessionId id, std::string_view format);

@@ -470,6 +470,24 @@ def test_finalize_without_an_id_leaves_a_window_recording(tmp_path):
     assert child(win, "both") is not None and child(win, "after_finalize") is not None
 
 
+
+def test_deactivate_and_activate_without_an_id_leave_a_window_alone(tmp_path):
+    proton.control.configure(str(tmp_path / "win"))
+    path = proton.control.open_window()  # as proton-ctl start would
+    proton.start(str(tmp_path / "own"))
+    proton.deactivate()  # the program pauses its own session only
+    with proton.scope("paused"):
+        pass
+    proton.activate()
+    with proton.scope("resumed"):
+        pass
+    assert proton.control.close_window() == path
+    proton.finalize()
+    win, own = read(path)[0], read(tmp_path / "own.hatchet")[0]
+    assert child(win, "paused") is not None and child(win, "resumed") is not None
+    assert not any(c["frame"]["name"] == "paused" for c in own["children"])
+    assert child(own, "resumed") is not None
+
 # -- PROTON_FLUSH_EVERY: idle mode's flush period from the environment alone ----------------
 
 PRINT_FLUSH = "import proton; from proton import _proton; print(_proton.control_flush_ms())"

@@ -203,6 +203,28 @@ TEST_F(Windows, FinalizingTheProgramsSessionsLeavesTheWindowRecording) {
   EXPECT_NE(child(read("job.w0")[0], "after_finalize"), nullptr);
 }
 
+TEST_F(Windows, PausingAndResumingTheProgramsSessionsLeavesTheWindowAlone) {
+  SessionId own = rt_.start(config("own"));
+  wc_.open();
+  std::vector<SessionId> ids = rt_.active_session_ids();
+  ASSERT_EQ(ids.size(), 2u);
+  const SessionId window = ids[0] == own ? ids[1] : ids[0];
+  rt_.deactivate_all(/*flush=*/false, /*windows=*/false);  // proton.deactivate() with no id
+  EXPECT_FALSE(rt_.is_active(own));
+  EXPECT_TRUE(rt_.is_active(window));
+  launch("while_paused", 10);
+  rt_.activate_all(/*windows=*/false);  // proton.activate() with no id
+  EXPECT_TRUE(rt_.is_active(own));
+  rt_.deactivate(window, /*flush=*/false);  // paused by its controller (or by its own id)
+  rt_.activate_all(/*windows=*/false);
+  EXPECT_FALSE(rt_.is_active(window));  // stays as its controller left it
+  rt_.activate(window);
+  wc_.close();
+  rt_.finalize(own, "");
+  EXPECT_NE(child(read("job.w0")[0], "while_paused"), nullptr);
+  EXPECT_EQ(child(read("own")[0], "while_paused"), nullptr);
+}
+
 TEST_F(Windows, AFlushPeriodWritesTheOpenWindowWhileItRecords) {
   wc_.configure(config("job"), /*flush_ms=*/5);
   WindowResult w = wc_.open();
