@@ -118,7 +118,8 @@ def _parser():
     p.add_argument("--flush-every", default=None, metavar="TIME",
                    help="with --idle: write an open window's tree to its file every TIME "
                         "(e.g. 2s, 500ms) while it records, so a worker killed by SIGKILL "
-                        "keeps what it recorded up to the last flush")
+                        "keeps what it recorded up to the last flush (default: "
+                        "PROTON_FLUSH_EVERY)")
     p.add_argument("target", nargs="?", help="script.py, pytest, or a module name")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the target")
     return p
@@ -279,7 +280,8 @@ def main(argv=None) -> int:
                 parser.error("--idle: windows do not take -k/--hook yet")
             socket = _control.idle(opts.name, context=opts.context, data=opts.data,
                                    backend=opts.backend, mode=opts.mode,
-                                   flush_every=opts.flush_every)
+                                   flush_every=(opts.flush_every if opts.flush_every is not None
+                                                else _control.env_flush_every()))
             print(f"proton: idle; open a window with `proton-ctl start {os.getpid()}` "
                   f"(socket {socket})", file=sys.stderr)
             return _run_target(kind, target, args)  # an open window is written at exit

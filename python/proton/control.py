@@ -106,13 +106,22 @@ class Schedule:
 
 
 def schedule(*, wait: int = 0, warmup: int = 0, active: int = 1, repeat: int = 0,
-             skip_first: int = 0, name: Optional[str] = None, **start_args) -> Schedule:
+             skip_first: int = 0, phases: bool = False, name: Optional[str] = None,
+             **start_args) -> Schedule:
     """Profiles some steps of a loop, with torch.profiler's schedule: after ``skip_first``
     steps, each cycle waits ``wait`` steps, records ``warmup`` steps that are thrown away (so the
     first kept step is not skewed), then keeps ``active`` steps as one window; ``repeat``
     cycles (0: until the schedule ends). Call ``proton.step()`` once at the end of every
     iteration. Each window is its own profile, ``<name>.w<k>.hatchet``, whose root frame holds
     ``window``, ``first_step`` and ``last_step`` (steps count from 0, skipped ones included).
+
+    ``phases=True`` keeps the windows as the phases of ONE profile, ``<name>.w<k>``, instead:
+    window ``p`` is phase ``p`` (its root holds ``window`` = ``p`` and its steps), the session
+    waits paused between windows, and it is written as any session that advanced phases, one
+    file per phase ``<name>.w<k>.part_<p>.hatchet`` (a single window: ``<name>.w<k>.hatchet``),
+    when the last window closes, the schedule ends or the process exits; ``step()`` returns the
+    last phase's file then. With ``mode="periodic_flushing"`` each phase is written as the next
+    window begins.
 
     ``name`` and the other keyword arguments are ``proton.start``'s; without them, the options
     of ``proton --idle`` (or of an earlier ``configure``) are kept, else ``proton``.
@@ -123,9 +132,11 @@ def schedule(*, wait: int = 0, warmup: int = 0, active: int = 1, repeat: int = 0
     if active == 0:
         raise ValueError("proton.schedule: active must be at least 1 (a window records at "
                          "least one step)")
+    if not isinstance(phases, bool):
+        raise _args.type_error("proton.schedule", "phases", "True or False", phases)
     if name is not None or start_args or not _proton.control_configured():
         configure(DEFAULT_PROFILE_NAME if name is None else name, **start_args)
-    _proton.control_schedule(*spec)
+    _proton.control_schedule(*spec, phases)
     return Schedule()
 
 
@@ -164,11 +175,19 @@ def idle_requested() -> bool:
     return _proton.control_idle_requested()
 
 
+def env_flush_every() -> Optional[str]:
+    """PROTON_FLUSH_EVERY as ``flush_every`` takes it (None when unset; ValueError naming a bad
+    value): the flush period of idle mode started by PROTON_IDLE=1, and of ``proton --idle``
+    without --flush-every."""
+    ms = _proton.control_env_flush_ms()
+    return None if ms is None else f"{ms}ms"
+
+
 def _idle_from_environment() -> None:
-    """PROTON_IDLE=1 at import: idle with the default options; a problem is a warning, never
-    an import error."""
+    """PROTON_IDLE=1 at import: idle with the default options (and PROTON_FLUSH_EVERY's flush
+    period); a problem is a warning, never an import error."""
     try:
         if idle_requested():
-            idle()
+            idle(flush_every=env_flush_every())
     except (ValueError, RuntimeError) as e:
         warnings.warn(f"proton: PROTON_IDLE: not idle: {e}")

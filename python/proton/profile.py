@@ -139,9 +139,12 @@ def start(
 
 
 def activate(session: Optional[int] = None) -> None:
-    """Resumes recording for ``session`` (all sessions when None)."""
+    """Resumes recording for ``session`` (all sessions when None).
+
+    Without an id, an always-on window is left as its controller has it (docs/always-on.md),
+    as ``finalize()`` leaves it."""
     if session is None:
-        _proton.activate_all()
+        _proton.activate_all(windows=False)
     else:
         _proton.activate(session)
     hooks.HookManager.activate(session)
@@ -151,9 +154,11 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     """Stops recording for ``session`` (all when None); its data stays in memory.
 
     With ``flushing=True`` the records of kernels launched so far are collected first.
+    Without an id, an open always-on window keeps recording (docs/always-on.md): it is opened
+    and closed from outside the program, as ``finalize()`` leaves it.
     """
     if session is None:
-        _proton.deactivate_all(flushing)
+        _proton.deactivate_all(flushing, windows=False)
     else:
         _proton.deactivate(session, flushing)
     hooks.HookManager.deactivate(session)

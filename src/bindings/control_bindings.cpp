@@ -73,11 +73,12 @@ void register_control(nb::module_& m) {
   m.def("control_windows_written", [] { return WindowController::get().windows_written(); });
   m.def(
       "control_schedule",
-      [](uint64_t wait, uint64_t warmup, uint64_t active, uint64_t repeat, uint64_t skip_first) {
-        WindowController::get().set_schedule({wait, warmup, active, repeat, skip_first});
+      [](uint64_t wait, uint64_t warmup, uint64_t active, uint64_t repeat, uint64_t skip_first,
+         bool phases) {
+        WindowController::get().set_schedule({wait, warmup, active, repeat, skip_first, phases});
       },
       nb::arg("wait"), nb::arg("warmup"), nb::arg("active"), nb::arg("repeat"),
-      nb::arg("skip_first"), nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("skip_first"), nb::arg("phases") = false, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "control_clear_schedule", [] { WindowController::get().clear_schedule(); },
       nb::call_guard<nb::gil_scoped_release>());
@@ -85,9 +86,11 @@ void register_control(nb::module_& m) {
       "control_step", [] { return path_of(WindowController::get().step()); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def("control_current_step", [] { return WindowController::get().current_step(); });
-  // Idle mode's switch and the control socket: what PROTON_IDLE, PROTON_CONTROL_DIR and
-  // PROTON_CONTROL_SIGNAL say (checked, a bad value is a ValueError naming it).
+  // Idle mode's switch, flush period and control socket: what PROTON_IDLE, PROTON_FLUSH_EVERY,
+  // PROTON_CONTROL_DIR and PROTON_CONTROL_SIGNAL say (checked, a bad value is a ValueError naming
+  // it).
   m.def("control_idle_requested", [] { return read_environment().idle.value_or(false); });
+  m.def("control_env_flush_ms", [] { return read_environment().flush_every_ms; });
   m.def(
       "control_serve",
       [] {

@@ -265,13 +265,16 @@ NB_MODULE(_proton, m) {
       nb::arg("cupti_lib_dir") = "", nb::arg("profile_buffer_size") = 0,
       nb::call_guard<nb::gil_scoped_release>());
   m.def("activate", [](SessionId id) { Runtime::get().activate(id); });
-  m.def("activate_all", [] { Runtime::get().activate_all(); });
+  m.def(
+      "activate_all", [](bool windows) { Runtime::get().activate_all(windows); },
+      nb::arg("windows") = true);
   m.def(
       "deactivate", [](SessionId id, bool flush) { Runtime::get().deactivate(id, flush); },
       nb::call_guard<nb::gil_scoped_release>());
   m.def(
-      "deactivate_all", [](bool flush) { Runtime::get().deactivate_all(flush); },
-      nb::call_guard<nb::gil_scoped_release>());
+      "deactivate_all",
+      [](bool flush, bool windows) { Runtime::get().deactivate_all(flush, windows); },
+      nb::arg("flush"), nb::arg("windows") = true, nb::call_guard<nb::gil_scoped_release>());
   m.def(
       "finalize", [](SessionId id, std::string fmt) { Runtime::get().finalize(id, fmt); },
       nb::call_guard<nb::gil_scoped_release>());

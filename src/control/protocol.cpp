@@ -6,8 +6,6 @@ namespace proton::control {
 
 namespace {
 
-constexpr uint64_t kMaxDurationMs = 24ull * 3600 * 1000;
-
 bool printable(std::string_view s) {
   for (unsigned char c : s) {
     if (c < 0x20 || c == 0x7f) return false;
@@ -78,28 +76,6 @@ std::string format_request(const Request& r) {
     }
   }
   return "status";
-}
-
-std::optional<uint64_t> parse_duration_ms(std::string_view text) {
-  uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
-  std::string_view unit(ptr, static_cast<size_t>(end - ptr));
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "ms") {
-    scale = 1;
-  } else if (unit == "s") {
-    scale = 1000;
-  } else if (unit == "m") {
-    scale = 60'000;
-  } else if (unit == "h") {
-    scale = 3'600'000;
-  } else {
-    return std::nullopt;
-  }
-  if (value == 0 || value > kMaxDurationMs / scale) return std::nullopt;
-  return value * scale;
 }
 
 std::string ok_reply(std::string_view text) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "options/duration.h"
+
 namespace proton::control {
 
 inline constexpr size_t kMaxLine = 4096;
@@ -40,7 +42,7 @@ Parsed parse_request(std::string_view line);
 std::string format_request(const Request& request);
 
 /// "10s", "500ms", "2m", "1h" or plain milliseconds ("250"), from 1 ms to one day.
-std::optional<uint64_t> parse_duration_ms(std::string_view text);
+using ::proton::parse_duration_ms;
 
 /// Replies: "ok TEXT" / "error TEXT", one line (newlines in TEXT become spaces).
 std::string ok_reply(std::string_view text);

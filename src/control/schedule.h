@@ -15,6 +15,9 @@ struct ScheduleSpec {
   uint64_t active = 1;
   uint64_t repeat = 0;  // 0: cycles never end
   uint64_t skip_first = 0;
+  // Each active window a phase of one profile (the session's phases, written as
+  // triton.profiler's phase files) instead of a profile of its own.
+  bool phases = false;
 };
 
 /// "" when the schedule can run, else one line saying what is wrong (active must be >= 1).

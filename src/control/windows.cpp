@@ -35,9 +35,21 @@ std::string primary_path(const SessionConfig& config, const std::string& name) {
 bool any_output_exists(const std::string& name) {
   std::error_code ec;
   for (std::string_view ext : kExtensions) {
-    if (std::filesystem::exists(name + std::string(ext), ec)) return true;
+    // A profile that advanced phases (a phased schedule) writes name.part_<p> files.
+    if (std::filesystem::exists(name + std::string(ext), ec) ||
+        std::filesystem::exists(name + ".part_0" + std::string(ext), ec))
+      return true;
   }
   return false;
+}
+
+// The file phase `phase` of a profile whose first file is `path` is written to, as the session
+// names it once it has advanced phases (a trace is one file whatever the phases).
+std::string phase_path(const std::string& path, uint32_t phase) {
+  constexpr std::string_view kTree = ".hatchet";
+  if (phase == 0 || !path.ends_with(kTree)) return path;
+  return path.substr(0, path.size() - kTree.size()) + ".part_" + std::to_string(phase) +
+         std::string(kTree);
 }
 
 }  // namespace
@@ -150,18 +162,54 @@ WindowResult WindowController::open_locked(const std::string& name, int64_t firs
 }
 
 WindowResult WindowController::close_locked() {
-  if (!session_) throw std::logic_error("no window is open");
+  if (!session_ && !paused_) throw std::logic_error("no window is open");
   stop_flusher_locked();  // before the final write, so no flush lands after it
   warming_up_.store(false, std::memory_order_release);
-  const SessionId id = *session_;
+  const SessionId id = session_ ? *session_ : *paused_;
+  const uint32_t last_phase = phase_;
   session_.reset();  // a failed write still ends the window: the next one can open
+  paused_.reset();
+  phase_ = 0;
   try {
     Runtime::get().finalize(id, "");
   } catch (const SessionNotFound&) {
     // proton.finalize() of every session already wrote it.
   }
   ++written_;
-  return open_;
+  return {phase_path(open_.path, last_phase), open_.index};
+}
+
+void WindowController::pause_locked() {
+  stop_flusher_locked();  // a paused profile records nothing to flush
+  warming_up_.store(false, std::memory_order_release);
+  const SessionId id = *session_;
+  session_.reset();
+  try {
+    // Everything the window launched reaches its phase before the next phase begins.
+    Runtime::get().deactivate(id, /*flush=*/true);
+    paused_ = id;
+  } catch (const SessionNotFound&) {
+    phase_ = 0;  // finalized from elsewhere: the next window starts a profile of its own
+  }
+}
+
+void WindowController::resume_locked(int64_t first_step, int64_t last_step) {
+  Runtime& rt = Runtime::get();
+  const SessionId id = *paused_;
+  paused_.reset();
+  try {
+    const uint32_t phase = rt.advance_phase(id);
+    rt.set_phase_window(id, phase, phase, first_step, last_step);
+    rt.activate(id);
+    phase_ = phase;
+  } catch (const SessionNotFound&) {  // finalized from elsewhere while paused
+    phase_ = 0;
+    open_locked("", first_step, last_step);
+    rt.set_phase_window(*session_, 0, 0, first_step, last_step);
+    return;
+  }
+  session_ = id;
+  start_flusher_locked(id);
 }
 
 WindowResult WindowController::open(const std::string& name, int64_t first_step,
@@ -172,6 +220,7 @@ WindowResult WindowController::open(const std::string& name, int64_t first_step,
 
 WindowResult WindowController::close() {
   std::lock_guard lock(mu_);
+  if (!session_) throw std::logic_error("no window is open");  // a paused schedule's is its own
   return close_locked();
 }
 
@@ -185,17 +234,18 @@ void WindowController::discard_locked() {
   Runtime& rt = Runtime::get();
   // Everything launched so far reaches the session first, so none of it lands after the clear.
   rt.deactivate(*session_, /*flush=*/true);
-  rt.clear_phase(*session_, 0, /*clear_up_to_phase=*/false);
+  rt.clear_phase(*session_, phase_, /*clear_up_to_phase=*/false);
   rt.activate(*session_);
 }
 
 std::optional<WindowResult> WindowController::close_if_open() noexcept {
   std::lock_guard lock(mu_);
   schedule_.reset();
-  if (!session_) return std::nullopt;
+  if (!session_ && !paused_) return std::nullopt;
   if (owner_pid_ != ::getpid()) {  // a fork child: the window is its parent's to write
     stop_flusher_locked();
     session_.reset();
+    paused_.reset();
     return std::nullopt;
   }
   try {
@@ -222,11 +272,29 @@ uint64_t WindowController::windows_written() const {
 
 std::optional<WindowResult> WindowController::apply_locked(const StepActions& a) {
   std::optional<WindowResult> written;
-  if (a.close && session_) written = close_locked();
+  if (a.close && session_) {
+    // A phased schedule writes its profile when its last window ends (step_ > 0 here: the step
+    // before this one recorded).
+    const bool last =
+        schedule_->repeat != 0 && step_state(*schedule_, step_ - 1).cycle + 1 >= schedule_->repeat;
+    if (schedule_->phases && !last) {
+      pause_locked();
+    } else {
+      written = close_locked();
+    }
+  }
   if (a.open) {
     warming_up_.store(step_state(*schedule_, step_).phase == StepPhase::kWarmup,
                       std::memory_order_release);
-    open_locked("", static_cast<int64_t>(a.first_step), static_cast<int64_t>(a.last_step));
+    const auto first = static_cast<int64_t>(a.first_step);
+    const auto last = static_cast<int64_t>(a.last_step);
+    if (paused_) {
+      resume_locked(first, last);
+    } else {
+      open_locked("", first, last);
+      phase_ = 0;
+      if (schedule_->phases) Runtime::get().set_phase_window(*session_, 0, 0, first, last);
+    }
   }
   if (a.discard_warmup) {
     discard_locked();
@@ -242,6 +310,7 @@ void WindowController::set_schedule(const ScheduleSpec& spec) {
   std::lock_guard lock(mu_);
   if (!base_) throw std::logic_error("no window options: configure before the schedule");
   if (session_) throw std::logic_error("a window is already open (" + open_.path + ")");
+  if (paused_) close_locked();  // an earlier phased schedule's profile is written first
   schedule_ = spec;
   step_ = 0;
   apply_locked(actions_entering(spec, 0));
@@ -251,7 +320,7 @@ void WindowController::clear_schedule() {
   std::lock_guard lock(mu_);
   if (!schedule_) return;
   schedule_.reset();
-  if (session_) close_locked();
+  if (session_ || paused_) close_locked();
 }
 
 std::optional<WindowResult> WindowController::step() {

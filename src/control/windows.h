@@ -62,7 +62,11 @@ class WindowController {
 
   /// A step schedule over the configured options: windows open and close as proton.step()
   /// moves through it (its step 0 is entered now). Throws std::invalid_argument for a schedule
-  /// that cannot run.
+  /// that cannot run. With spec.phases, the schedule's windows are the phases of one session
+  /// (NAME.w<k>): between them it is paused, at each next window it advances a phase, and it
+  /// is written (one file per phase once it has more than one, NAME.w<k>.part_<p>, or with
+  /// mode="periodic_flushing" each phase as it completes) when the last window closes, the
+  /// schedule ends or the process exits.
   void set_schedule(const ScheduleSpec& spec);
   /// Ends the schedule, closing a window it opened.
   void clear_schedule();
@@ -76,7 +80,9 @@ class WindowController {
  private:
   WindowController() = default;
   WindowResult open_locked(const std::string& name, int64_t first_step, int64_t last_step);
-  WindowResult close_locked();
+  WindowResult close_locked();  // writes the open window, or a phased schedule's profile
+  void pause_locked();          // a phased schedule's window ends: its session waits, paused
+  void resume_locked(int64_t first_step, int64_t last_step);  // the next window: a new phase
   std::optional<WindowResult> apply_locked(const StepActions& actions);
   void discard_locked();
   std::string unique_name_locked(const std::string& base);
@@ -86,6 +92,8 @@ class WindowController {
   mutable std::mutex mu_;
   std::optional<SessionConfig> base_;
   std::optional<SessionId> session_;  // the open window's session
+  std::optional<SessionId> paused_;   // a phased schedule's session between its windows
+  uint32_t phase_ = 0;                // the phase the open window records in
   pid_t owner_pid_ = 0;               // the process that opened it (a fork child never writes it)
   WindowResult open_;                 // the open window's path and number
   uint64_t next_index_ = 0;           // window numbers count up per process, never reused

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "options/duration.h"
+
 namespace proton {
 
 namespace {
@@ -64,6 +66,8 @@ constexpr std::array kVariables{
                 "where control sockets live (default $XDG_RUNTIME_DIR/proton or /tmp/proton-UID)"},
     EnvVariable{"PROTON_CONTROL_SIGNAL", "one of 'usr2', 'usr1', 'off'",
                 "the signal that toggles a window in an idle process (default usr2)"},
+    EnvVariable{"PROTON_FLUSH_EVERY", "a time from 1ms to 24h (e.g. 10s, 500ms, 2m)",
+                "idle mode (PROTON_IDLE=1, proton --idle): write an open window's tree that often"},
     EnvVariable{"PROTON_RANK_PATTERN", "a file name pattern",
                 "per-rank output name of multi-process runs (as proton --rank-pattern)"},
     EnvVariable{"PROTON_VIEWER", "the path of a proton-viewer binary",
@@ -131,6 +135,14 @@ std::string string_var(std::string_view name) {
   return s == nullptr ? std::string() : std::string(s);
 }
 
+std::optional<uint64_t> duration_var(std::string_view name) {
+  const char* s = raw(name);
+  if (s == nullptr) return std::nullopt;
+  std::optional<uint64_t> ms = parse_duration_ms(s);
+  if (!ms) bad(name, s);
+  return ms;
+}
+
 std::optional<uint64_t> megabytes_var(std::string_view name) {
   const char* s = raw(name);
   if (s == nullptr) return std::nullopt;
@@ -174,6 +186,7 @@ Environment read_environment() {
   e.idle = bool_var("PROTON_IDLE");
   e.control_dir = string_var("PROTON_CONTROL_DIR");
   e.control_signal = choice_var("PROTON_CONTROL_SIGNAL", {"usr2", "usr1", "off"});
+  e.flush_every_ms = duration_var("PROTON_FLUSH_EVERY");
   e.rank_pattern = string_var("PROTON_RANK_PATTERN");
   e.viewer = string_var("PROTON_VIEWER");
   return e;

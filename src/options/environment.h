@@ -59,9 +59,10 @@ struct Environment {
   std::optional<uint32_t> instr_wake_batch;  // PROTON_INSTR_WAKE_BATCH
   std::optional<bool> instr_kernel_time;     // PROTON_INSTR_KERNEL_TIME
   // Always-on control (control/).
-  std::optional<bool> idle;    // PROTON_IDLE
-  std::string control_dir;     // PROTON_CONTROL_DIR
-  std::string control_signal;  // PROTON_CONTROL_SIGNAL: usr2 | usr1 | off
+  std::optional<bool> idle;                // PROTON_IDLE
+  std::string control_dir;                 // PROTON_CONTROL_DIR
+  std::string control_signal;              // PROTON_CONTROL_SIGNAL: usr2 | usr1 | off
+  std::optional<uint64_t> flush_every_ms;  // PROTON_FLUSH_EVERY (options/duration.h's grammar)
   // Read by the Python layer through env_value() (named here so that one table lists all).
   std::string rank_pattern;  // PROTON_RANK_PATTERN
   std::string viewer;        // PROTON_VIEWER

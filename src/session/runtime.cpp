@@ -306,10 +306,10 @@ void Runtime::activate(SessionId id) {
   set_active(slot_or_throw(id), true);
 }
 
-void Runtime::activate_all() {
+void Runtime::activate_all(bool windows) {
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
-    if (s) set_active(s->id(), true);
+    if (s && (windows || s->config().window < 0)) set_active(s->id(), true);
   }
 }
 
@@ -319,10 +319,10 @@ void Runtime::deactivate(SessionId id, bool flush) {
   if (flush) flush_backend();
 }
 
-void Runtime::deactivate_all(bool flush) {
+void Runtime::deactivate_all(bool flush, bool windows) {
   std::lock_guard api(api_mu_);
   for (auto& s : sessions_) {
-    if (s) set_active(s->id(), false);
+    if (s && (windows || s->config().window < 0)) set_active(s->id(), false);
   }
   if (flush) flush_backend();
 }

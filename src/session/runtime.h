@@ -49,9 +49,12 @@ class Runtime final : public RecordSink {
   /// for an id that names no live session.
   SessionId start(const SessionConfig& config);
   void activate(SessionId id);
-  void activate_all();
+  /// activate() / deactivate() of every session; with windows=false, not the sessions of
+  /// always-on windows, which their controller opens, pauses and closes (a program's
+  /// proton.activate()/deactivate() with no id leaves a window as proton.finalize() does).
+  void activate_all(bool windows = true);
   void deactivate(SessionId id, bool flush);
-  void deactivate_all(bool flush);
+  void deactivate_all(bool flush, bool windows = true);
   /// Flushes, writes the output in `format` ("" = hatchet) and removes the session.
   /// Throws (keeping the session) when the format is unknown or the file cannot be written.
   void finalize(SessionId id, std::string_view format);
@@ -96,6 +99,10 @@ class Runtime final : public RecordSink {
   /// no launch stamped with its epochs is still waiting for records). Never blocks on the GPU.
   bool is_phase_complete(SessionId id, uint32_t phase);
   void clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase);
+  /// An always-on window kept as `phase` of the session: its number and kept steps go on that
+  /// phase's root (control/ windows as phases of one profile).
+  void set_phase_window(SessionId id, uint32_t phase, int64_t window, int64_t first_step,
+                        int64_t last_step);
 
   /// A record from a source outside the record processor (the instrumentation runtime's
   /// decoders hand LaunchRegions) for the sessions of `sessions` that still exist: takes

@@ -46,6 +46,11 @@ std::string Runtime::encode_tree(Session& s, uint32_t phase, bool msgpack) {
   const SessionConfig& c = s.config();
   CollectionStats stats{s.dropped_records, s.unattributed_kernels, c.window, c.window_first_step,
                         c.window_last_step};
+  if (auto it = s.phase_windows.find(phase); it != s.phase_windows.end()) {
+    stats.window = it->second.window;
+    stats.window_first_step = it->second.first_step;
+    stats.window_last_step = it->second.last_step;
+  }
   return msgpack ? proton::hatchet_msgpack(*tree, devices, stats)
                  : proton::hatchet_json(*tree, devices, stats);
 }
@@ -167,6 +172,14 @@ void Runtime::flush_completed_phases(Session& s) {
     std::lock_guard lock(s.mu);
     s.clear_phases(phase, false);
   }
+}
+
+void Runtime::set_phase_window(SessionId id, uint32_t phase, int64_t window, int64_t first_step,
+                               int64_t last_step) {
+  std::lock_guard api(api_mu_);
+  Session& s = session_or_throw(id);
+  std::lock_guard lock(s.mu);
+  s.phase_windows[phase] = {window, first_step, last_step};
 }
 
 void Runtime::clear_phase(SessionId id, uint32_t phase, bool clear_up_to_phase) {

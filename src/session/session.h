@@ -123,6 +123,15 @@ class Session {
   /// "exposed_comm (ns)" on its node (data/comm_overlap.h; before a tree is encoded).
   void settle_comm();
 
+  /// Always-on windows kept as phases of one profile (control/): each phase's window number
+  /// and kept steps, written on that phase's root instead of the config's (requires mu).
+  struct PhaseWindow {
+    int64_t window = -1;
+    int64_t first_step = -1;
+    int64_t last_step = -1;
+  };
+  std::map<uint32_t, PhaseWindow> phase_windows;
+
   uint64_t dropped_records = 0;
   uint64_t unattributed_kernels = 0;
   uint64_t late_kernels = 0;  // kernels of phases already cleared or written out

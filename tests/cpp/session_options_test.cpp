@@ -183,7 +183,8 @@ TEST_F(Env, EveryBadValueIsAnErrorNamingTheVariable) {
       {"PROTON_INSTR_POOL_MB", "0"},        {"PROTON_INSTR_STAGING_MB", "1e3"},
       {"PROTON_INSTR_DECODERS", "64"},      {"PROTON_INSTR_GATHER_MS", "-3"},
       {"PROTON_INSTR_WAKE_BATCH", "1000"},  {"PROTON_INSTR_KERNEL_TIME", "yes"},
-      {"PROTON_HOST_CALLS", "sometimes"},
+      {"PROTON_HOST_CALLS", "sometimes"},   {"PROTON_FLUSH_EVERY", "10 s"},
+      {"PROTON_FLUSH_EVERY", "0"},          {"PROTON_FLUSH_EVERY", "2d"},
   };
   for (auto [name, value] : bad) {
     set(name, value);
@@ -230,6 +231,21 @@ TEST_F(Env, GoodValuesReachTheirOptions) {
   EXPECT_EQ(o.instr.decoders, 4u);
   EXPECT_EQ(o.instr.gather_ms, 7u);
   EXPECT_EQ(o.instr.wake_batch, 16u);
+}
+
+TEST_F(Env, FlushEveryTakesTheDurationGrammar) {
+  EXPECT_FALSE(read_environment().flush_every_ms.has_value());
+  for (auto [text, ms] : {std::pair{"10s", 10'000u},
+                          {"500ms", 500u},
+                          {"2m", 120'000u},
+                          {"250", 250u},
+                          {"24h", 86'400'000u}}) {
+    set("PROTON_FLUSH_EVERY", text);
+    EXPECT_EQ(read_environment().flush_every_ms, std::optional<uint64_t>(ms)) << text;
+  }
+  set("PROTON_FLUSH_EVERY", "25h");  // past one day
+  EXPECT_NE(error_of([] { read_environment(); }).find("PROTON_FLUSH_EVERY='25h' is not a time"),
+            std::string::npos);
 }
 
 TEST_F(Env, OurVariablesWinOverTritonsKnobs) {

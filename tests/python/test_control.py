@@ -53,6 +53,29 @@ def test_schedule_writes_each_active_window_with_its_steps(tmp_path):
     assert not _proton.has_sessions()
 
 
+def test_schedule_with_phases_writes_its_windows_as_phases_of_one_profile(tmp_path):
+    name = str(tmp_path / "train")
+    written = []
+    # warmup=1, active=2, repeat=3: steps 0, 3, 6 warm up; 1-2, 4-5, 7-8 are kept.
+    with proton.schedule(warmup=1, active=2, repeat=3, phases=True, name=name) as s:
+        for i in range(11):
+            with proton.scope(f"step{i}"):
+                pass
+            path = s.step()
+            if path:
+                written.append(path)
+    assert written == [name + ".w0.part_2.hatchet"]
+    assert not os.path.exists(name + ".w0.hatchet") and not os.path.exists(name + ".w1.hatchet")
+    for phase, steps in enumerate([(1, 2), (4, 5), (7, 8)]):
+        root = read(f"{name}.w0.part_{phase}.hatchet")[0]
+        assert (root["frame"]["window"], root["frame"]["first_step"],
+                root["frame"]["last_step"]) == (phase, *steps)
+        assert [c["frame"]["name"] for c in root["children"]] == [f"step{i}" for i in steps]
+    assert not _proton.has_sessions()
+    with pytest.raises(TypeError, match="phases must be True or False"):
+        proton.schedule(active=1, phases="yes")
+
+
 def test_a_second_schedule_never_overwrites_the_first(tmp_path):
     name = str(tmp_path / "again")
     for _ in range(2):
@@ -445,3 +468,68 @@ def test_finalize_without_an_id_leaves_a_window_recording(tmp_path):
     assert not any(c["frame"]["name"] == "after_finalize" for c in own["children"])
     win = read(tmp_path / "win.w0.hatchet")[0]
     assert child(win, "both") is not None and child(win, "after_finalize") is not None
+
+
+
+def test_deactivate_and_activate_without_an_id_leave_a_window_alone(tmp_path):
+    proton.control.configure(str(tmp_path / "win"))
+    path = proton.control.open_window()  # as proton-ctl start would
+    proton.start(str(tmp_path / "own"))
+    proton.deactivate()  # the program pauses its own session only
+    with proton.scope("paused"):
+        pass
+    proton.activate()
+    with proton.scope("resumed"):
+        pass
+    assert proton.control.close_window() == path
+    proton.finalize()
+    win, own = read(path)[0], read(tmp_path / "own.hatchet")[0]
+    assert child(win, "paused") is not None and child(win, "resumed") is not None
+    assert not any(c["frame"]["name"] == "paused" for c in own["children"])
+    assert child(own, "resumed") is not None
+
+# -- PROTON_FLUSH_EVERY: idle mode's flush period from the environment alone ----------------
+
+PRINT_FLUSH = "import proton; from proton import _proton; print(_proton.control_flush_ms())"
+
+
+def _idle_env(tmp_path, **extra):
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(tmp_path / "run"), **extra)
+    for var in ("PROTON_IDLE", "PROTON_FLUSH_EVERY"):
+        if var not in extra:
+            env.pop(var, None)
+    return env
+
+
+def test_proton_flush_every_sets_the_period_of_proton_idle_at_import(tmp_path):
+    r = subprocess.run([sys.executable, "-c", PRINT_FLUSH], cwd=tmp_path, capture_output=True,
+                       env=_idle_env(tmp_path, PROTON_IDLE="1", PROTON_FLUSH_EVERY="2s"),
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2000"
+
+
+def test_proton_flush_every_for_the_idle_command_and_the_flag_wins(tmp_path):
+    (tmp_path / "p.py").write_text(PRINT_FLUSH)
+    env = _idle_env(tmp_path, PROTON_FLUSH_EVERY="750ms")
+    outs = []
+    for flag in ([], ["--flush-every", "3s"]):
+        r = subprocess.run([sys.executable, "-m", "proton", "--idle", *flag, "p.py"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout.strip())
+    assert outs == ["750", "3000"]
+
+
+def test_bad_proton_flush_every_is_one_line_naming_it(tmp_path):
+    r = subprocess.run([sys.executable, "-c", PRINT_FLUSH], cwd=tmp_path, capture_output=True,
+                       env=_idle_env(tmp_path, PROTON_IDLE="1", PROTON_FLUSH_EVERY="soon"),
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "0"  # imported, not idle
+    assert "PROTON_FLUSH_EVERY='soon' is not a time from 1ms to 24h" in r.stderr
+    (tmp_path / "p.py").write_text(PRINT_FLUSH)
+    r = subprocess.run([sys.executable, "-m", "proton", "--idle", "p.py"], cwd=tmp_path,
+                       env=_idle_env(tmp_path, PROTON_FLUSH_EVERY="soon"), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert "PROTON_FLUSH_EVERY='soon' is not a time from 1ms to 24h" in r.stderr

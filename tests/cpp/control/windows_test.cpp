@@ -11,6 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "runtime_fixture.h"
 
@@ -109,6 +110,54 @@ TEST_F(Windows, ScheduleWritesOneProfilePerActiveWindowWithItsSteps) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w2.hatchet"));
 }
 
+TEST_F(Windows, APhasedScheduleWritesItsWindowsAsPhasesOfOneProfile) {
+  // wait=1, warmup=1, active=2, repeat=3: steps 1, 5, 9 warm up; 2-3, 6-7, 10-11 are kept.
+  wc_.set_schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 3, .phases = true});
+  std::vector<std::string> written;
+  for (int i = 0; i < 14; ++i) {
+    launch("s" + std::to_string(i), 10);
+    if (auto w = wc_.step()) written.push_back(w->path);
+    if (i == 3) {                   // step 4 waits
+      EXPECT_FALSE(wc_.is_open());  // between windows: the profile waits, paused
+      EXPECT_TRUE(rt_.active_session_ids().empty());
+    }
+  }
+  // Written once, when the last window closed: one file per phase, as a session that advanced.
+  EXPECT_EQ(written, std::vector<std::string>{(dir_ / "job.w0.part_2.hatchet").string()});
+  EXPECT_FALSE(rt_.has_sessions());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w0.hatchet"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job.w1.hatchet"));
+  const int kept[3][2] = {{2, 3}, {6, 7}, {10, 11}};
+  for (int p = 0; p < 3; ++p) {
+    auto root = read("job.w0.part_" + std::to_string(p))[0];
+    EXPECT_EQ(root["frame"]["window"], p);
+    EXPECT_EQ(root["frame"]["first_step"], kept[p][0]);
+    EXPECT_EQ(root["frame"]["last_step"], kept[p][1]);
+    for (int i = 0; i < 14; ++i) {
+      const bool in = i >= kept[p][0] && i <= kept[p][1];
+      EXPECT_EQ(child(root, "s" + std::to_string(i)) != nullptr, in) << "phase " << p << " s" << i;
+    }
+  }
+  // A second run never overwrites the phased profile.
+  EXPECT_EQ(wc_.open().path, (dir_ / "job.w1.hatchet").string());
+  wc_.close();
+}
+
+TEST_F(Windows, EndingAPhasedScheduleWritesWhatItRecorded) {
+  wc_.set_schedule({.wait = 1, .active = 1, .phases = true});  // endless: 1, 3, 5... kept
+  for (int i = 0; i < 4; ++i) {
+    launch("s" + std::to_string(i), 10);
+    EXPECT_FALSE(wc_.step().has_value());
+  }
+  EXPECT_FALSE(wc_.is_open());                  // step 4 waits: the profile is paused
+  EXPECT_THROW(wc_.close(), std::logic_error);  // not a window proton-ctl can stop
+  wc_.clear_schedule();
+  EXPECT_FALSE(rt_.has_sessions());
+  EXPECT_NE(child(read("job.w0.part_0")[0], "s1"), nullptr);
+  EXPECT_NE(child(read("job.w0.part_1")[0], "s3"), nullptr);
+  EXPECT_EQ(child(read("job.w0.part_1")[0], "s2"), nullptr);
+}
+
 TEST_F(Windows, ClearingTheScheduleWritesItsOpenWindow) {
   wc_.set_schedule({.active = 3});  // step 0 opens a window
   launch("k", 10);
@@ -152,6 +201,28 @@ TEST_F(Windows, FinalizingTheProgramsSessionsLeavesTheWindowRecording) {
   launch("after_finalize", 10);
   wc_.close();
   EXPECT_NE(child(read("job.w0")[0], "after_finalize"), nullptr);
+}
+
+TEST_F(Windows, PausingAndResumingTheProgramsSessionsLeavesTheWindowAlone) {
+  SessionId own = rt_.start(config("own"));
+  wc_.open();
+  std::vector<SessionId> ids = rt_.active_session_ids();
+  ASSERT_EQ(ids.size(), 2u);
+  const SessionId window = ids[0] == own ? ids[1] : ids[0];
+  rt_.deactivate_all(/*flush=*/false, /*windows=*/false);  // proton.deactivate() with no id
+  EXPECT_FALSE(rt_.is_active(own));
+  EXPECT_TRUE(rt_.is_active(window));
+  launch("while_paused", 10);
+  rt_.activate_all(/*windows=*/false);  // proton.activate() with no id
+  EXPECT_TRUE(rt_.is_active(own));
+  rt_.deactivate(window, /*flush=*/false);  // paused by its controller (or by its own id)
+  rt_.activate_all(/*windows=*/false);
+  EXPECT_FALSE(rt_.is_active(window));  // stays as its controller left it
+  rt_.activate(window);
+  wc_.close();
+  rt_.finalize(own, "");
+  EXPECT_NE(child(read("job.w0")[0], "while_paused"), nullptr);
+  EXPECT_EQ(child(read("own")[0], "while_paused"), nullptr);
 }
 
 TEST_F(Windows, AFlushPeriodWritesTheOpenWindowWhileItRecords) {
