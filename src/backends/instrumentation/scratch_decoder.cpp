@@ -118,6 +118,10 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     const uint32_t w0 = load_u32(e);
     const uint32_t scope = (w0 >> 23) & 0xffu;
     const uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | load_u32(e + 4);
+    if ((w0 & kAsyncFlag) != 0) [[unlikely]] {  // paired per CTA, across units (pair_async)
+      r.async_scratch.push_back({clock, unit, static_cast<uint8_t>(scope), (w0 >> 31) != 0});
+      return;
+    }
     uint64_t& start = open[scope];
     if ((w0 >> 31) == 0) {  // a start: a second one keeps the newer
       if (start != Pairing::kClosed) {
@@ -145,7 +149,8 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     }
     ++regions;
     min_start = std::min(min_start, begin);
-    if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles});
+    if constexpr (kKeep)
+      r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles, unit, false});
   };
   // From the cursor to the segment's end, then from its start (no division per event).
   const uint64_t tail_end = std::min(first + count, capacity);
@@ -157,6 +162,70 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   r.unmatched_events += unmatched + pairs.finish(sums, low, high);
   r.regions += regions;
   min_clock = min_start;
+}
+
+// Pairs one CTA's async records (every unit's, gathered while its segments were read): in clock
+// order, an end closes the open start of its event id, whichever unit recorded either. As for
+// regions, a second start before the end keeps the newer and counts the older unmatched, and an
+// end with no open start is unmatched. Each pair sums into its id's scope (so it sits on the
+// tree as a region does): as one unit per CTA, the event's own critical path.
+void pair_async(const CtaHeader& cta, DecodeResult& r, bool keep, uint64_t& min_clock,
+                Pairing& pairs) {
+  std::vector<AsyncEndpoint>& eps = r.async_scratch;
+  if (eps.empty()) return;
+  std::stable_sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
+    return a.clock < b.clock;
+  });
+  constexpr uint32_t kNone = ~uint32_t{0};
+  std::array<uint32_t, kMaxScopes> open;
+  open.fill(kNone);
+  std::array<uint64_t, kMaxScopes> cta_cycles{};
+  std::array<uint64_t, kMaxScopes / 64> touched{};
+  uint64_t unmatched = 0;
+  for (uint32_t i = 0; i < eps.size(); ++i) {
+    const AsyncEndpoint& e = eps[i];
+    uint32_t& start = open[e.id];
+    if (!e.end) {
+      if (start != kNone) ++unmatched;
+      start = i;
+      continue;
+    }
+    if (start == kNone) {
+      ++unmatched;
+      continue;
+    }
+    const AsyncEndpoint& b = eps[start];
+    start = kNone;
+    const uint64_t cycles = cycles_between(b.clock, e.clock);
+    ScopeSum& sum = r.sums[e.id];
+    sum.cycles += cycles;
+    ++sum.count;
+    cta_cycles[e.id] += cycles;
+    touched[e.id >> 6] |= uint64_t{1} << (e.id & 63);
+    ++r.regions;
+    ++r.async_events;
+    if (b.unit != e.unit) ++r.cross_unit_events;
+    min_clock = std::min(min_clock, b.clock);
+    if (keep)
+      r.samples.push_back({cta.cta, cta.sm, b.unit, e.id, b.clock, b.clock + cycles, e.unit, true});
+  }
+  for (uint32_t s : open)
+    unmatched += s != kNone ? 1 : 0;
+  for (uint32_t word = 0; word < touched.size(); ++word) {
+    for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
+      const uint32_t s = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+      ScopeSum& sum = r.sums[s];
+      ++sum.units;
+      ++sum.ctas;
+      sum.slowest_unit_cycles += cta_cycles[s];
+      // The segment pairing reads each scope's growth since `seen`: these sums are not a unit's.
+      pairs.seen[s] = sum.cycles;
+      pairs.seen_count[s] = sum.count;
+    }
+  }
+  r.unmatched_events += unmatched;
+  r.unmatched_async += unmatched;
+  eps.clear();
 }
 
 }  // namespace
@@ -192,11 +261,14 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
   // A fresh result that keeps the vectors' capacity (every other field as DecodeResult{} has it).
   std::vector<CtaHeader> ctas = std::move(r.ctas);
   std::vector<RegionSample> samples = std::move(r.samples);
+  std::vector<AsyncEndpoint> async_scratch = std::move(r.async_scratch);
   r = DecodeResult{};
   ctas.clear();
   samples.clear();
+  async_scratch.clear();
   r.ctas = std::move(ctas);
   r.samples = std::move(samples);
+  r.async_scratch = std::move(async_scratch);
   const uint32_t slice = layout.scratch_bytes;
   const uint32_t indices_end = kHeaderFixedBytes + 4 * layout.num_warps;
   if (slice == 0 || layout.num_warps == 0 || slice < indices_end) {
@@ -262,6 +334,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
       segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock, pairs);
     }
     pairs.finish_cta(r.sums.data());
+    pair_async(h, r, keep_samples, min_clock, pairs);
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);
   }
