@@ -119,7 +119,8 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     const uint32_t scope = (w0 >> 23) & 0xffu;
     const uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | load_u32(e + 4);
     if ((w0 & kAsyncFlag) != 0) [[unlikely]] {  // paired per CTA, across units (pair_async)
-      r.async_scratch.push_back({clock, unit, static_cast<uint8_t>(scope), (w0 >> 31) != 0});
+      r.async_scratch.push_back(
+          {clock, unit, 0, static_cast<uint8_t>(scope), (w0 >> 31) != 0, false});
       return;
     }
     uint64_t& start = open[scope];
@@ -164,38 +165,49 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   min_clock = min_start;
 }
 
-// Pairs one CTA's async records (every unit's, gathered while its segments were read): in clock
-// order, an end closes the open start of its event id, whichever unit recorded either. As for
-// regions, a second start before the end keeps the newer and counts the older unmatched, and an
-// end with no open start is unmatched. Each pair sums into its id's scope (so it sits on the
-// tree as a region does): as one unit per CTA, the event's own critical path.
+// Open starts of each event id, oldest first: a queue per id, linked through the endpoints
+// (AsyncEndpoint::next), so pairing allocates nothing.
+struct AsyncQueues {
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  std::array<uint32_t, kMaxScopes> head, tail;
+  AsyncQueues() {
+    head.fill(kNone);
+    tail.fill(kNone);
+  }
+  void push(std::vector<AsyncEndpoint>& eps, uint32_t i) {
+    const uint8_t id = eps[i].id;
+    eps[i].next = kNone;
+    if (tail[id] == kNone) {
+      head[id] = i;
+    } else {
+      eps[tail[id]].next = i;
+    }
+    tail[id] = i;
+  }
+  uint32_t pop(const std::vector<AsyncEndpoint>& eps, uint8_t id) {
+    const uint32_t i = head[id];
+    if (i == kNone) return kNone;
+    head[id] = eps[i].next;
+    if (head[id] == kNone) tail[id] = kNone;
+    return i;
+  }
+};
+
+// Pairs one CTA's async records (every unit's, gathered in segment order while its segments were
+// read). First within each unit, in its own order: a warp that starts and ends its own events
+// (every warp of a plain Triton kernel records them) pairs with itself. What is left pairs
+// across the CTA's units in clock order: an end closes the oldest open start of its event id
+// (a producer warp's copies, waited on by a consumer warp, in the order they were issued). An
+// end with no open start and a start never ended are unmatched. Each pair sums into its id's
+// scope, so it sits on the tree as a region does, as one unit per CTA (one transaction).
 void pair_async(const CtaHeader& cta, DecodeResult& r, bool keep, uint64_t& min_clock,
                 Pairing& pairs) {
   std::vector<AsyncEndpoint>& eps = r.async_scratch;
   if (eps.empty()) return;
-  std::stable_sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
-    return a.clock < b.clock;
-  });
-  constexpr uint32_t kNone = ~uint32_t{0};
-  std::array<uint32_t, kMaxScopes> open;
-  open.fill(kNone);
+  constexpr uint32_t kNone = AsyncQueues::kNone;
   std::array<uint64_t, kMaxScopes> cta_cycles{};
   std::array<uint64_t, kMaxScopes / 64> touched{};
-  uint64_t unmatched = 0;
-  for (uint32_t i = 0; i < eps.size(); ++i) {
-    const AsyncEndpoint& e = eps[i];
-    uint32_t& start = open[e.id];
-    if (!e.end) {
-      if (start != kNone) ++unmatched;
-      start = i;
-      continue;
-    }
-    if (start == kNone) {
-      ++unmatched;
-      continue;
-    }
-    const AsyncEndpoint& b = eps[start];
-    start = kNone;
+  auto close = [&](const AsyncEndpoint& b, const AsyncEndpoint& e) {
     const uint64_t cycles = cycles_between(b.clock, e.clock);
     ScopeSum& sum = r.sums[e.id];
     sum.cycles += cycles;
@@ -206,11 +218,54 @@ void pair_async(const CtaHeader& cta, DecodeResult& r, bool keep, uint64_t& min_
     ++r.async_events;
     if (b.unit != e.unit) ++r.cross_unit_events;
     min_clock = std::min(min_clock, b.clock);
-    if (keep)
+    if (keep) {
       r.samples.push_back({cta.cta, cta.sm, b.unit, e.id, b.clock, b.clock + cycles, e.unit, true});
+    }
+  };
+  // Within each unit (its records are contiguous, oldest first).
+  AsyncQueues q;
+  for (uint32_t first = 0; first < eps.size();) {
+    uint32_t last = first;
+    while (last < eps.size() && eps[last].unit == eps[first].unit)
+      ++last;
+    for (uint32_t i = first; i < last; ++i) {
+      AsyncEndpoint& e = eps[i];
+      if (!e.end) {
+        q.push(eps, i);
+        continue;
+      }
+      const uint32_t b = q.pop(eps, e.id);
+      if (b == kNone) continue;  // left for the cross-unit pass
+      close(eps[b], e);
+      eps[b].paired = e.paired = true;
+    }
+    for (uint32_t i = first; i < last; ++i)
+      q.head[eps[i].id] = q.tail[eps[i].id] = kNone;
+    first = last;
   }
-  for (uint32_t s : open)
-    unmatched += s != kNone ? 1 : 0;
+  // Across units, in clock order, what no unit paired by itself.
+  eps.erase(std::remove_if(eps.begin(), eps.end(), [](const AsyncEndpoint& e) { return e.paired; }),
+            eps.end());
+  std::stable_sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
+    return a.clock < b.clock;
+  });
+  uint64_t unmatched = 0;
+  for (uint32_t i = 0; i < eps.size(); ++i) {
+    AsyncEndpoint& e = eps[i];
+    if (!e.end) {
+      q.push(eps, i);
+      continue;
+    }
+    const uint32_t b = q.pop(eps, e.id);
+    if (b == kNone) {
+      ++unmatched;
+      continue;
+    }
+    close(eps[b], e);
+  }
+  for (uint32_t id = 0; id < kMaxScopes; ++id)
+    for (uint32_t i = q.head[id]; i != kNone; i = eps[i].next)
+      ++unmatched;
   for (uint32_t word = 0; word < touched.size(); ++word) {
     for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
       const uint32_t s = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));

@@ -15,9 +15,9 @@
 // The async flag marks the records of `pl.start_event` / `pl.end_event` (Triton 3.8+): the id is
 // then the event's (allocated from the same numbering as region names), and start and end may
 // sit in different warps' segments (a copy issued by a producer warp, waited on by a consumer).
-// Such records pair per CTA, across its units, in clock order. Triton 3.6's lowering never sets
-// bit 22 (its bits 22..11 are always zero), so one decoder reads both layouts: no version field
-// is needed (the host header's version stayed 1 when the flag came).
+// Such records pair within their unit first, then per CTA across its units in clock order.
+// Triton 3.6's lowering never sets bit 22 (its bits 22..11 are always zero), so one decoder reads
+// both layouts: no version field is needed (the host header's version stayed 1 when the flag came).
 #pragma once
 
 #include <array>
@@ -76,8 +76,10 @@ struct RegionSample {
 struct AsyncEndpoint {
   uint64_t clock = 0;
   uint32_t unit = 0;
+  uint32_t next = 0;  // the next open start of its id (the pairing's queue)
   uint8_t id = 0;
   bool end = false;
+  bool paired = false;
 };
 
 /// One profiled CTA's header: its global-timer values place its samples in real time.

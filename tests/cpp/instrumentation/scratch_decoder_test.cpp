@@ -381,11 +381,54 @@ TEST(ScratchDecoderAsync, PairsInClockOrderAcrossWarpsLikeAPipelinedLoop) {
   EXPECT_EQ(r.sums[0].cycles, 350u);
 }
 
+TEST(ScratchDecoderAsync, EveryWarpThatStartsAndEndsItsOwnEventPairsWithItself) {
+  // A plain Triton kernel: every warp records the event's start and end, at nearly the same
+  // clocks; in clock order across the CTA they interleave, but each warp's pair is its own.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  for (uint32_t w = 0; w < 4; ++w)
+    ev[w] = {async_start(0, 100 + w), async_end(0, 200 + 10 * w)};
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 4));
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.async_events, 4u);
+  EXPECT_EQ(r.cross_unit_events, 0u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  for (uint32_t w = 0; w < 4; ++w) {
+    EXPECT_EQ(r.samples[w].unit, w);
+    EXPECT_EQ(r.samples[w].end_unit, w);
+    EXPECT_EQ(r.samples[w].end_cycle - r.samples[w].start_cycle, 100u + 9 * w);
+  }
+}
+
+TEST(ScratchDecoderAsync, AProducerWarpgroupsStartsPairWithAConsumerWarpgroupsEndsInOrder) {
+  // Warps 0-3 (the producer partition) each issue a copy; warps 4-7 (the consumer) wait: the
+  // oldest open start pairs with each end, so all four pair, none is unmatched.
+  ScratchBuilder b(8, 8192, 8);
+  std::vector<std::vector<Event>> ev(8);
+  for (uint32_t w = 0; w < 4; ++w) {
+    ev[w] = {async_start(3, 100 + w)};
+    ev[4 + w] = {async_end(3, 500 + w)};
+  }
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 8));
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.async_events, 4u);
+  EXPECT_EQ(r.cross_unit_events, 4u);
+  EXPECT_EQ(r.sums[3].cycles, 4 * 400u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.samples[i].unit, i);
+    EXPECT_EQ(r.samples[i].end_unit, 4 + i);
+  }
+}
+
 TEST(ScratchDecoderAsync, CountsUnmatchedEndsAndStartsWithoutLosingThePairs) {
   ScratchBuilder b(2, 4096, 2);
   std::vector<std::vector<Event>> ev(2);
   // id 4: an end with no start (its start lost or never recorded), then a pair.
-  // id 5: a start that is started again before its end (the older is unmatched), then ended.
+  // id 5: two starts and one end (on another warp): the oldest start pairs, the newer is
+  // unmatched.
   // id 6: a start never ended.
   ev[0] = {async_end(4, 10), async_start(4, 20), async_start(5, 30), async_start(5, 40),
            async_start(6, 45)};
@@ -396,7 +439,7 @@ TEST(ScratchDecoderAsync, CountsUnmatchedEndsAndStartsWithoutLosingThePairs) {
   EXPECT_EQ(r.unmatched_events, 3u);
   EXPECT_EQ(r.async_events, 2u);
   EXPECT_EQ(r.sums[4].cycles, 100u);
-  EXPECT_EQ(r.sums[5].cycles, 100u);  // the newer start
+  EXPECT_EQ(r.sums[5].cycles, 110u);  // the oldest start
   EXPECT_EQ(r.sums[6].count, 0u);
 }
 
