@@ -341,6 +341,27 @@ def test_events_need_a_newer_triton_or_work(tmp_path, lang):
             proton.finalize(session)
 
 
+def test_language_has_every_public_name_of_tritons():
+    """proton.language is a drop-in for triton.profiler.language: each public name Triton's has
+    (3.9: Event, allocate_event, start_event, end_event, record_event, ...) is there too; on a
+    Triton without event ops the event names exist and raise an error naming the version."""
+    import proton.language as pl
+
+    try:
+        import triton.profiler.language as tpl
+    except ImportError:  # pragma: no cover - a Triton without its profiler
+        pytest.skip("triton.profiler.language not importable")
+    public = {n for n in dir(tpl) if not n.startswith("_")} - {"tl", "builtin", "flags",
+                                                                "triton_proton", "TritonSemantic",
+                                                                "GluonSemantic"}
+    assert public - set(dir(pl)) == set()
+    for name in ("Event", "allocate_event", "start_event", "end_event", "record_event"):
+        assert hasattr(pl, name)
+    if not pl._HAS_EVENTS:
+        with pytest.raises(NotImplementedError, match=triton.__version__.replace(".", r"\.")):
+            pl.Event(None)
+
+
 def test_event_records_carry_the_async_flag_the_decoder_reads(tmp_path, lang):
     """Triton 3.8+: the compiled kernel writes each event record with bit 22 set (0x00400000
     start, 0x80400000 end for event id 0) next to plain region records, and Triton's scope
