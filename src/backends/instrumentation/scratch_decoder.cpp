@@ -246,8 +246,12 @@ void pair_async(const CtaHeader& cta, DecodeResult& r, bool keep, uint64_t& min_
   // Across units, in clock order, what no unit paired by itself.
   eps.erase(std::remove_if(eps.begin(), eps.end(), [](const AsyncEndpoint& e) { return e.paired; }),
             eps.end());
-  std::stable_sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
-    return a.clock < b.clock;
+  // Equal clocks keep their unit and segment order: the position breaks ties (held in `next`
+  // until the queues take it over; std::stable_sort would allocate a buffer per CTA).
+  for (uint32_t i = 0; i < eps.size(); ++i)
+    eps[i].next = i;
+  std::sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
+    return a.clock != b.clock ? a.clock < b.clock : a.next < b.next;
   });
   uint64_t unmatched = 0;
   for (uint32_t i = 0; i < eps.size(); ++i) {
