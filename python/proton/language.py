@@ -134,6 +134,12 @@ if _HAS_EVENTS:
 
 else:
 
+    class Event:
+        """Triton 3.8+'s opaque event type; with this Triton, making one raises."""
+
+        def __init__(self, handle=None):
+            _no_events()
+
     @builtin
     def allocate_event(name: tl.constexpr, _semantic=None):
         _no_events()

@@ -136,33 +136,40 @@ void bind_instrumentation(nb::module_& m) {
           d["ctas"] = r.ctas.size();
           d["wrapped_units"] = r.wrapped_units;
           d["unmatched_events"] = r.unmatched_events;
+          d["async_events"] = r.async_events;
+          d["cross_unit_events"] = r.cross_unit_events;
+          d["unmatched_async"] = r.unmatched_async;
           d["corrupt_ctas"] = r.corrupt_ctas;
           d["errors"] = r.errors;
           return d;
         });
   // Decodes raw profile-scratch bytes with the runtime's decoder (probes, tests, tools).
-  m.def("instr_decode", [](nb::bytes data, uint32_t num_warps, uint32_t scratch,
-                           std::vector<uint32_t> units) {
-    instr::KernelLayout layout{num_warps, scratch, std::move(units), 0};
-    instr::DecodeResult r = instr::decode_scratch(
-        {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, layout);
-    nb::list samples;
-    for (const auto& s : r.samples)
-      samples.append(nb::make_tuple(s.cta, s.sm, s.unit, s.scope, s.start_cycle, s.end_cycle));
-    nb::list ctas;
-    for (const auto& c : r.ctas)
-      ctas.append(nb::make_tuple(c.cta, c.sm, c.init_ns, c.pre_final_ns, c.post_final_ns));
-    nb::dict d;
-    d["samples"] = samples;
-    d["ctas"] = ctas;
-    d["wrapped_units"] = r.wrapped_units;
-    d["overwritten_events"] = r.overwritten_events;
-    d["unmatched_events"] = r.unmatched_events;
-    d["skipped_ctas"] = r.skipped_ctas;
-    d["corrupt_ctas"] = r.corrupt_ctas;
-    d["errors"] = r.errors;
-    return d;
-  });
+  m.def("instr_decode",
+        [](nb::bytes data, uint32_t num_warps, uint32_t scratch, std::vector<uint32_t> units) {
+          instr::KernelLayout layout{num_warps, scratch, std::move(units), 0};
+          instr::DecodeResult r = instr::decode_scratch(
+              {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()}, layout);
+          nb::list samples;
+          for (const auto& s : r.samples)
+            samples.append(nb::make_tuple(s.cta, s.sm, s.unit, s.scope, s.start_cycle, s.end_cycle,
+                                          s.end_unit, s.async));
+          nb::list ctas;
+          for (const auto& c : r.ctas)
+            ctas.append(nb::make_tuple(c.cta, c.sm, c.init_ns, c.pre_final_ns, c.post_final_ns));
+          nb::dict d;
+          d["samples"] = samples;
+          d["ctas"] = ctas;
+          d["wrapped_units"] = r.wrapped_units;
+          d["overwritten_events"] = r.overwritten_events;
+          d["unmatched_events"] = r.unmatched_events;
+          d["async_events"] = r.async_events;
+          d["cross_unit_events"] = r.cross_unit_events;
+          d["unmatched_async"] = r.unmatched_async;
+          d["skipped_ctas"] = r.skipped_ctas;
+          d["corrupt_ctas"] = r.corrupt_ctas;
+          d["errors"] = r.errors;
+          return d;
+        });
 }
 
 }  // namespace proton

@@ -48,6 +48,8 @@ struct RegionSpan {
   uint32_t group_warps = 1;  // warps it stands for: 1, a warpgroup (4), ...; kWholeCta
   uint32_t clock_mhz = 0;    // the SM clock its cycles were converted at
   uint32_t finalize_ns = 0;  // its CTA's finalization (the header's post- minus pre-final time)
+  uint32_t end_warp = 0;     // an async event's: the warp that ended it (`warp` started it)
+  bool async = false;        // an async event (pl.start_event to pl.end_event), not a region
 };
 
 /// A launch's extent on the GPU's global timer (ns), from its CTAs' headers and regions: the

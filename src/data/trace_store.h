@@ -28,7 +28,8 @@ namespace proton {
 struct TraceEvent {
   // kRegion (intra-kernel, data/region_metrics.h): stream = SM, correlation = CTA,
   // thread = warp, flags = warps per lane (granularity), op = the kernel's NameId, name = the
-  // region's, launch_ns = its CTA's finalization time (ns), reserved = the SM clock (MHz).
+  // region's, launch_ns = its CTA's finalization time (ns), reserved = the SM clock (MHz); an
+  // async event's thread has its ending warp + 1 in bits 16-31 (kTraceAsyncEndShift).
   // kHostCall (a synchronize or blocking copy on a CPU thread, attribution/host_call.h):
   // name = its tree frame's name, correlation = bytes copied, flags = 1 when it only finished
   // the copy before it (HostCall::continued).
@@ -60,6 +61,8 @@ inline constexpr uint16_t kTraceUnattributed = 2;
 /// TraceEvent::flags: a kernel box drawn from its CTAs' global-timer values (instrumentation
 /// without kernel records), not a CUPTI record: no correlation, no launch, no kernel time.
 inline constexpr uint16_t kTraceFromRegions = 4;
+/// kRegion: an async event's TraceEvent::thread holds its ending warp + 1 from this bit.
+inline constexpr uint32_t kTraceAsyncEndShift = 16;
 /// TraceEvent::stream of those boxes: their own lane per GPU, just above the region lanes.
 inline constexpr uint32_t kRegionKernelLane = 0xffffffffu;
 

@@ -30,9 +30,9 @@ constexpr const char* kRegionColors[] = {"cq_build_passed",
 // Region lanes start far above stream ids, so the two never share a tid.
 constexpr uint64_t kRegionLaneBase = uint64_t{1} << 32;
 
-uint64_t lane_key(const TraceEvent& e) {
+uint64_t lane_key(const TraceEvent& e, uint32_t warp) {
   return (uint64_t{e.stream & 0xffffu} << 48) | ((e.correlation & 0xffffffffu) << 16) |
-         (e.thread & 0xffffu);
+         (warp & 0xffffu);
 }
 
 // "warp 5", "warps 4-5", "warpgroup 1", "warpgroups 2-3", "all warps": what one lane records.
@@ -51,8 +51,19 @@ std::string unit_label(uint32_t warp, uint32_t group) {
 
 void ChromeTraceWriter::append_region(const TraceEvent& e) {
   auto& lanes = region_lanes_[e.device];
-  auto [it, inserted] = lanes.try_emplace(lane_key(e));
-  if (inserted) it->second = {kRegionLaneBase + lanes.size() - 1, e.flags != 0 ? e.flags : 1u};
+  const uint32_t warp = e.thread & 0xffffu;
+  auto lane_of = [&](uint32_t w) {
+    auto [it, inserted] = lanes.try_emplace(lane_key(e, w));
+    if (inserted) it->second = {kRegionLaneBase + lanes.size() - 1, e.flags != 0 ? e.flags : 1u};
+    return it->second.tid;
+  };
+  const uint64_t tid = lane_of(warp);
+  // An async event (pl.start_event to pl.end_event): its slice sits on the lane of the warp that
+  // started it; when another warp ended it, a zero-length slice marks the end on that warp's
+  // lane and a flow arrow ("s" to "f") joins the two.
+  const uint32_t end_code = e.thread >> kTraceAsyncEndShift;
+  const bool async = end_code != 0;
+  const uint32_t end_warp = async ? end_code - 1 : warp;
   if (!first_event_) buf_.push_back(',');
   first_event_ = false;
   // As triton.profiler writes a region: its name, a color per region and, in the args, its
@@ -65,7 +76,7 @@ void ChromeTraceWriter::append_region(const TraceEvent& e) {
   buf_ += ",\"cname\":\"";
   buf_ += kRegionColors[color->second];
   buf_.push_back('"');
-  append_gpu_place(e.device, it->second.tid, e.start_ns);
+  append_gpu_place(e.device, tid, e.start_ns);
   buf_ += ",\"dur\":";
   append_duration(e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0);
   buf_ += ",\"args\":{\"Finalization Time (ns)\":";
@@ -81,14 +92,42 @@ void ChromeTraceWriter::append_region(const TraceEvent& e) {
   buf_ += ",\"cta\":";
   buf_ += std::to_string(e.correlation);
   buf_ += ",\"warp\":";
-  buf_ += std::to_string(e.thread);
+  buf_ += std::to_string(warp);
   if (e.flags > 1) {
     buf_ += ",\"warps\":";
     buf_ += std::to_string(e.flags);
   }
+  if (async) {
+    buf_ += ",\"is_async\":true,\"end_warp\":";
+    buf_ += std::to_string(end_warp);
+  }
   buf_ += ",\"call_stack\":";
   buf_ += call_stack(e.context);
   buf_ += "}}";
+  if (!async || end_warp == warp) return;
+  const uint64_t end_ns = e.end_ns > e.start_ns ? e.end_ns : e.start_ns;
+  const uint64_t end_tid = lane_of(end_warp);
+  const std::string id = std::to_string(next_flow_id_++);
+  buf_ += ",\n{\"ph\":\"X\",\"cat\":\"region\",\"name\":";
+  buf_ += quoted_name(e.name);
+  buf_ += ",\"cname\":\"";
+  buf_ += kRegionColors[color->second];
+  buf_.push_back('"');
+  append_gpu_place(e.device, end_tid, end_ns);
+  buf_ += ",\"dur\":0,\"args\":{\"is_async\":true,\"async_end\":true,\"warp\":";
+  buf_ += std::to_string(end_warp);
+  buf_ += ",\"start_warp\":";
+  buf_ += std::to_string(warp);
+  buf_ += "}}";
+  // The arrow: out of the start's slice, into the end's ("bp":"e": the slice at its time).
+  buf_ += ",\n{\"ph\":\"s\",\"cat\":\"async\",\"id\":" + id + ",\"name\":";
+  buf_ += quoted_name(e.name);
+  append_gpu_place(e.device, tid, e.start_ns);
+  buf_ += "}";
+  buf_ += ",\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"async\",\"id\":" + id + ",\"name\":";
+  buf_ += quoted_name(e.name);
+  append_gpu_place(e.device, end_tid, end_ns);
+  buf_ += "}";
 }
 
 void ChromeTraceWriter::append_region_lane_names() {

@@ -190,7 +190,8 @@ void Session::emit_regions(const RegionAlignment::Batch& b, uint64_t kernel_star
     e.device = b.device;
     e.stream = r.sm;
     e.correlation = r.cta;
-    e.thread = r.warp;
+    e.thread = r.warp & 0xffffu;
+    if (r.async) e.thread |= ((r.end_warp & 0x7fffu) + 1) << kTraceAsyncEndShift;
     e.flags = static_cast<uint16_t>(std::min<uint32_t>(r.group_warps, 0xffffu));
     e.op = b.kernel;
     e.launch_ns = r.finalize_ns;

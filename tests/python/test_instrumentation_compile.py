@@ -341,6 +341,63 @@ def test_events_need_a_newer_triton_or_work(tmp_path, lang):
             proton.finalize(session)
 
 
+def test_language_has_every_public_name_of_tritons():
+    """proton.language is a drop-in for triton.profiler.language: each public name Triton's has
+    (3.9: Event, allocate_event, start_event, end_event, record_event, ...) is there too; on a
+    Triton without event ops the event names exist and raise an error naming the version."""
+    import proton.language as pl
+
+    try:
+        import triton.profiler.language as tpl
+    except ImportError:  # pragma: no cover - a Triton without its profiler
+        pytest.skip("triton.profiler.language not importable")
+    public = {n for n in dir(tpl) if not n.startswith("_")} - {"tl", "builtin", "flags",
+                                                                "triton_proton", "TritonSemantic",
+                                                                "GluonSemantic"}
+    assert public - set(dir(pl)) == set()
+    for name in ("Event", "allocate_event", "start_event", "end_event", "record_event"):
+        assert hasattr(pl, name)
+    if not pl._HAS_EVENTS:
+        with pytest.raises(NotImplementedError, match=triton.__version__.replace(".", r"\.")):
+            pl.Event(None)
+
+
+def test_event_records_carry_the_async_flag_the_decoder_reads(tmp_path, lang):
+    """Triton 3.8+: the compiled kernel writes each event record with bit 22 set (0x00400000
+    start, 0x80400000 end for event id 0) next to plain region records, and Triton's scope
+    analysis names the event's id: the layout and names the decoder and the tree rely on."""
+    import triton.language as tl
+    import proton.language as pl
+    from proton.hooks._instr_passes import _scope_tree
+
+    if not pl._HAS_EVENTS:
+        pytest.skip(f"Triton {triton.__version__} has no proton event ops (3.8+)")
+
+    @triton.jit
+    def evented(x, N: tl.constexpr):
+        e = pl.allocate_event("copy")
+        pl.enter_scope("r")
+        pl.start_event(e)
+        tl.store(x + tl.arange(0, N), tl.load(x + tl.arange(0, N)) + 1)
+        pl.end_event(e)
+        pl.exit_scope("r")
+
+    with stub_driver():
+        session = proton.start(str(tmp_path / "p"), backend="instrumentation")
+        try:
+            k = _compile(evented, tmp_path / "cache_async")
+        finally:
+            proton.finalize(session)
+    ttgir = next(pathlib.Path(tmp_path / "cache_async").rglob("evented.ttgir"))
+    names = dict(_scope_tree(str(ttgir))[0])
+    assert names == {0: "copy", 1: "r"}
+    llir = k.asm["llir"]
+    # Record words as i32 constants: event id 0 with the async flag, region id 1 without.
+    for word in (0x00400000, 0x80400000, 0x00800000, 0x80800000):
+        signed = word - (1 << 32) if word >= 1 << 31 else word
+        assert f"i32 {signed}," in llir, (hex(word), llir)
+
+
 @pytest.mark.parametrize("body, words", [
     ("unclosed", ["'load'", "never closed"]),
     ("mismatched", ["'b'", "without a matching enter_scope", "'a'"]),

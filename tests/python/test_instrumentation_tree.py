@@ -13,7 +13,7 @@ def slice_bytes(warps, data):
 
 
 def build(ctas, warps=2, data=256, preamble=0xDEADBEEF):
-    """ctas: list (per CTA) of lists (per warp) of (is_end, scope, clock)."""
+    """ctas: list (per CTA) of lists (per warp) of (is_end, scope, clock[, async])."""
     out = bytearray()
     seg = data // warps
     for cta, per_warp in enumerate(ctas):
@@ -21,8 +21,9 @@ def build(ctas, warps=2, data=256, preamble=0xDEADBEEF):
         struct.pack_into("<IIII QQQ", s, 0, preamble, cta, 3, data, 1000, 2000, 2100)
         for w, events in enumerate(per_warp):
             struct.pack_into("<I", s, 40 + 4 * w, 2 * len(events))
-            for i, (end, scope, clock) in enumerate(events):
+            for i, (end, scope, clock, *is_async) in enumerate(events):
                 w0 = (1 << 31 if end else 0) | (scope << 23) | ((clock >> 32) & 0x7FF)
+                w0 |= (1 << 22) if is_async and is_async[0] else 0  # Triton 3.8+ async event
                 struct.pack_into("<II", s, 40 + 4 * warps + w * seg + 8 * i, w0, clock & 0xFFFFFFFF)
         out += s
     return bytes(out)
@@ -137,6 +138,43 @@ def test_regions_on_the_trace_one_lane_per_sm_cta_warp(tmp_path):
              if e.get("ph") == "M" and e.get("name") == "thread_name" and "warp" in e["args"]["name"]]
     assert sorted(lanes) == ["SM 3 / CTA 0 / warp 0", "SM 3 / CTA 0 / warp 1",
                              "SM 3 / CTA 1 / warp 0"]
+
+
+def test_async_events_across_warps_on_the_tree_and_as_trace_arrows(tmp_path):
+    import json
+
+    # Per iteration, warp 0 starts the copy (event "tma", id 1) inside its region "loop" (id 0)
+    # and warp 1 ends it; the records carry the async flag (bit 22), as Triton 3.8+ writes them.
+    producer = [(False, 0, 100), (False, 1, 110, True), (False, 1, 510, True), (True, 0, 900)]
+    consumer = [(True, 1, 400, True), (True, 1, 700, True)]
+    raw = build([[producer, consumer]])
+    d = proton._proton.instr_decode(raw, 2, slice_bytes(2, 256), [])
+    assert d["async_events"] == 2 and d["cross_unit_events"] == 2 and d["unmatched_events"] == 0
+    assert [(s[2], s[6], s[7], s[5] - s[4]) for s in d["samples"] if s[7]] == [(0, 1, True, 290),
+                                                                              (0, 1, True, 190)]
+    name = str(tmp_path / "t")
+    session = proton.start(name, data="tree,trace")
+    stats = instrumentation.add_cuda_regions(
+        "kern", raw, num_warps=2, scratch_bytes=slice_bytes(2, 256),
+        scope_names={0: "loop", 1: "tma"}, scope_parents={1: 0}, clock_khz=1_000_000)
+    proton.finalize(session)
+    assert stats["async_events"] == 2 and stats["unmatched_async"] == 0
+    tree = json.load(open(name + ".hatchet"))
+    tma = region(tree[0], "kern", "loop", "tma")
+    assert tma["metrics"]["cycles"] == 290 + 190 and tma["metrics"]["count"] == 2
+    events = json.load(open(name + ".chrome_trace"))["traceEvents"]
+    spans = [e for e in events if e.get("name") == "tma" and e["ph"] == "X" and e["dur"] > 0]
+    assert len(spans) == 2 and all(e["args"]["is_async"] and e["args"]["end_warp"] == 1
+                                   for e in spans)
+    starts = {e["id"]: e for e in events if e["ph"] == "s" and e.get("cat") == "async"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f" and e.get("cat") == "async"}
+    assert len(starts) == 2 and starts.keys() == ends.keys()
+    lanes = {e["tid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for i in starts:
+        assert lanes[starts[i]["tid"]] == "SM 3 / CTA 0 / warp 0"
+        assert lanes[ends[i]["tid"]] == "SM 3 / CTA 0 / warp 1"
+        assert ends[i]["ts"] > starts[i]["ts"]
 
 
 def test_loss_report_names_each_loss_and_its_remedy():

@@ -323,7 +323,8 @@ _LOSSES = (
                       "events were overwritten, so those warps' first regions are missing (raise "
                       "the mode's buffer_size, now {size} bytes per CTA)"),
     ("unmatched_events", "{unmatched_events} region events had no partner in what was recorded "
-                         "(an end whose start was overwritten, or a region left open)"),
+                         "(an end whose start was overwritten, a region left open, or an "
+                         "async event started or ended but not both)"),
     ("corrupt_ctas", "{corrupt_ctas} CTA buffers could not be read and were skipped "
                      "(stats()['errors'] says why)"),
     ("copy_errors", "{copy_errors} launches' records could not be copied back (stats()['errors'] "

@@ -62,6 +62,8 @@ std::vector<RegionSpan> region_spans(const KernelInfo& k, const DecodeResult& d,
     r.sm = s.sm;
     r.cta = s.cta;
     r.warp = s.unit;
+    r.end_warp = s.async ? s.end_unit : s.unit;
+    r.async = s.async;
     r.group_warps = k.group_warps;
     r.clock_mhz = clock_khz / 1000;
     if (h.post_final_ns > h.pre_final_ns) {

@@ -118,6 +118,11 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     const uint32_t w0 = load_u32(e);
     const uint32_t scope = (w0 >> 23) & 0xffu;
     const uint64_t clock = (uint64_t{w0 & 0x7ffu} << 32) | load_u32(e + 4);
+    if ((w0 & kAsyncFlag) != 0) [[unlikely]] {  // paired per CTA, across units (pair_async)
+      r.async_scratch.push_back(
+          {clock, unit, 0, static_cast<uint8_t>(scope), (w0 >> 31) != 0, false});
+      return;
+    }
     uint64_t& start = open[scope];
     if ((w0 >> 31) == 0) {  // a start: a second one keeps the newer
       if (start != Pairing::kClosed) {
@@ -145,7 +150,8 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
     }
     ++regions;
     min_start = std::min(min_start, begin);
-    if constexpr (kKeep) r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles});
+    if constexpr (kKeep)
+      r.samples.push_back({cta.cta, cta.sm, unit, scope, begin, begin + cycles, unit, false});
   };
   // From the cursor to the segment's end, then from its start (no division per event).
   const uint64_t tail_end = std::min(first + count, capacity);
@@ -157,6 +163,128 @@ void decode_segment(const uint8_t* seg, uint32_t seg_bytes, uint32_t words_writt
   r.unmatched_events += unmatched + pairs.finish(sums, low, high);
   r.regions += regions;
   min_clock = min_start;
+}
+
+// Open starts of each event id, oldest first: a queue per id, linked through the endpoints
+// (AsyncEndpoint::next), so pairing allocates nothing.
+struct AsyncQueues {
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  std::array<uint32_t, kMaxScopes> head, tail;
+  AsyncQueues() {
+    head.fill(kNone);
+    tail.fill(kNone);
+  }
+  void push(std::vector<AsyncEndpoint>& eps, uint32_t i) {
+    const uint8_t id = eps[i].id;
+    eps[i].next = kNone;
+    if (tail[id] == kNone) {
+      head[id] = i;
+    } else {
+      eps[tail[id]].next = i;
+    }
+    tail[id] = i;
+  }
+  uint32_t pop(const std::vector<AsyncEndpoint>& eps, uint8_t id) {
+    const uint32_t i = head[id];
+    if (i == kNone) return kNone;
+    head[id] = eps[i].next;
+    if (head[id] == kNone) tail[id] = kNone;
+    return i;
+  }
+};
+
+// Pairs one CTA's async records (every unit's, gathered in segment order while its segments were
+// read). First within each unit, in its own order: a warp that starts and ends its own events
+// (every warp of a plain Triton kernel records them) pairs with itself. What is left pairs
+// across the CTA's units in clock order: an end closes the oldest open start of its event id
+// (a producer warp's copies, waited on by a consumer warp, in the order they were issued). An
+// end with no open start and a start never ended are unmatched. Each pair sums into its id's
+// scope, so it sits on the tree as a region does, as one unit per CTA (one transaction).
+void pair_async(const CtaHeader& cta, DecodeResult& r, bool keep, uint64_t& min_clock,
+                Pairing& pairs) {
+  std::vector<AsyncEndpoint>& eps = r.async_scratch;
+  if (eps.empty()) return;
+  constexpr uint32_t kNone = AsyncQueues::kNone;
+  std::array<uint64_t, kMaxScopes> cta_cycles{};
+  std::array<uint64_t, kMaxScopes / 64> touched{};
+  auto close = [&](const AsyncEndpoint& b, const AsyncEndpoint& e) {
+    const uint64_t cycles = cycles_between(b.clock, e.clock);
+    ScopeSum& sum = r.sums[e.id];
+    sum.cycles += cycles;
+    ++sum.count;
+    cta_cycles[e.id] += cycles;
+    touched[e.id >> 6] |= uint64_t{1} << (e.id & 63);
+    ++r.regions;
+    ++r.async_events;
+    if (b.unit != e.unit) ++r.cross_unit_events;
+    min_clock = std::min(min_clock, b.clock);
+    if (keep) {
+      r.samples.push_back({cta.cta, cta.sm, b.unit, e.id, b.clock, b.clock + cycles, e.unit, true});
+    }
+  };
+  // Within each unit (its records are contiguous, oldest first).
+  AsyncQueues q;
+  for (uint32_t first = 0; first < eps.size();) {
+    uint32_t last = first;
+    while (last < eps.size() && eps[last].unit == eps[first].unit)
+      ++last;
+    for (uint32_t i = first; i < last; ++i) {
+      AsyncEndpoint& e = eps[i];
+      if (!e.end) {
+        q.push(eps, i);
+        continue;
+      }
+      const uint32_t b = q.pop(eps, e.id);
+      if (b == kNone) continue;  // left for the cross-unit pass
+      close(eps[b], e);
+      eps[b].paired = e.paired = true;
+    }
+    for (uint32_t i = first; i < last; ++i)
+      q.head[eps[i].id] = q.tail[eps[i].id] = kNone;
+    first = last;
+  }
+  // Across units, in clock order, what no unit paired by itself.
+  eps.erase(std::remove_if(eps.begin(), eps.end(), [](const AsyncEndpoint& e) { return e.paired; }),
+            eps.end());
+  // Equal clocks keep their unit and segment order: the position breaks ties (held in `next`
+  // until the queues take it over; std::stable_sort would allocate a buffer per CTA).
+  for (uint32_t i = 0; i < eps.size(); ++i)
+    eps[i].next = i;
+  std::sort(eps.begin(), eps.end(), [](const AsyncEndpoint& a, const AsyncEndpoint& b) {
+    return a.clock != b.clock ? a.clock < b.clock : a.next < b.next;
+  });
+  uint64_t unmatched = 0;
+  for (uint32_t i = 0; i < eps.size(); ++i) {
+    AsyncEndpoint& e = eps[i];
+    if (!e.end) {
+      q.push(eps, i);
+      continue;
+    }
+    const uint32_t b = q.pop(eps, e.id);
+    if (b == kNone) {
+      ++unmatched;
+      continue;
+    }
+    close(eps[b], e);
+  }
+  for (uint32_t id = 0; id < kMaxScopes; ++id)
+    for (uint32_t i = q.head[id]; i != kNone; i = eps[i].next)
+      ++unmatched;
+  for (uint32_t word = 0; word < touched.size(); ++word) {
+    for (uint64_t bits = touched[word]; bits != 0; bits &= bits - 1) {
+      const uint32_t s = word * 64 + static_cast<uint32_t>(__builtin_ctzll(bits));
+      ScopeSum& sum = r.sums[s];
+      ++sum.units;
+      ++sum.ctas;
+      sum.slowest_unit_cycles += cta_cycles[s];
+      // The segment pairing reads each scope's growth since `seen`: these sums are not a unit's.
+      pairs.seen[s] = sum.cycles;
+      pairs.seen_count[s] = sum.count;
+    }
+  }
+  r.unmatched_events += unmatched;
+  r.unmatched_async += unmatched;
+  eps.clear();
 }
 
 }  // namespace
@@ -192,11 +320,14 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
   // A fresh result that keeps the vectors' capacity (every other field as DecodeResult{} has it).
   std::vector<CtaHeader> ctas = std::move(r.ctas);
   std::vector<RegionSample> samples = std::move(r.samples);
+  std::vector<AsyncEndpoint> async_scratch = std::move(r.async_scratch);
   r = DecodeResult{};
   ctas.clear();
   samples.clear();
+  async_scratch.clear();
   r.ctas = std::move(ctas);
   r.samples = std::move(samples);
+  r.async_scratch = std::move(async_scratch);
   const uint32_t slice = layout.scratch_bytes;
   const uint32_t indices_end = kHeaderFixedBytes + 4 * layout.num_warps;
   if (slice == 0 || layout.num_warps == 0 || slice < indices_end) {
@@ -262,6 +393,7 @@ void decode_scratch_into(std::span<const uint8_t> bytes, const KernelLayout& lay
       segment(base + offset + i * seg_bytes, seg_bytes, words, h, units[i], r, min_clock, pairs);
     }
     pairs.finish_cta(r.sums.data());
+    pair_async(h, r, keep_samples, min_clock, pairs);
     h.first_clock = min_clock == UINT64_MAX ? 0 : min_clock;
     r.ctas.push_back(h);
   }

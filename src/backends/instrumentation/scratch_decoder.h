@@ -8,9 +8,16 @@
 //   u32 data bytes, u64 global time at init, u64 before the final copy, u64 after it,
 //   one u32 per warp of the kernel: words (4 bytes) written into its segment,
 //   then (at byte 40 + 4 * warps) the data: equal segments, one per profiled unit, in unit order.
-// Each event is 8 bytes: word0 bit 31 end flag, bits 30..23 scope id, bits 10..0 the clock's
-// high bits; word1 the clock's low 32 bits. A full segment wraps: the oldest events are
-// overwritten, and the unit's index keeps counting.
+// Each event is 8 bytes: word0 bit 31 end flag, bits 30..23 scope id, bit 22 the async flag,
+// bits 10..0 the clock's high bits; word1 the clock's low 32 bits. A full segment wraps: the
+// oldest events are overwritten, and the unit's index keeps counting.
+//
+// The async flag marks the records of `pl.start_event` / `pl.end_event` (Triton 3.8+): the id is
+// then the event's (allocated from the same numbering as region names), and start and end may
+// sit in different warps' segments (a copy issued by a producer warp, waited on by a consumer).
+// Such records pair within their unit first, then per CTA across its units in clock order.
+// Triton 3.6's lowering never sets bit 22 (its bits 22..11 are always zero), so one decoder reads
+// both layouts: no version field is needed (the host header's version stayed 1 when the flag came).
 #pragma once
 
 #include <array>
@@ -24,7 +31,8 @@ namespace proton::instr {
 
 inline constexpr uint32_t kPreamble = 0xdeadbeefu;
 inline constexpr uint32_t kHeaderFixedBytes = 40;
-inline constexpr uint32_t kEventBytes = 8;  // one event: two 32-bit words
+inline constexpr uint32_t kEventBytes = 8;        // one event: two 32-bit words
+inline constexpr uint32_t kAsyncFlag = 1u << 22;  // word0: an async event's start or end
 /// Not written by any kernel: the copy-back marks a CTA whose data size differs from the other
 /// CTAs of its launch with it (compact_copy.h), so the decoder reports it instead of guessing.
 inline constexpr uint32_t kMismatchedRowPreamble = 0x0badda7au;
@@ -58,6 +66,20 @@ struct RegionSample {
   uint32_t scope = 0;
   uint64_t start_cycle = 0;
   uint64_t end_cycle = 0;
+  /// The unit that recorded the end: `unit` for a region; for an async event, the warp that
+  /// ended it (another than the one that started it when the event crossed warps).
+  uint32_t end_unit = 0;
+  bool async = false;  // an async event's start-to-end, not a region
+};
+
+/// One async record of a CTA, kept until the CTA's segments are all read (decoder scratch).
+struct AsyncEndpoint {
+  uint64_t clock = 0;
+  uint32_t unit = 0;
+  uint32_t next = 0;  // the next open start of its id (the pairing's queue)
+  uint8_t id = 0;
+  bool end = false;
+  bool paired = false;
 };
 
 /// One profiled CTA's header: its global-timer values place its samples in real time.
@@ -91,10 +113,15 @@ struct DecodeResult {
   uint64_t wrapped_units = 0;        // segments that wrapped (oldest events lost)
   uint64_t overwritten_events = 0;   // events lost to wrap-around
   uint64_t unmatched_events = 0;     // an end without its start or a start without its end
+  uint64_t async_events = 0;         // async start-to-end pairs (also in `regions` and `sums`)
+  uint64_t cross_unit_events = 0;    // those started by one unit and ended by another
+  uint64_t unmatched_async = 0;      // of `unmatched_events`, the async ones
   uint64_t skipped_ctas = 0;         // preamble 0: not profiled
   uint64_t corrupt_ctas = 0;         // bad preamble or sizes: skipped, the rest kept
   /// Clear errors, first few only (position and reason); decoding went on past each.
   std::vector<std::string> errors;
+  /// Decoder scratch: one CTA's async records (kept here so its capacity is reused).
+  std::vector<AsyncEndpoint> async_scratch;
 };
 
 /// Where the data starts when `layout` does not say: right after the per-warp indices.

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "backends/instrumentation/region_totals.h"
+#include "common/name_table.h"
+#include "scratch_builder.h"
 
 namespace proton::instr {
 namespace {
+
+using testing::ScratchBuilder;
 
 CtaHeader cta(uint64_t init, uint64_t post_final) {
   CtaHeader h;
@@ -60,6 +64,34 @@ TEST(RegionSpans, CarryTheirClockAndTheirCtasFinalizationTime) {
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_EQ(spans[0].clock_mhz, 1755u);
   EXPECT_EQ(spans[0].finalize_ns, 600u);
+}
+
+TEST(RegionSpans, AnAsyncEventIsANodeOfTheTreeAndASpanThatSaysWhichWarpEndedIt) {
+  // Warp 0 starts event "tma" (id 0) inside region "loop" (id 1), warp 2 ends it.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<testing::Event>> ev(4);
+  ev[0] = {{false, 1, 100}, {false, 0, 120, true}, {true, 1, 200}};
+  ev[2] = {{true, 0, 420, true}};
+  b.add_cta(0, 3, ev);
+  DecodeResult d = decode_scratch(b.bytes(), KernelLayout{4, b.slice_bytes(), {}, 0});
+  KernelInfo k;
+  k.scope_names = {NameTable::global().intern("tma"), NameTable::global().intern("loop")};
+  k.scope_parents = {1, -1};  // the event was started inside the region
+  std::vector<RegionTotals> totals = region_totals(k, d);
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(NameTable::global().name(totals[0].path.back()), "tma");
+  EXPECT_EQ(totals[0].path.size(), 2u);
+  EXPECT_EQ(totals[0].cycles, 300u);
+  EXPECT_EQ(totals[0].count, 1u);
+  std::vector<RegionSpan> spans = region_spans(k, d, 1000000);  // 1 GHz: 1 cycle = 1 ns
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_FALSE(spans[0].async);
+  EXPECT_EQ(spans[0].end_warp, spans[0].warp);
+  EXPECT_TRUE(spans[1].async);
+  EXPECT_EQ(spans[1].warp, 0u);
+  EXPECT_EQ(spans[1].end_warp, 2u);
+  EXPECT_EQ(spans[1].end_ns - spans[1].start_ns, 300u);
+  EXPECT_EQ(spans[1].start_ns - spans[0].start_ns, 20u);
 }
 
 }  // namespace

@@ -51,6 +51,80 @@ std::map<uint64_t, std::string> lane_names(const std::vector<TraceEvent>& events
   return names;
 }
 
+json write_trace(const std::vector<TraceEvent>& events, const char* file) {
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  {
+    ChromeTraceWriter w(path, TraceClock{1000, 1000, 0});
+    w.append(events);
+    w.finish(TraceSummary{});
+  }
+  std::ifstream in(path);
+  json trace = json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  std::filesystem::remove(path);
+  return trace;
+}
+
+TraceEvent async_event(uint32_t start_warp, uint32_t end_warp, uint64_t start) {
+  TraceEvent e = region(2, 1, start_warp, 1, start);
+  e.name = NameTable::global().intern("tma_copy");
+  e.end_ns = start + 300;
+  e.thread |= (end_warp + 1) << kTraceAsyncEndShift;
+  return e;
+}
+
+TEST(RegionLanes, ACrossWarpAsyncEventIsAFlowFromTheStartingWarpToTheEndingOne) {
+  json trace = write_trace({async_event(0, 1, 2000)}, "proton_async_flow_test.json");
+  std::map<uint64_t, std::string> lanes;
+  std::vector<json> slices, starts, ends;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"].get<uint64_t>() >= (1ull << 32))
+      lanes[e["tid"].get<uint64_t>()] = e["args"]["name"];
+    if (e["ph"] == "X" && e.value("cat", "") == "region") slices.push_back(e);
+    if (e["ph"] == "s") starts.push_back(e);
+    if (e["ph"] == "f") ends.push_back(e);
+  }
+  ASSERT_EQ(slices.size(), 2u);
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(ends.size(), 1u);
+  const json& span = slices[0];
+  const json& mark = slices[1];
+  EXPECT_EQ(span["name"], "tma_copy");
+  EXPECT_EQ(span["args"]["is_async"], true);
+  EXPECT_EQ(span["args"]["warp"], 0);
+  EXPECT_EQ(span["args"]["end_warp"], 1);
+  EXPECT_EQ(lanes[span["tid"].get<uint64_t>()], "SM 2 / CTA 1 / warp 0");
+  EXPECT_EQ(lanes[mark["tid"].get<uint64_t>()], "SM 2 / CTA 1 / warp 1");
+  EXPECT_EQ(mark["dur"], 0);
+  EXPECT_EQ(mark["args"]["async_end"], true);
+  // The arrow leaves the span's lane at its start and lands on the end's lane at its end.
+  EXPECT_EQ(starts[0]["id"], ends[0]["id"]);
+  EXPECT_EQ(starts[0]["cat"], "async");
+  EXPECT_EQ(starts[0]["tid"], span["tid"]);
+  EXPECT_EQ(starts[0]["ts"], span["ts"]);
+  EXPECT_EQ(ends[0]["tid"], mark["tid"]);
+  EXPECT_EQ(ends[0]["ts"], mark["ts"]);
+  EXPECT_EQ(ends[0]["bp"], "e");
+  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>() - span["ts"].get<double>(),
+                   span["dur"].get<double>());
+}
+
+TEST(RegionLanes, AnAsyncEventEndedByItsOwnWarpHasNoArrowAndRegionsHaveNone) {
+  json trace = write_trace({async_event(3, 3, 2000), region(2, 1, 3, 1, 2500)},
+                           "proton_async_same_warp_test.json");
+  int slices = 0, flows = 0, async = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e.value("cat", "") == "region") {
+      ++slices;
+      EXPECT_EQ(e["args"]["warp"], 3);
+      if (e["args"].contains("is_async")) ++async;
+    }
+    if (e["ph"] == "s" || e["ph"] == "f") ++flows;
+  }
+  EXPECT_EQ(slices, 2);
+  EXPECT_EQ(async, 1);
+  EXPECT_EQ(flows, 0);
+}
+
 TEST(RegionLanes, NamedByGranularity) {
   auto names = lane_names({region(3, 0, 0, 1, 2000), region(3, 0, 1, 1, 2000),
                            region(3, 1, 4, 4, 2000), region(3, 1, 8, 8, 2000),

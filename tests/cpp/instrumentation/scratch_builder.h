@@ -14,6 +14,7 @@ struct Event {
   bool end;
   uint32_t scope;
   uint64_t clock;
+  bool async = false;  // an async event's record (pl.start_event / pl.end_event, Triton 3.8+)
 };
 
 class ScratchBuilder {
@@ -48,6 +49,7 @@ class ScratchBuilder {
       for (size_t i = 0; i < ev.size(); ++i) {
         uint8_t* e = data + u * seg + (i % cap) * 8;
         uint32_t w0 = (ev[i].end ? 1u << 31 : 0u) | ((ev[i].scope & 0xffu) << 23) |
+                      (ev[i].async ? kAsyncFlag : 0u) |
                       static_cast<uint32_t>((ev[i].clock >> 32) & 0x7ffu);
         put32(e, w0);
         put32(e + 4, static_cast<uint32_t>(ev[i].clock));

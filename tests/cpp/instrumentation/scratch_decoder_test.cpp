@@ -285,5 +285,194 @@ TEST(ScratchDecoder, DataStartsAfterTheIndicesAsTritonLowersIt) {
   EXPECT_EQ(data_offset_for(KernelLayout{4, 8320, {}, 128}, 8192), 128u);
 }
 
+// Async events (Triton 3.8+: pl.allocate_event / start_event / end_event) set bit 22 of the
+// record's first word; the id is the event's, from the same numbering as region names.
+Event async_start(uint32_t id, uint64_t clock) {
+  return {false, id, clock, true};
+}
+Event async_end(uint32_t id, uint64_t clock) {
+  return {true, id, clock, true};
+}
+
+TEST(ScratchDecoderAsync, ReadsTheWordsTriton39Writes) {
+  // Triton 3.9's lowering of: e = allocate_event("copy"); enter_scope("r"); start_event(e);
+  // ...; end_event(e); exit_scope("r") (read from its LLVM IR for sm_90): "copy" is id 0, "r"
+  // id 1, and the first words are 0x00800000, 0x00400000, 0x80400000, 0x80800000.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  ev[0] = {{false, 1, 100}, async_start(0, 110), async_end(0, 410), {true, 1, 500}};
+  b.add_cta(0, 0, ev);
+  const uint8_t* seg = b.bytes().data() + kHeaderFixedBytes + 4 * 4;
+  const uint32_t words[] = {0x00800000u, 0x00400000u, 0x80400000u, 0x80800000u};
+  for (int i = 0; i < 4; ++i) {
+    uint32_t w0;
+    std::memcpy(&w0, seg + 8 * i, 4);
+    EXPECT_EQ(w0, words[i]) << i;
+  }
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 4));
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.sums[1].cycles, 400u);  // the region
+  EXPECT_EQ(r.sums[0].cycles, 300u);  // the event: not a region start (bit 22), not unmatched
+  EXPECT_EQ(r.sums[0].count, 1u);
+  EXPECT_EQ(r.async_events, 1u);
+  EXPECT_EQ(r.cross_unit_events, 0u);
+  EXPECT_EQ(r.regions, 2u);
+  ASSERT_EQ(r.samples.size(), 2u);
+  EXPECT_FALSE(r.samples[0].async);
+  EXPECT_EQ(r.samples[0].end_unit, 0u);
+  EXPECT_TRUE(r.samples[1].async);
+  EXPECT_EQ(r.samples[1].scope, 0u);
+}
+
+TEST(ScratchDecoderAsync, PairsAnEventStartedByOneWarpAndEndedByAnother) {
+  // Warp 0 issues the copy (start, id 2), warp 1 waits for it (end): one event across warps,
+  // while warp 1's own region (id 3) pairs as usual around it.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  ev[0] = {async_start(2, 100)};
+  ev[1] = {{false, 3, 50}, async_end(2, 400), {true, 3, 450}};
+  b.add_cta(0, 5, ev);
+  b.add_cta(1, 6, ev, 9000);
+  for (bool keep : {true, false}) {
+    DecodeResult r;
+    decode_scratch_into(b.bytes(), layout_of(b, 4), r, keep);
+    ASSERT_TRUE(r.errors.empty()) << r.errors[0];
+    EXPECT_EQ(r.unmatched_events, 0u);
+    EXPECT_EQ(r.async_events, 2u);
+    EXPECT_EQ(r.cross_unit_events, 2u);
+    EXPECT_EQ(r.sums[2].cycles, 2 * 300u);
+    EXPECT_EQ(r.sums[2].count, 2u);
+    EXPECT_EQ(r.sums[2].ctas, 2u);
+    EXPECT_EQ(r.sums[2].slowest_unit_cycles, 2 * 300u);
+    EXPECT_EQ(r.sums[3].cycles, 2 * 400u);
+    EXPECT_EQ(r.sums[3].units, 2u);
+    if (!keep) continue;
+    ASSERT_EQ(r.samples.size(), 4u);
+    // Samples stay CTA by CTA (the timeline walks them with the headers).
+    EXPECT_EQ(r.samples[0].cta, 0u);
+    EXPECT_EQ(r.samples[1].cta, 0u);
+    EXPECT_EQ(r.samples[2].cta, 1u);
+    const RegionSample& e = r.samples[1];
+    EXPECT_TRUE(e.async);
+    EXPECT_EQ(e.unit, 0u);
+    EXPECT_EQ(e.end_unit, 1u);
+    EXPECT_EQ(e.sm, 5u);
+    EXPECT_EQ(e.start_cycle, 100u);
+    EXPECT_EQ(e.end_cycle, 400u);
+    EXPECT_EQ(r.ctas[0].first_clock, 50u);
+  }
+}
+
+TEST(ScratchDecoderAsync, PairsInClockOrderAcrossWarpsLikeAPipelinedLoop) {
+  // Each iteration: warp 0 starts the copy, warp 1 ends it; the records of one warp's segment
+  // are not in the order the other warp's are, only the clock orders them.
+  ScratchBuilder b(2, 4096, 2);
+  std::vector<std::vector<Event>> ev(2);
+  ev[0] = {async_start(0, 100), async_start(0, 300), async_start(0, 600)};
+  ev[1] = {async_end(0, 200), async_end(0, 450), async_end(0, 700)};
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  EXPECT_EQ(r.unmatched_events, 0u);
+  ASSERT_EQ(r.samples.size(), 3u);
+  EXPECT_EQ(r.samples[0].end_cycle - r.samples[0].start_cycle, 100u);
+  EXPECT_EQ(r.samples[1].end_cycle - r.samples[1].start_cycle, 150u);
+  EXPECT_EQ(r.samples[2].start_cycle, 600u);
+  EXPECT_EQ(r.sums[0].cycles, 350u);
+}
+
+TEST(ScratchDecoderAsync, EveryWarpThatStartsAndEndsItsOwnEventPairsWithItself) {
+  // A plain Triton kernel: every warp records the event's start and end, at nearly the same
+  // clocks; in clock order across the CTA they interleave, but each warp's pair is its own.
+  ScratchBuilder b(4, 8192, 4);
+  std::vector<std::vector<Event>> ev(4);
+  for (uint32_t w = 0; w < 4; ++w)
+    ev[w] = {async_start(0, 100 + w), async_end(0, 200 + 10 * w)};
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 4));
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.async_events, 4u);
+  EXPECT_EQ(r.cross_unit_events, 0u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  for (uint32_t w = 0; w < 4; ++w) {
+    EXPECT_EQ(r.samples[w].unit, w);
+    EXPECT_EQ(r.samples[w].end_unit, w);
+    EXPECT_EQ(r.samples[w].end_cycle - r.samples[w].start_cycle, 100u + 9 * w);
+  }
+}
+
+TEST(ScratchDecoderAsync, AProducerWarpgroupsStartsPairWithAConsumerWarpgroupsEndsInOrder) {
+  // Warps 0-3 (the producer partition) each issue a copy; warps 4-7 (the consumer) wait: the
+  // oldest open start pairs with each end, so all four pair, none is unmatched.
+  ScratchBuilder b(8, 8192, 8);
+  std::vector<std::vector<Event>> ev(8);
+  for (uint32_t w = 0; w < 4; ++w) {
+    ev[w] = {async_start(3, 100 + w)};
+    ev[4 + w] = {async_end(3, 500 + w)};
+  }
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 8));
+  EXPECT_EQ(r.unmatched_events, 0u);
+  EXPECT_EQ(r.async_events, 4u);
+  EXPECT_EQ(r.cross_unit_events, 4u);
+  EXPECT_EQ(r.sums[3].cycles, 4 * 400u);
+  ASSERT_EQ(r.samples.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.samples[i].unit, i);
+    EXPECT_EQ(r.samples[i].end_unit, 4 + i);
+  }
+}
+
+TEST(ScratchDecoderAsync, CountsUnmatchedEndsAndStartsWithoutLosingThePairs) {
+  ScratchBuilder b(2, 4096, 2);
+  std::vector<std::vector<Event>> ev(2);
+  // id 4: an end with no start (its start lost or never recorded), then a pair.
+  // id 5: two starts and one end (on another warp): the oldest start pairs, the newer is
+  // unmatched.
+  // id 6: a start never ended.
+  ev[0] = {async_end(4, 10), async_start(4, 20), async_start(5, 30), async_start(5, 40),
+           async_start(6, 45)};
+  ev[1] = {async_end(4, 120), async_end(5, 140)};
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  EXPECT_EQ(r.unmatched_async, 3u);
+  EXPECT_EQ(r.unmatched_events, 3u);
+  EXPECT_EQ(r.async_events, 2u);
+  EXPECT_EQ(r.sums[4].cycles, 100u);
+  EXPECT_EQ(r.sums[5].cycles, 110u);  // the oldest start
+  EXPECT_EQ(r.sums[6].count, 0u);
+}
+
+TEST(ScratchDecoderAsync, AnEventIsNotARegionAndARegionIsNotAnEvent) {
+  // A region end must not close an async start of the same id, nor an async end a region.
+  ScratchBuilder b(1, 1024, 1);
+  std::vector<std::vector<Event>> ev(1);
+  ev[0] = {{false, 7, 0}, async_end(7, 10), async_start(7, 20), {true, 7, 30}};
+  b.add_cta(0, 0, ev);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 1));
+  EXPECT_EQ(r.async_events, 0u);
+  EXPECT_EQ(r.sums[7].count, 1u);  // the region only
+  EXPECT_EQ(r.sums[7].cycles, 30u);
+  EXPECT_EQ(r.unmatched_async, 2u);
+}
+
+TEST(ScratchDecoderAsync, HighIdEventsDoNotCountAsAWarpOfALaterCtasRegions) {
+  // Event id 70 in CTA 0; in CTA 1 a region of id 80 makes the segment pairing scan ids past 63:
+  // the event's sums must not be read as a unit of CTA 1.
+  ScratchBuilder b(2, 4096, 2);
+  std::vector<std::vector<Event>> ev0(2), ev1(2);
+  ev0[0] = {async_start(70, 0)};
+  ev0[1] = {async_end(70, 90)};
+  ev1[0] = {{false, 80, 0}, {true, 80, 10}};
+  b.add_cta(0, 0, ev0);
+  b.add_cta(1, 0, ev1);
+  DecodeResult r = decode_scratch(b.bytes(), layout_of(b, 2));
+  EXPECT_EQ(r.sums[70].units, 1u);
+  EXPECT_EQ(r.sums[70].ctas, 1u);
+  EXPECT_EQ(r.sums[70].slowest_unit_cycles, 90u);
+  EXPECT_EQ(r.sums[80].units, 1u);
+  EXPECT_EQ(r.sums[80].ctas, 1u);
+}
+
 }  // namespace
 }  // namespace proton::instr

@@ -37,6 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static DecodeResult sums_only;
   decode_scratch_into(std::span<const uint8_t>(data + 4, size - 4), layout, sums_only, false);
   if (!sums_only.samples.empty() || sums_only.unmatched_events != r.unmatched_events) abort();
+  // Async events (the record word's bit 22): pairs are regions too, counted the same both ways.
+  if (sums_only.async_events != r.async_events || r.cross_unit_events > r.async_events ||
+      r.unmatched_async > r.unmatched_events || r.async_events > r.regions)
+    abort();
+  size_t async_samples = 0;
+  for (const RegionSample& s : r.samples)
+    async_samples += s.async ? 1 : 0;
+  if (async_samples != r.async_events || r.samples.size() != r.regions) abort();
   for (size_t id = 0; id < r.sums.size(); ++id)
     if (sums_only.sums[id].cycles != r.sums[id].cycles ||
         sums_only.sums[id].count != r.sums[id].count)
