@@ -364,6 +364,58 @@ def test_occupancy_is_quiet_when_two_blocks_fit(tmp_path):
     assert not of_rule(found, "occupancy"), found
 
 
+# --- tail_effect: the same compute-bound blocks (1,024 threads, a dependent multiply-add chain of
+# ITERS steps: tens of microseconds a block), launched as half as many blocks as the GPU has SMs
+# (half the SMs idle through the kernel) against eight blocks per SM (whole waves whether one or
+# two blocks fit an SM).
+CHEW = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def chew(x, y, iters, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for _ in range(iters):
+        acc = acc * 0.999 + v
+    tl.store(y + offs, acc)
+
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+grid = (max(1, sms // 2),) if HALF else (8 * sms,)
+x = torch.randn(grid[0] * 1024, device="cuda")
+y = torch.empty_like(x)
+chew[grid](x, y, 20000, BLOCK=1024, num_warps=32)  # compile and warm up
+torch.cuda.synchronize()
+import proton
+with proton.scope("work"):
+    for _ in range(50):
+        chew[grid](x, y, 20000, BLOCK=1024, num_warps=32)
+torch.cuda.synchronize()
+"""
+
+
+def chew(tmp_path, name, half):
+    pytest.importorskip("triton")
+    return launched(tmp_path, name, f"HALF = {half}\n" + CHEW)
+
+
+def test_tail_effect_fires_on_a_grid_of_half_the_sms(tmp_path):
+    found, kernels, _ = chew(tmp_path, "half", True)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert kernels["chew"]["grid_x"] == max(1, sms // 2), kernels["chew"]
+    tail = of_rule(found, "tail_effect")
+    assert tail and tail[0]["frame"] == ["work", "chew"], found
+    ev = tail[0]["evidence"]
+    assert ev["shape"] == "small_grid" and ev["num_sms"] == sms, ev
+    assert ev["idle_share"] >= 0.45, ev
+
+
+def test_tail_effect_is_quiet_on_whole_waves(tmp_path):
+    found, kernels, _ = chew(tmp_path, "waves", False)
+    assert kernels["chew"]["block_x"] == 1024, kernels["chew"]
+    assert not of_rule(found, "tail_effect"), found
+
+
 # --- autotune_spread: two configs of one copy kernel, each named by its launch_metadata and
 # compiled with its own num_warps (so each node's compiled kernel is told apart by its block
 # size): a strided gather on 2 warps against a contiguous copy on 8, one grid, no work declared
