@@ -23,16 +23,11 @@ std::vector<Finding> kernel_time_variance(const ProfileView& view) {
   int32_t varies_id = view.find_metric(format::launch_facts::kVaries);
   double total = total_kernel_time(view);
   std::vector<Finding> found;
-  for (size_t i = 0; i < view.nodes.size(); ++i) {
-    auto node = static_cast<int32_t>(i);
-    if (!view.nodes[i].is_kernel()) continue;
-    double t = view.value(node, time);
+  for (auto [node, t] : significant_kernels(view)) {
     double c = view.value(node, count_id);
     double lo = view.value(node, min_id);
     double hi = view.value(node, max_id);
-    if (!significant_kernel_time(t, total) || !(c >= kVarianceMinLaunches) || !(lo > 0) ||
-        !(hi >= lo))
-      continue;
+    if (!(c >= kVarianceMinLaunches) || !(lo > 0) || !(hi >= lo)) continue;
     double mean = t / c;
     if (!(mean >= kVarianceMeanOverMin * lo) || !(hi >= kVarianceMaxOverMin * lo)) continue;
     bool shapes = view.value(node, varies_id) > 0;

@@ -28,6 +28,19 @@ bool significant_kernel_time(double time_ns, double total_ns) {
   return time_ns >= kMinKernelTimeNs && time_ns >= kSignificantKernelShare * total_ns;
 }
 
+std::vector<TimedKernel> significant_kernels(const ProfileView& view) {
+  std::vector<TimedKernel> out;
+  int32_t time = view.find_metric("time (ns)");
+  if (time < 0) return out;
+  double total = total_kernel_time(view);
+  for (size_t i = 0; i < view.nodes.size(); ++i) {
+    auto node = static_cast<int32_t>(i);
+    double t = view.value(node, time);
+    if (view.nodes[i].is_kernel() && significant_kernel_time(t, total)) out.push_back({node, t});
+  }
+  return out;
+}
+
 std::string kilobytes(double bytes) {
   if (bytes < 1024) return count(bytes) + " B";
   double kb = bytes / 1024;

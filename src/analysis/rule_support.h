@@ -18,6 +18,15 @@ Severity severity_for(double saving_ns, double total_ns);
 /// A kernel's total time worth a finding on its launch facts: at least kMinKernelTimeNs and
 /// kSignificantKernelShare of `total_ns`.
 bool significant_kernel_time(double time_ns, double total_ns);
+/// A kernel node and its "time (ns)".
+struct TimedKernel {
+  int32_t node;
+  double time_ns;
+};
+/// The kernel nodes whose time is significant (significant_kernel_time against the profile's
+/// kernel time), in node order: the walk of the rules that judge one kernel at a time. Empty
+/// when the profile has no "time (ns)".
+std::vector<TimedKernel> significant_kernels(const ProfileView& view);
 /// "12.5 KB", "228 KB", "512 B" (KB = 1,024 bytes, as CUDA states shared memory).
 std::string kilobytes(double bytes);
 /// A kernel's family: its name up to the first '[' or space ("matmul[BLOCK_M=64]" -> "matmul"),

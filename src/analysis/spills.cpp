@@ -72,11 +72,7 @@ std::vector<Finding> spills(const ProfileView& view) {
   int32_t stages_id = view.find_metric(names::kNumStages);
   double total = total_kernel_time(view);
   std::vector<Finding> found;
-  for (size_t i = 0; i < view.nodes.size(); ++i) {
-    const ViewNode& n = view.nodes[i];
-    auto node = static_cast<int32_t>(i);
-    double t = view.value(node, time);
-    if (!n.is_kernel() || !significant_kernel_time(t, total)) continue;
+  for (auto [node, t] : significant_kernels(view)) {
     // The launch's record, copied out (GCC cannot follow an optional through the branches).
     bool shaped = false;
     double local = kNoValue, launch_regs = kNoValue, threads = kNoValue;

@@ -19,16 +19,12 @@ namespace proton::analysis {
 
 std::vector<Finding> tail_effect(const ProfileView& view) {
   LaunchMetrics ids(view);
-  int32_t time = view.find_metric("time (ns)");
-  if (!ids.any() || time < 0) return {};
+  if (!ids.any()) return {};
   int32_t count_id = view.find_metric("count");
   double total = total_kernel_time(view);
   std::vector<Finding> found;
-  for (size_t i = 0; i < view.nodes.size(); ++i) {
-    const ViewNode& n = view.nodes[i];
-    auto node = static_cast<int32_t>(i);
-    double t = view.value(node, time);
-    if (!n.is_kernel() || !significant_kernel_time(t, total)) continue;
+  for (auto [node, t] : significant_kernels(view)) {
+    const ViewNode& n = view.nodes[static_cast<size_t>(node)];
     const ViewDevice* d = view.device(n.device_type, n.device_id);
     auto s = launch_shape(view, ids, node);
     if (d == nullptr || !s || s->varies || s->cluster_blocks > 1 || !(d->num_sms > 0)) continue;
