@@ -10,7 +10,8 @@ import types
 import pytest
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
-RECORDED = BENCH / "results" / "2026-11-21-h200-quick-first.json"
+# A real run of bench/run.py --quick (H200), kept as a fixture of the report code.
+RECORDED = BENCH.parent / "tests" / "fixtures" / "bench" / "2026-11-21-h200-quick-first.json"
 sys.path.insert(0, str(BENCH))
 
 import report  # noqa: E402  (bench/ is not a package)
