@@ -140,9 +140,9 @@ def rank_summary(path):
     }
 
 
-def advise_summary(path):
+def advise_findings(path):
     """The analyzer's answers (hints left out) from the JSON that `--advise --format json`
-    wrote into the log `path` (after its command line), as (rule, severity, frame) rows."""
+    wrote into the log `path` (after its command line); None without one, or {"error": ...}."""
     if not os.path.exists(path):
         return None
     text = open(path).read().split("\n--- stderr ---")[0]
@@ -152,9 +152,27 @@ def advise_summary(path):
         found = json.loads(text[start:end + 1])
     except ValueError:
         return {"error": text[-500:]}
+    return [f for f in found if not f["rule"].startswith("hint.")]
+
+
+def advise_summary(path):
+    """The first five answers as (rule, severity, frame, evidence) rows."""
+    found = advise_findings(path)
+    if not isinstance(found, list):
+        return found
     return [{"rule": f["rule"], "severity": f["severity"], "frame": f["frame"],
-             "evidence": f.get("evidence")}
-            for f in found if not f["rule"].startswith("hint.")][:5]
+             "evidence": f.get("evidence")} for f in found[:5]]
+
+
+def straggler_verdict(path):
+    """Every straggler finding as "rank R at a > b (severity)", in the analyzer's order."""
+    found = advise_findings(path)
+    if not isinstance(found, list):
+        return found
+    return [f"rank {int(f['evidence']['slowest_rank'])} at {' > '.join(f['frame'])} "
+            f"({f['severity']})" if "slowest_rank" in f["evidence"] else
+            f"{' > '.join(f['frame'])} ({f['severity']})"
+            for f in found if f["rule"] == "straggler"]
 
 
 def main():
@@ -269,7 +287,9 @@ def main():
             r = proc.run_logged(cmd, os.path.join(out, name), 300, cwd=out)
             summary.setdefault("viewer_status", {})[name] = r.rc
         for tag in ("", "_straggle"):
-            summary[f"advise{tag}"] = advise_summary(os.path.join(out, f"viewer_advise{tag}_json.txt"))
+            path = os.path.join(out, f"viewer_advise{tag}_json.txt")
+            summary[f"advise{tag}"] = advise_summary(path)
+            summary[f"stragglers{tag}"] = straggler_verdict(path)
         trace = os.path.join(out, "ddp.merged_trace.json")
         if os.path.exists(trace):
             with open(trace) as f:
@@ -296,6 +316,9 @@ def main():
     lines.append(f"- merged trace: {summary.get('merged_trace')}")
     lines.append(f"- advise, balanced ranks (the `proton` run): {summary.get('advise')}")
     lines.append(f"- advise, rank 1 straggling (the `straggle` run): {summary.get('advise_straggle')}")
+    lines.append(f"- straggler findings, balanced ranks (expected none): {summary.get('stragglers')}")
+    lines.append("- straggler findings, rank 1 straggling (expected rank 1 first): "
+                 f"{summary.get('stragglers_straggle')}")
     lines.append(f"- files: {summary['files']}")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "format/collective_kernels.h"
+
 namespace proton::analysis {
 
 double total_kernel_time(const ProfileView& view) {
@@ -28,6 +30,11 @@ bool significant_kernel_time(double time_ns, double total_ns) {
   return time_ns >= kMinKernelTimeNs && time_ns >= kSignificantKernelShare * total_ns;
 }
 
+bool is_collective(const ProfileView& view, int32_t node) {
+  const auto& n = view.nodes[static_cast<size_t>(node)];
+  return n.is_kernel() && format::is_collective_kernel(n.name);
+}
+
 std::vector<TimedKernel> significant_kernels(const ProfileView& view) {
   std::vector<TimedKernel> out;
   int32_t time = view.find_metric("time (ns)");
@@ -36,7 +43,9 @@ std::vector<TimedKernel> significant_kernels(const ProfileView& view) {
   for (size_t i = 0; i < view.nodes.size(); ++i) {
     auto node = static_cast<int32_t>(i);
     double t = view.value(node, time);
-    if (view.nodes[i].is_kernel() && significant_kernel_time(t, total)) out.push_back({node, t});
+    if (view.nodes[i].is_kernel() && significant_kernel_time(t, total) &&
+        !is_collective(view, node))
+      out.push_back({node, t});
   }
   return out;
 }

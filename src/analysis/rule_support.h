@@ -23,9 +23,14 @@ struct TimedKernel {
   int32_t node;
   double time_ns;
 };
+/// A collective's kernel node (NCCL, RCCL: format::is_collective_kernel). Its time is mostly
+/// waiting for other ranks: comm_exposed and straggler read it as communication.
+bool is_collective(const ProfileView& view, int32_t node);
 /// The kernel nodes whose time is significant (significant_kernel_time against the profile's
-/// kernel time), in node order: the walk of the rules that judge one kernel at a time. Empty
-/// when the profile has no "time (ns)".
+/// kernel time), in node order: the walk of the rules that judge one kernel at a time (launch
+/// shape, spills, time spread). Collectives are left out: their launch shape is the
+/// library's choice and their time follows the slowest rank. Empty when the profile has no
+/// "time (ns)".
 std::vector<TimedKernel> significant_kernels(const ProfileView& view);
 /// "12.5 KB", "228 KB", "512 B" (KB = 1,024 bytes, as CUDA states shared memory).
 std::string kilobytes(double bytes);

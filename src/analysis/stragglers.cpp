@@ -1,16 +1,59 @@
 // straggler: in a profile merged from several ranks, the frames where the slowest rank's time
-// is well above the mean of the ranks that ran them. The others wait for it at the next
+// is well above the mean of the ranks that ran it. The others wait for it at the next
 // collective, so (max - mean) is time every other rank loses.
 //
 // Reads the merge's statistics (rank_stats.h) of "time (ns)": max, mean, argmax, imbalance.
+//
+// Collectives (NCCL kernels) are the other side of a straggler: the ranks that arrive first wait
+// inside the collective for the one that arrives last, so the most time there belongs to the
+// fastest rank. Their nodes are never findings, and a frame holding them is judged on its time
+// outside them: the mean loses the collectives' mean exactly; the max loses at most the sum of
+// the collectives' maxima, which bounds any rank's collective time from above. What remains is a
+// lower bound of the slowest rank's compute: a frame fires only when that bound alone is
+// imbalanced, and the rank it names (the frame's argmax) then holds at least that much compute.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "analysis/rank_stats.h"
 #include "analysis/rule_support.h"
 #include "analysis/rules.h"
 
 namespace proton::analysis {
+
+namespace {
+
+// Per node, the sums over the collective kernel nodes at or below it of their mean and max.
+struct CollectiveTime {
+  std::vector<double> mean;
+  std::vector<double> max;
+  bool any = false;
+};
+
+CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t high) {
+  CollectiveTime c{std::vector<double>(view.nodes.size(), 0.0),
+                   std::vector<double>(view.nodes.size(), 0.0), false};
+  // Children come after their parents: a reverse sweep is a post-order walk.
+  for (size_t i = view.nodes.size(); i-- > 0;) {
+    auto node = static_cast<int32_t>(i);
+    if (is_collective(view, node)) {
+      double m = view.value(node, mean);
+      double x = view.value(node, high);
+      // A collective's children (none in Proton's files) are inside its time already.
+      c.mean[i] = std::isnan(m) ? 0 : m;
+      c.max[i] = std::isnan(x) ? 0 : x;
+      c.any = true;
+    }
+    int32_t parent = view.nodes[i].parent;
+    if (parent >= 0 && !is_collective(view, parent)) {
+      c.mean[static_cast<size_t>(parent)] += c.mean[i];
+      c.max[static_cast<size_t>(parent)] += c.max[i];
+    }
+  }
+  return c;
+}
+
+}  // namespace
 
 std::vector<Finding> stragglers(const ProfileView& view) {
   const std::string metric = "time (ns)";
@@ -22,27 +65,41 @@ std::vector<Finding> stragglers(const ProfileView& view) {
   int32_t ranks = view.find_metric("ranks (exc)");
   double run = view.value(0, mean);
   if (!(run > 0)) return {};
+  CollectiveTime comm = collective_time(view, mean, high);
   std::vector<Finding> found;
   for (size_t i = 1; i < view.nodes.size(); ++i) {
     auto node = static_cast<int32_t>(i);
+    if (is_collective(view, node)) continue;
     double ratio = view.value(node, imbalance);
     double max = view.value(node, high);
     double avg = view.value(node, mean);
-    if (!(ratio >= kStragglerImbalance) || !(max >= kStragglerMinShare * run) || !(avg > 0))
-      continue;
+    if (!(ratio > 0) || !(max > 0) || !(avg > 0)) continue;
+    // The mean counts ranks lacking the frame as 0; the imbalance is over the ranks that ran
+    // it: their share of all ranks turns one mean into the other.
+    double present = avg * ratio / max;
+    double comm_mean = comm.mean[i];
+    double comm_max = comm.max[i];
+    bool outside = comm_mean > 0 || comm_max > 0;
+    double slow = max - comm_max;                  // at least, outside collectives
+    double typical = (avg - comm_mean) / present;  // the mean of the ranks that ran it
+    if (!(slow > 0) || !(typical > 0)) continue;
+    double own_ratio = slow / typical;
+    if (!(own_ratio >= kStragglerImbalance) || !(slow >= kStragglerMinShare * run)) continue;
     Finding f = finding_at(view, "straggler", node);
     double rank = view.value(node, arg);
-    double present = view.value(node, ranks);
-    f.number("imbalance", ratio).number("max_ns", max).number("mean_ns", avg);
+    double ran = view.value(node, ranks);
+    f.number("imbalance", own_ratio).number("max_ns", slow).number("mean_ns", typical);
+    if (outside) f.number("collective_mean_ns", comm_mean);
     if (!std::isnan(rank)) f.number("slowest_rank", rank);
-    if (present > 0) f.number("ranks", present);
-    // The mean counts ranks lacking the frame as 0; imbalance is over the ranks that ran it.
-    double mean_present = max / ratio;
-    f.saving_ns = max - mean_present;
+    if (ran > 0) f.number("ranks", ran);
+    f.saving_ns = slow - typical;
     f.severity = severity_for(*f.saving_ns, run);
-    f.seen = (std::isnan(rank) ? std::string("One rank") : "Rank " + count(rank)) + " took " +
-             duration(max) + " here, " + fixed(ratio, 2) + "x the mean of the ranks that ran it (" +
-             duration(mean_present) + ").";
+    std::string who = std::isnan(rank) ? std::string("One rank") : "Rank " + count(rank);
+    f.seen = outside ? who + " spent at least " + duration(slow) + " here outside collectives, " +
+                           fixed(own_ratio, 2) + "x the mean of the ranks that ran it (" +
+                           duration(typical) + ")."
+                     : who + " took " + duration(slow) + " here, " + fixed(own_ratio, 2) +
+                           "x the mean of the ranks that ran it (" + duration(typical) + ").";
     f.why = "The other ranks wait about " + duration(*f.saving_ns) +
             " for it at the next collective, each.";
     f.suggestion =

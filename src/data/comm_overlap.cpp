@@ -3,24 +3,15 @@
 #include <algorithm>
 
 #include "common/name_table.h"
+#include "format/collective_kernels.h"
 
 namespace proton {
-
-bool CommOverlap::is_comm_kernel(std::string_view name) {
-  // NCCL's kernels ("ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_Generic") and
-  // RCCL's share the prefix; a wrapped or demangled name may put it anywhere.
-  for (size_t i = 0; i + 4 <= name.size(); ++i) {
-    if ((name[i] | 0x20) == 'n' && (name[i + 1] | 0x20) == 'c' && (name[i + 2] | 0x20) == 'c' &&
-        (name[i + 3] | 0x20) == 'l')
-      return true;
-  }
-  return false;
-}
 
 bool CommOverlap::is_comm(NameId name) {
   if (name == kNoName) return false;
   if (name >= names_.size()) names_.resize(name + 1, 0);
-  if (names_[name] == 0) names_[name] = is_comm_kernel(NameTable::global().name(name)) ? 1 : 2;
+  if (names_[name] == 0)
+    names_[name] = format::is_collective_kernel(NameTable::global().name(name)) ? 1 : 2;
   return names_[name] == 1;
 }
 

@@ -28,7 +28,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
 #include "common/ids.h"
@@ -83,13 +82,9 @@ class CommOverlap {
   size_t held() const;
   uint64_t forced() const { return forced_; }
 
-  /// is_comm_kernel of an interned name, remembered per name (the record thread's only cost
-  /// per kernel is a vector lookup).
+  /// format::is_collective_kernel of an interned name, remembered per name (the record
+  /// thread's only cost per kernel is a vector lookup).
   bool is_comm(NameId name);
-
-  /// Whether a kernel name is a collective's: NCCL's kernels ("ncclKernel_...",
-  /// "ncclDevKernel_...", anything naming nccl, any case) and RCCL's.
-  static bool is_comm_kernel(std::string_view name);
 
  private:
   struct Interval {

@@ -55,14 +55,20 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
     out.metrics[static_cast<size_t>(sum_id)].integral = integral;
     out.metrics[static_cast<size_t>(sum_id)].kind = kind;  // declared kinds too
     if (kind == MetricKind::kProperty) {
+      PropertyFold fold = property_fold(name);
       for (size_t i = 0; i < nodes; ++i) {
+        double value = kAbsent;
         for (size_t k = 0; k < n; ++k) {
           int32_t src = aligned.sources[i][k];
           if (src < 0 || stored[k].empty() || is_absent(stored[k][static_cast<size_t>(src)]))
             continue;
-          out.add_value(static_cast<int32_t>(i), sum_id, stored[k][static_cast<size_t>(src)]);
-          break;
+          double v = stored[k][static_cast<size_t>(src)];
+          if (is_absent(value) || (fold == PropertyFold::kMin && v < value) ||
+              (fold == PropertyFold::kMax && v > value))
+            value = v;
+          if (fold == PropertyFold::kFirst) break;
         }
+        if (!is_absent(value)) out.add_value(static_cast<int32_t>(i), sum_id, value);
       }
       continue;
     }

@@ -15,8 +15,9 @@ namespace proton::viewer {
 //                               frame counting as 0; "(exc)" because a max of sums is not a sum
 //                               of maxima, so readers must not roll these up again;
 //   <name>:argmax (pty)         the index of the input holding the max.
-// Properties "(pty)" keep the first input's value. The input list is not stored in the file:
-// Triton's viewer sums every metric column, so a string metric on the root would break it.
+// Properties "(pty)" keep the first input's value, extrema their extreme (property_fold). The input
+// list is not stored in the file: Triton's viewer sums every metric column, so a string metric on
+// the root would break it.
 Profile merge_profiles(const std::vector<const Profile*>& inputs);
 
 /// The column a merge writes for one statistic of a metric, for both merges (this one and the

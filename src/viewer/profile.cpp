@@ -1,5 +1,6 @@
 #include "viewer/profile.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace proton::viewer {
@@ -18,6 +19,13 @@ MetricKind metric_kind_of(std::string_view name) {
   if (ends_with_tag(name, "(exc)")) return MetricKind::kExclusive;
   if (ends_with_tag(name, "(pty)")) return MetricKind::kProperty;
   return MetricKind::kInclusive;
+}
+
+PropertyFold property_fold(std::string_view name) {
+  std::string_view base = name.substr(0, std::min(name.find(" ("), name.size()));
+  if (base.ends_with("_min")) return PropertyFold::kMin;
+  if (base.ends_with("_max")) return PropertyFold::kMax;
+  return PropertyFold::kFirst;
 }
 
 std::string_view Node::text_of(std::string_view key) const {

@@ -26,6 +26,12 @@ enum class MetricKind : uint8_t {
 
 MetricKind metric_kind_of(std::string_view name);
 
+// How a merge of several profiles folds a property's values on one node: the first input's
+// value, except for extrema the writer names so ("time_min (ns)", "time_max (ns)": the shortest
+// and longest launch), which fold to the smallest and largest over the inputs.
+enum class PropertyFold : uint8_t { kFirst, kMin, kMax };
+PropertyFold property_fold(std::string_view name);
+
 struct MetricInfo {
   std::string name;
   MetricKind kind = MetricKind::kInclusive;

@@ -252,12 +252,14 @@ bool RankMerger::add_source(const Source& src, const std::string& label, std::st
     st.stats.resize(tree_.nodes.size());
     std::vector<double> own = src.stored(static_cast<int32_t>(m));
     if (st.kind == MetricKind::kProperty) {
+      PropertyFold fold = property_fold(st.name);
       for (size_t i = 0; i < own.size(); ++i) {
         Stat& s = st.stats[static_cast<size_t>(to[i])];
-        if (!is_absent(own[i]) && !s.stored) {
+        if (is_absent(own[i])) continue;
+        if (!s.stored || (fold == PropertyFold::kMin && own[i] < s.sum) ||
+            (fold == PropertyFold::kMax && own[i] > s.sum))
           s.sum = own[i];
-          s.stored = true;
-        }
+        s.stored = true;
       }
       continue;
     }

@@ -8,6 +8,8 @@
 //                                 frame counting as 0 (so mean = sum / ranks);
 //   <name>:argmax (pty)           the rank holding the max: the rank the file records
 //                                 (src/io/run_info.h), else the input's position;
+//   <property> (pty)              the first input's value; for extrema ("time_min (ns)"), the
+//                                 extreme over the ranks (property_fold, profile.h);
 // and adds, for inclusive metrics,
 //   <name>:imbalance (exc)        max / mean over the ranks that have the frame (1 = balanced);
 //   ranks (exc)                   on every node: how many ranks have the frame.

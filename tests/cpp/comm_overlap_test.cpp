@@ -10,6 +10,7 @@
 
 #include "attribution/record.h"
 #include "data/comm_overlap.h"
+#include "format/collective_kernels.h"
 #include "io/hatchet_writer.h"
 #include "session/session.h"
 #include "test_util.h"
@@ -35,12 +36,12 @@ std::map<uint32_t, uint64_t> exposed(CommOverlap& c) {
 }
 
 TEST(CommOverlap, NamesNcclAndRcclKernelsAsCollectives) {
-  EXPECT_TRUE(CommOverlap::is_comm_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
-  EXPECT_TRUE(CommOverlap::is_comm_kernel("ncclDevKernel_Generic_4"));
-  EXPECT_TRUE(CommOverlap::is_comm_kernel("void at::native::(anon)::NCCL_wrapper"));
-  EXPECT_FALSE(CommOverlap::is_comm_kernel("ampere_sgemm_128x64_nn"));
-  EXPECT_FALSE(CommOverlap::is_comm_kernel("ncc"));
-  EXPECT_FALSE(CommOverlap::is_comm_kernel(""));
+  EXPECT_TRUE(format::is_collective_kernel("ncclKernel_AllReduce_RING_LL_Sum_float"));
+  EXPECT_TRUE(format::is_collective_kernel("ncclDevKernel_Generic_4"));
+  EXPECT_TRUE(format::is_collective_kernel("void at::native::(anon)::NCCL_wrapper"));
+  EXPECT_FALSE(format::is_collective_kernel("ampere_sgemm_128x64_nn"));
+  EXPECT_FALSE(format::is_collective_kernel("ncc"));
+  EXPECT_FALSE(format::is_collective_kernel(""));
 }
 
 TEST(CommOverlap, AFullyOverlappedCollectiveIsNotExposed) {

@@ -32,7 +32,10 @@ WORKER = textwrap.dedent("""
     overlapped = sys.argv[1] == "overlapped"
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    grads = torch.ones(16 << 20, device="cuda")  # 64 MB: 1-7 ms of all-reduce (NVLink-PCIe)
+    # 256 MB: ~1 ms of all-reduce over NVLink per step, each rank's time alone, against ~20 ms
+    # of GEMMs: enough for a finding on either rank (a 64 MB one was under the 2% that counts
+    # on the rank that arrived last).
+    grads = torch.ones(64 << 20, device="cuda")
     dist.all_reduce(torch.ones(1, device="cuda"))  # communicators set up: a tiny warm-up
     c = a @ b
     torch.cuda.synchronize()

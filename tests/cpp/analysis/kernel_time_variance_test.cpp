@@ -33,6 +33,13 @@ TEST(KernelTimeVariance, FiresWhenTheMeanLaunchIsFarAboveTheFastest) {
   EXPECT_NE(f.suggestion.find("clocks"), std::string::npos) << f.suggestion;
 }
 
+TEST(KernelTimeVariance, QuietOnCollectives) {
+  // A collective's launches take as long as the slowest rank makes them wait.
+  ProfileView v = launches(20e6, 50e3, 900e3);
+  v.nodes[2].name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  EXPECT_TRUE(kernel_time_variance(v).empty());
+}
+
 TEST(KernelTimeVariance, SeveralShapesPointAtDataDependentShapes) {
   ProfileView v = launches(20e6, 50e3, 900e3);
   v.set(2, "launch_config_varies", 1);

@@ -28,6 +28,14 @@ TEST(TailEffect, FiresOnAGridSmallerThanTheGpu) {
   EXPECT_NE(f.suggestion.find("split-K"), std::string::npos);
 }
 
+TEST(TailEffect, QuietOnCollectives) {
+  // NCCL launches one block per channel by design; its time is waiting for other ranks.
+  ProfileView v = launched({.grid = 1, .block = 512, .registers = 96});
+  v.nodes[2].name = "ncclDevKernel_Broadcast_RING_LL";
+  EXPECT_TRUE(tail_effect(v).empty());
+  EXPECT_TRUE(occupancy(v).empty());
+}
+
 TEST(TailEffect, FiresOnAMostlyEmptyLastWave) {
   // 1,024-thread blocks: 2 per SM, 264 a wave; 330 blocks are 1.25 waves run in 2 waves' time.
   auto found = tail_effect(launched({.grid = 330, .block = 1024, .registers = 32}));

@@ -100,6 +100,38 @@ TEST(RankMerge, StatisticsImbalanceAndRecordedRanks) {
   EXPECT_EQ(value(out, "ranks (exc)", "gemm"), 3);
 }
 
+TEST(RankMerge, ExtremaPropertiesFoldToTheirExtreme) {
+  // Each rank's shortest and longest gemm launch: the merge keeps the shortest and the longest
+  // over the ranks (a kernel_time_variance over the summed time and count needs them), and a
+  // plain property the first rank's value. Both merges agree.
+  std::vector<Profile> ranks;
+  int64_t lows[] = {300, 100, 200}, highs[] = {900, 700, 1200}, regs[] = {64, 96, 128};
+  for (int r = 0; r < 3; ++r) {
+    Json j = rank_json(r, 1000 * (r + 1));
+    j[0]["metric_rules"] = {
+        {"time_min (ns)", "pty"}, {"time_max (ns)", "pty"}, {"registers_per_thread", "pty"}};
+    Json& gemm = j[0]["children"][0]["children"][0];
+    gemm["metrics"]["time_min (ns)"] = lows[r];
+    gemm["metrics"]["time_max (ns)"] = highs[r];
+    gemm["metrics"]["registers_per_thread"] = regs[r];
+    ranks.push_back(parse_hatchet(j.dump()));
+  }
+  RankMerger m;
+  std::string why;
+  for (const Profile& p : ranks)
+    ASSERT_TRUE(m.add(p, "f", why)) << why;
+  Profile streamed = parse_hatchet(to_hatchet_json(m.result()));
+  Profile merged = merge_profiles({&ranks[0], &ranks[1], &ranks[2]});
+  for (const Profile* out : {&streamed, &merged}) {
+    EXPECT_EQ(value(*out, "time_min (ns)", "gemm"), 100);
+    EXPECT_EQ(value(*out, "time_max (ns)", "gemm"), 1200);
+    EXPECT_EQ(value(*out, "registers_per_thread", "gemm"), 64);
+  }
+  EXPECT_EQ(property_fold("time_min (ns)"), PropertyFold::kMin);
+  EXPECT_EQ(property_fold("util_max (pty)"), PropertyFold::kMax);
+  EXPECT_EQ(property_fold("max_bytes"), PropertyFold::kFirst);
+}
+
 TEST(RankMerge, StreamedFileEqualsTheMergedProfile) {
   Profile a = load_hatchet(fixture("triton_style.json"));
   Profile b = load_hatchet(fixture("triton_style_new.json"));
