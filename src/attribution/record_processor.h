@@ -18,6 +18,7 @@
 // by the rules of graph_attribution.h, so replaying a graph forever keeps memory flat.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -78,6 +79,11 @@ class RecordProcessor {
   /// Launch tags still waiting for kernels, staged ones included (drains the threads' queues:
   /// the backend's periodic check asks this to decide whether to flush).
   size_t held_tags();
+  /// A consumer awaits records that CUPTI keeps back in partly filled buffers (a collective
+  /// stream's): the backend's periodic check flushes at its next tick. Any thread.
+  void request_flush() { flush_requested_.store(true, std::memory_order_relaxed); }
+  /// Whether a flush was asked for since the last call (the periodic check).
+  bool take_flush_request() { return flush_requested_.exchange(false, std::memory_order_relaxed); }
 
   /// Phases: every tag drained from now on is stamped with a new epoch (LaunchStage::
   /// phase_epoch, in LaunchTag::flags). Tags staged before this call are drained first, so a
@@ -138,6 +144,7 @@ class RecordProcessor {
   GraphAttribution graphs_;
   std::vector<uint64_t> captured_;  // scratch: launches made during stream capture
   Stats stats_;
+  std::atomic<bool> flush_requested_{false};  // not guarded: request_flush / take_flush_request
 };
 
 }  // namespace proton

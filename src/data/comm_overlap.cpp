@@ -30,22 +30,35 @@ CommOverlap::Device& CommOverlap::device(uint64_t key) {
   return devices_.back();
 }
 
-void CommOverlap::note_stream(Device& d, uint32_t stream, uint64_t end_ns) {
+void CommOverlap::note_stream(Device& d, uint32_t stream, uint64_t end_ns, bool comm) {
   d.max_end = std::max(d.max_end, end_ns);
   for (StreamEnd& s : d.streams) {
     if (s.stream == stream) {
       s.end = std::max(s.end, end_ns);
+      s.comm |= comm;
       return;
     }
   }
-  d.streams.push_back({stream, end_ns});
+  d.streams.push_back({stream, end_ns, comm});
+}
+
+void CommOverlap::ask_for_records(Device& d) {
+  // Once per flush_lag_ns of the device's GPU time at most: a stream that stays quiet (NCCL
+  // between steps, or done for good) costs a flush per lag, not one per record.
+  if (d.max_end < d.asked_at + limits_.flush_lag_ns) return;
+  bool behind = !d.waiting.empty() && d.waiting_min_end + limits_.flush_lag_ns <= d.max_end;
+  for (const StreamEnd& s : d.streams)
+    behind |= s.comm && s.end + limits_.flush_lag_ns <= d.max_end;
+  if (!behind) return;
+  d.asked_at = d.max_end;
+  flush_wanted_ = true;
 }
 
 void CommOverlap::add(uint64_t key, uint32_t stream, uint64_t start_ns, uint64_t end_ns, bool comm,
                       const Site& site) {
   if (end_ns <= start_ns) return;  // an empty or damaged record overlaps nothing
   Device& d = device(key);
-  note_stream(d, stream, end_ns);
+  note_stream(d, stream, end_ns, comm);
   if (comm) {
     if (start_ns < d.floor) ++late_;  // compute it ran beside may be gone already
     if (d.waiting.size() >= limits_.max_waiting) {
@@ -58,15 +71,11 @@ void CommOverlap::add(uint64_t key, uint32_t stream, uint64_t start_ns, uint64_t
   } else if (end_ns > d.floor) {
     add_busy(d, {start_ns, end_ns});
   }
-  // The watermark: no record still to come on a stream seen starts before every stream's
-  // latest end; a stream quiet for the window is taken to be idle. It never moves back (a
-  // stream seen for the first time with older records is behind it).
-  uint64_t mark = UINT64_MAX;
-  for (const StreamEnd& s : d.streams)
-    mark = std::min(mark, s.end);
-  if (d.max_end > limits_.window_ns) mark = std::max(mark, d.max_end - limits_.window_ns);
-  d.mark = std::max(d.mark, mark);
+  // The watermark: records ending a window behind the latest are taken to have come (by
+  // stream order nothing can be told: a stream's records come in several threads' buffers).
+  if (d.max_end > limits_.window_ns) d.mark = std::max(d.mark, d.max_end - limits_.window_ns);
   if (d.waiting_min_end <= d.mark) decide(d, /*all=*/false);
+  ask_for_records(d);
   prune(d);
   if (d.busy.size() - d.busy_head > limits_.max_busy) {
     // Full (a window of many short kernels with gaps): the oldest half goes. A collective
@@ -86,10 +95,14 @@ size_t CommOverlap::held() const {
 }
 
 void CommOverlap::add_busy(Device& d, Interval iv) {
-  // Records come nearly in order: the place is found from the back.
+  // Most records extend the back; a late buffer's land inside: found by binary search.
   size_t pos = d.busy.size();
-  while (pos > d.busy_head && d.busy[pos - 1].start > iv.start)
-    --pos;
+  if (pos > d.busy_head && d.busy[pos - 1].start > iv.start) {
+    pos = static_cast<size_t>(
+        std::upper_bound(d.busy.begin() + static_cast<std::ptrdiff_t>(d.busy_head), d.busy.end(),
+                         iv.start, [](uint64_t t, const Interval& b) { return t < b.start; }) -
+        d.busy.begin());
+  }
   size_t at = pos;
   if (pos > d.busy_head && d.busy[pos - 1].end >= iv.start) {
     at = pos - 1;
@@ -136,11 +149,8 @@ void CommOverlap::decide(Device& d, bool all) {
 
 void CommOverlap::prune(Device& d) {
   // Compute that ends before the watermark and before every waiting collective starts can meet
-  // no collective waiting or still to come on a stream seen; a window of it stays for the
-  // collectives of a stream not seen yet (the first collective's record may come after the
-  // compute that ran beside it).
-  const uint64_t window_back = d.max_end > limits_.window_ns ? d.max_end - limits_.window_ns : 0;
-  d.floor = std::max(d.floor, std::min({d.mark, d.waiting_min_start, window_back}));
+  // no collective waiting or still to come within the window.
+  d.floor = std::max(d.floor, std::min(d.mark, d.waiting_min_start));
   while (d.busy_head < d.busy.size() && d.busy[d.busy_head].end <= d.floor)
     ++d.busy_head;
   if (d.busy_head >= 64 && d.busy_head * 2 >= d.busy.size()) {

@@ -2,22 +2,28 @@
 // kernel ran on the same device. A summed metric on the collective's kernel node,
 // "exposed_comm (ns)" (docs/advise.md, "comm_exposed").
 //
-// Kernel records arrive in buffers roughly in completion order, interleaved across streams, so
-// a collective's record can come before the compute records that ran beside it. Per device the
-// sweep holds each collective until no compute record that could overlap it is still to come,
-// then subtracts the union of the compute intervals that overlap it. A collective ending at E is
-// decided once
-//   - every stream seen on its device has a record ending at or after E (kernels of one stream
-//     run one after another, so that stream's later records start after E), or
-//   - the device has a record ending a window (Limits::window_ns of GPU time) after E: a stream
-//     quiet that long is taken to be idle, or
-//   - flush() (the end of a flush, before a profile is written).
-// Compute intervals are kept merged (their union, sorted) for a window behind the device's
-// latest record, and longer while a waiting collective could meet them.
+// Kernel records do not arrive in GPU-time order, not even per stream: CUPTI fills a buffer per
+// launching thread and hands each over when it fills, so the records of a training step's
+// backward pass (launched by the autograd thread, NCCL's collectives among them) came ~50-120 ms
+// of GPU time after those the main thread launched beside them, on the same stream (a DDP
+// step loop on an H100). Per device the sweep therefore holds each collective, and keeps the
+// union of the compute intervals (merged, sorted), for a window of GPU time: a collective ending
+// at E is decided, with the compute union over it subtracted, once
+//   - the device has a record ending Limits::window_ns after E (records later than that are
+//     taken to be absent), or
+//   - flush() (the end of a flush, before a profile is written),
+// and compute is let go once it ends a window behind the device's latest record and before
+// every waiting collective starts.
+//
+// A thread that launches rarely fills its buffer slowly. So the sweep asks for a flush
+// (take_flush_wanted(): the backend's periodic check hands partly filled buffers over) when a
+// waiting collective, or a stream that carried collectives, is flush_lag_ns behind the device's
+// latest record, at most once per flush_lag_ns of GPU time per device: the records that flush
+// brings come within the window.
 //
 // The approximation errs one way: toward more exposed time, never less. A compute record that
-// arrives after its collective was decided (a stream quiet for longer than the window, then a
-// long kernel; a stream never seen before; records kept back past a flush) is not subtracted,
+// arrives after its collective was decided (records kept back longer than the window, or past a
+// flush) is not subtracted,
 // and neither are compute records behind the watermark when a collective arrives that late.
 // Exposed time is therefore an upper bound of the time the collective had the device to itself.
 //
@@ -28,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/ids.h"
@@ -43,9 +50,10 @@ struct CommSite {
 };
 /// What one device may hold (CommOverlap).
 struct CommLimits {
-  uint64_t window_ns = 20'000'000;  // GPU time a quiet stream may hold collectives back
-  size_t max_waiting = 1024;        // collectives held per device
-  size_t max_busy = 8192;           // merged compute intervals kept per device
+  uint64_t window_ns = 250'000'000;    // GPU time a record may come late
+  uint64_t flush_lag_ns = 50'000'000;  // GPU time behind that asks for a flush
+  size_t max_waiting = 1024;           // collectives held per device
+  size_t max_busy = 32768;             // merged compute intervals kept per device (512 KB)
 };
 
 class CommOverlap {
@@ -72,6 +80,9 @@ class CommOverlap {
   std::vector<Exposed>& ready() { return ready_; }
   /// Drops everything held (data.clear).
   void clear();
+  /// Whether records held back in partly filled buffers are awaited (see above); reading it
+  /// clears it.
+  bool take_flush_wanted() { return std::exchange(flush_wanted_, false); }
 
   /// Collectives that arrived behind their device's watermark: compute records already let go
   /// may have overlapped them.
@@ -98,22 +109,26 @@ class CommOverlap {
   struct StreamEnd {
     uint32_t stream = 0;
     uint64_t end = 0;
+    bool comm = false;  // has carried a collective
   };
   struct Device {
     uint64_t key = 0;
     std::vector<StreamEnd> streams;
     uint64_t max_end = 0;
-    uint64_t mark = 0;           // the watermark: collectives ending by it are decided
+    uint64_t mark = 0;           // the watermark, max_end - window: collectives ending by it
+                                 // are decided
     uint64_t floor = 0;          // compute ending by it is let go: min(mark, waiting starts)
     std::vector<Interval> busy;  // merged compute, sorted; [busy_head, size) are live
     size_t busy_head = 0;
     std::vector<Waiting> waiting;  // collectives not yet decided
     uint64_t waiting_min_end = UINT64_MAX;
     uint64_t waiting_min_start = UINT64_MAX;
+    uint64_t asked_at = 0;  // max_end when this device last asked for a flush
   };
 
   Device& device(uint64_t key);
-  void note_stream(Device& d, uint32_t stream, uint64_t end_ns);
+  void note_stream(Device& d, uint32_t stream, uint64_t end_ns, bool comm);
+  void ask_for_records(Device& d);
   void add_busy(Device& d, Interval iv);
   void decide(Device& d, bool all);
   void decide_one(Device& d, const Waiting& w);
@@ -126,6 +141,7 @@ class CommOverlap {
   std::vector<uint8_t> names_;  // NameId -> 0 unknown, 1 collective, 2 not
   uint64_t late_ = 0;
   uint64_t forced_ = 0;
+  bool flush_wanted_ = false;
 };
 
 }  // namespace proton

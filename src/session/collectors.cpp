@@ -136,6 +136,7 @@ void TreeCollector::collect(const Record& record) {
       s.comm_.add(device, r.stream_id, r.start_ns, r.end_ns, s.comm_.is_comm(r.name),
                   {phase, kernel, name});
       if (!s.comm_.ready().empty()) s.place_exposed_comm();
+      if (s.comm_.take_flush_wanted()) s.records_wanted_.store(true, std::memory_order_relaxed);
       for (size_t i = 0; op != nullptr && i < op->metrics.size(); ++i) {
         try {
           tree->add_metric(kernel, op->metrics[i].first, op->metrics[i].second);

@@ -13,7 +13,13 @@ void Runtime::begin_batch() {
 }
 
 void Runtime::end_batch() {
+  // A session awaiting records held back in partly filled buffers asks for a flush, once per
+  // batch at most (a few dozen pointer reads per buffer).
+  bool wanted = false;
+  for (const auto& s : sessions_)
+    wanted |= s != nullptr && s->take_records_wanted();
   sessions_mu_.unlock_shared();
+  if (wanted) processor_.request_flush();
 }
 
 void Runtime::deliver(SessionMask sessions, const Record& record) {

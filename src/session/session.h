@@ -107,6 +107,9 @@ class Session {
   /// std::runtime_error when it cannot be written.
   void finish_trace(uint64_t now_ns);
   bool trace_finished() const { return trace_finished_; }
+  /// Whether this session awaits records that a flush would bring (its collectives' exposed
+  /// time, data/comm_overlap.h) since the last call. Any thread.
+  bool take_records_wanted() { return records_wanted_.exchange(false, std::memory_order_relaxed); }
   /// periodic_flushing:format=chrome_trace: writes the trace of `phase`, which has completed,
   /// to name.part_<phase>.chrome_trace (requires mu; no-op otherwise). Throws as finish_trace.
   void finish_phase_trace(uint32_t phase, uint64_t now_ns);
@@ -235,7 +238,10 @@ class Session {
   std::unique_ptr<PcAttribution> pc_;  // guarded by mu; null unless mode="pcsampling"
   DeviceMetricSites device_sites_;     // guarded by mu
   CommOverlap comm_;                   // collectives' exposed time (mu)
-  void place_exposed_comm();           // comm_'s decided collectives onto their nodes (mu)
+  // comm_ awaits records held back in CUPTI's buffers: the runtime asks the backend for a
+  // flush at the end of the batch (take_records_wanted).
+  std::atomic<bool> records_wanted_{false};
+  void place_exposed_comm();  // comm_'s decided collectives onto their nodes (mu)
 };
 
 }  // namespace proton

@@ -48,7 +48,9 @@ TEST(CommOverlap, AFullyOverlappedCollectiveIsNotExposed) {
   CommOverlap c;
   c.add(0, kCompute, 0, 1000, false);
   c.add(0, kComm, 100, 900, true, site(1));
-  c.add(0, kCompute, 1000, 2000, false);  // both streams past the collective's end
+  c.add(0, kCompute, 1000, 2000, false);
+  EXPECT_TRUE(c.ready().empty());  // held for the window: a late buffer may still bring compute
+  c.flush();
   ASSERT_EQ(c.ready().size(), 1u);
   EXPECT_EQ(c.ready()[0].comm_ns, 800u);
   EXPECT_EQ(c.ready()[0].exposed_ns, 0u);
@@ -62,6 +64,7 @@ TEST(CommOverlap, APartlyOverlappedCollectiveExposesTheRest) {
   c.add(0, kComm, 200, 1000, true, site(1));
   EXPECT_TRUE(c.ready().empty());  // the compute stream may still run beside it
   c.add(0, kCompute, 1200, 1300, false);
+  c.flush();
   EXPECT_EQ(exposed(c)[1], 600u);
 }
 
@@ -73,6 +76,7 @@ TEST(CommOverlap, OverlappingComputeKernelsCountOnce) {
   c.add(0, kComm, 100, 1000, true, site(1));
   c.add(0, 1, 1000, 1100, false);
   c.add(0, 2, 1000, 1100, false);
+  c.flush();
   EXPECT_EQ(exposed(c)[1], 200u);  // 900 - union [100, 800)
 }
 
@@ -81,22 +85,26 @@ TEST(CommOverlap, ACollectiveAloneIsFullyExposed) {
   c.add(0, kCompute, 0, 1000, false);
   c.add(0, kComm, 1000, 3000, true, site(1));  // after the compute, not beside it
   c.add(0, kCompute, 3000, 4000, false);
+  c.flush();
   EXPECT_EQ(exposed(c)[1], 2000u);
 }
 
-TEST(CommOverlap, WaitsForComputeRecordsArrivingInALaterBuffer) {
-  CommOverlap c;
+TEST(CommOverlap, WaitsAWindowForComputeRecordsArrivingInALaterBuffer) {
+  CommOverlap c(CommOverlap::Limits{.window_ns = 1000});
   // The collective's record comes first; the compute kernel that ran beside it ends later and
-  // comes in the next buffer.
+  // comes in the next buffer (another thread's: records of one stream are not in order).
   c.add(0, kCompute, 0, 100, false);
   c.add(0, kComm, 200, 1200, true, site(1));
   c.add(0, kComm, 1300, 1400, true, site(2));
-  EXPECT_TRUE(c.ready().empty());
-  c.add(0, kCompute, 150, 1250, false);  // the next buffer
-  auto got = exposed(c);
-  EXPECT_EQ(got[1], 0u);        // covered by the late compute record
-  EXPECT_EQ(got.count(2), 0u);  // the compute stream has not passed 1400 yet
+  c.add(0, kCompute, 2000, 2100, false);  // later on the same stream, from the other thread
+  EXPECT_TRUE(c.ready().empty());         // 900 ns past the first collective: within the window
+  c.add(0, kCompute, 150, 1250, false);   // the next buffer
   c.add(0, kCompute, 1250, 1500, false);
+  c.add(0, kCompute, 2100, 2300, false);  // a window past 1200, not past 1400
+  auto got = exposed(c);
+  EXPECT_EQ(got[1], 0u);  // covered by the late compute record
+  EXPECT_EQ(got.count(2), 0u);
+  c.add(0, kCompute, 2300, 2500, false);
   EXPECT_EQ(exposed(c)[2], 0u);
 }
 
@@ -108,6 +116,7 @@ TEST(CommOverlap, DevicesAreSweptApart) {
   c.add(1, kComm, 100, 900, true, site(2));
   c.add(0, kCompute, 1000, 1100, false);
   c.add(1, kCompute, 1000, 1100, false);
+  c.flush();
   auto got = exposed(c);
   EXPECT_EQ(got[1], 800u);  // device 0 ran nothing beside it
   EXPECT_EQ(got[2], 0u);
@@ -126,12 +135,12 @@ TEST(CommOverlap, TheFlushDecidesWhatStillWaits) {
   EXPECT_TRUE(c.ready().empty());  // once only
 }
 
-TEST(CommOverlap, AStreamQuietForTheWindowNoLongerHoldsCollectivesBack) {
+TEST(CommOverlap, ARecordAWindowLaterDecidesAndLaterOnesAreAbsent) {
   CommOverlap c(CommOverlap::Limits{.window_ns = 10'000});
   c.add(0, 3, 0, 50, false);  // a stream that ran once, at startup
   c.add(0, kComm, 100, 1100, true, site(1));
   c.add(0, kCompute, 1100, 5000, false);
-  EXPECT_TRUE(c.ready().empty());           // stream 3 has not passed 1100
+  EXPECT_TRUE(c.ready().empty());           // within the window of the collective's end
   c.add(0, kCompute, 5000, 11'200, false);  // 10 us of GPU time past the collective's end
   EXPECT_EQ(exposed(c)[1], 1000u);
   // Erring toward exposed: a compute record of stream 3 that overlapped it, arriving now, is
@@ -140,6 +149,61 @@ TEST(CommOverlap, AStreamQuietForTheWindowNoLongerHoldsCollectivesBack) {
   c.add(0, 3, 100, 1100, false);
   c.flush();
   EXPECT_TRUE(c.ready().empty());
+}
+
+TEST(CommOverlap, CollectiveRecordsAHundredMillisecondsLateStillMeetTheirCompute) {
+  // As CUPTI delivered a DDP step loop on an H100: NCCL's stream keeps its records in a buffer
+  // of its own, handed over ~50-120 ms of GPU time after the compute records beside them. Each
+  // 3.5 ms step: compute [0, 3000) in 30 kernels, an all-reduce [2000, 3000) beside its last
+  // third. Each step's all-reduce record comes after the compute of 30 steps more (105 ms).
+  CommOverlap c;
+  const uint64_t step = 3'500'000;
+  auto collective = [&](uint64_t i) {
+    c.add(0, kComm, i * step + 2'000'000, i * step + 3'000'000, true, site(1));
+  };
+  for (uint64_t i = 0; i < 100; ++i) {
+    for (uint64_t k = 0; k < 30; ++k)
+      c.add(0, kCompute, i * step + k * 100'000, i * step + k * 100'000 + 90'000, false);
+    if (i >= 30) collective(i - 30);
+  }
+  for (uint64_t i = 70; i < 100; ++i)
+    collective(i);
+  uint64_t comm = 0, exposed_ns = 0;
+  c.flush();
+  for (const auto& e : c.ready()) {
+    comm += e.comm_ns;
+    exposed_ns += e.exposed_ns;
+  }
+  EXPECT_EQ(comm, 100u * 1'000'000);
+  EXPECT_EQ(exposed_ns, 100u * 10 * 10'000);  // only the 10 us gaps between the kernels
+  EXPECT_EQ(c.late(), 0u);
+}
+
+TEST(CommOverlap, AsksForAFlushWhenACollectiveStreamFallsBehind) {
+  CommOverlap c(CommOverlap::Limits{.window_ns = 1'000'000, .flush_lag_ns = 1000});
+  c.add(0, kCompute, 0, 500, false);
+  EXPECT_FALSE(c.take_flush_wanted());  // no collective stream yet: nothing awaited
+  c.add(0, kComm, 500, 600, true, site(1));
+  c.add(0, kCompute, 600, 1500, false);
+  EXPECT_FALSE(c.take_flush_wanted());  // NCCL's stream is 900 ns behind: within the lag
+  c.add(0, kCompute, 1500, 1700, false);
+  EXPECT_TRUE(c.take_flush_wanted());   // 1,100 ns behind
+  EXPECT_FALSE(c.take_flush_wanted());  // read once
+  c.add(0, kCompute, 1700, 2600, false);
+  EXPECT_FALSE(c.take_flush_wanted());  // asked at 1,700: not again within the lag
+  c.add(0, kCompute, 2600, 2800, false);
+  EXPECT_TRUE(c.take_flush_wanted());  // still quiet a lag later: once more
+  // A collective held for a compute stream that is behind asks too.
+  CommOverlap w(CommOverlap::Limits{.window_ns = 1'000'000, .flush_lag_ns = 1000});
+  w.add(0, 3, 0, 100, false);
+  w.add(0, kComm, 100, 200, true, site(1));
+  w.add(0, kComm, 5000, 5100, true, site(2));
+  EXPECT_TRUE(w.take_flush_wanted());
+  // Streams that never carried a collective, however far behind, ask for nothing.
+  CommOverlap q(CommOverlap::Limits{.window_ns = 1'000'000, .flush_lag_ns = 1000});
+  q.add(0, 3, 0, 100, false);
+  q.add(0, kCompute, 100, 50'000, false);
+  EXPECT_FALSE(q.take_flush_wanted());
 }
 
 TEST(CommOverlap, MemoryStaysBoundedOnALongRun) {
@@ -229,13 +293,13 @@ TEST(CommOverlapSession, ExposedTimeLandsOnTheNcclNodeAndTheRootColumns) {
   kernel(s, nccl, kComm, 1500, 1900);  // beside the GEMM that comes next
   kernel(s, "gemm", kCompute, 1400, 2000);
   kernel(s, "gemm", kCompute, 0, 100, /*device=*/1);
-  kernel(s, nccl, kComm, 200, 500, /*device=*/1);  // device 1: held until its stream 7 passes
+  kernel(s, nccl, kComm, 200, 500, /*device=*/1);
   std::lock_guard lock(s.mu);
   const CallTree::Node* n = child(s.tree(), nccl);
   ASSERT_NE(n, nullptr);
-  EXPECT_EQ(exposed_of(n), 400);
+  EXPECT_EQ(exposed_of(n), -1);  // held for the window: later buffers may bring compute
+  s.settle_comm();               // the finalize's flush decides them
   EXPECT_EQ(exposed_of(child(s.tree(), "gemm")), -1);  // compute gets no such metric
-  s.settle_comm();                                     // the finalize's flush: device 1
   EXPECT_EQ(exposed_of(n), 700);
   EXPECT_EQ(n->kernel.time_ns, 1100u);
 
@@ -246,6 +310,18 @@ TEST(CommOverlapSession, ExposedTimeLandsOnTheNcclNodeAndTheRootColumns) {
   for (const auto& c : doc[0]["children"])
     if (c["frame"]["name"] == nccl) on_node = c["metrics"]["exposed_comm (ns)"] == 700;
   EXPECT_TRUE(on_node) << doc.dump();
+}
+
+TEST(CommOverlapSession, ASessionAwaitingCollectiveRecordsWantsAFlush) {
+  testing::MainThreadFixture main;
+  SessionConfig config;
+  Session s(0, config);
+  kernel(s, "ncclKernel_AllGather", kComm, 0, 300);
+  kernel(s, "gemm", kCompute, 300, 20'000'000);
+  EXPECT_FALSE(s.take_records_wanted());
+  kernel(s, "gemm", kCompute, 20'000'000, 60'000'000);  // NCCL's stream 60 ms behind
+  EXPECT_TRUE(s.take_records_wanted());
+  EXPECT_FALSE(s.take_records_wanted());
 }
 
 TEST(CommOverlapSession, AClearedPhaseTakesNoStaleExposedTime) {

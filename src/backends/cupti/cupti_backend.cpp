@@ -163,7 +163,9 @@ bool CuptiBackend::start(RecordProcessor* sink, const BackendOptions& options, s
 void CuptiBackend::periodic_flush() {
   // Runs on the ticker between start() and stop() (stop joins it before processor_ goes).
   uint64_t now = steady_ns();
-  if (!flush_policy_.due(processor_->held_tags(), now,
+  // Asked for (records a consumer awaits), or due by the policy.
+  if (!processor_->take_flush_request() &&
+      !flush_policy_.due(processor_->held_tags(), now,
                          quiet_since_ns_.load(std::memory_order_relaxed))) {
     return;
   }
