@@ -3,8 +3,10 @@
 // mean launch at least kVarianceMeanOverMin times the fastest and the longest at least
 // kVarianceMaxOverMin times it, over at least kVarianceMinLaunches launches. A single slow
 // first launch (cold caches, lazy loading) raises the maximum but hardly the mean, so it alone
-// never fires. Launches of several grids on the node (launch_config_varies) point at
-// data-dependent shapes; otherwise at contention or clocks.
+// never fires. Launches of several grids on the node (launch_config_varies) may be launches on
+// inputs of different sizes (an eager framework's elementwise kernel serves every tensor of a
+// layer): the spread is then the sizes themselves, so no saving is claimed and it stays low; one
+// shape points at contention, data-dependent work or clocks.
 #include <string>
 
 #include "analysis/rule_support.h"
@@ -40,19 +42,29 @@ std::vector<Finding> kernel_time_variance(const ProfileView& view) {
         .number("mean_over_min", mean / lo)
         .number("max_over_min", hi / lo)
         .word("launch_config_varies", shapes ? "yes" : "no");
-    // Were every launch as fast as the fastest: an upper bound of what evening them out wins.
-    f.saving_ns = t - c * lo;
-    f.severity = severity_for(*f.saving_ns, total);
+    if (shapes) {
+      // Larger inputs take longer: the fastest launch's pace is no honest target.
+      f.severity = Severity::kLow;
+    } else {
+      // Were every launch as fast as the fastest: an upper bound of what evening them out wins.
+      f.saving_ns = t - c * lo;
+      f.severity = severity_for(*f.saving_ns, total);
+    }
     f.seen = count(c) + " launches of this kernel on this path take " + duration(lo) + " to " +
              duration(hi) + " (mean " + duration(mean) + ", " + fixed(mean / lo, 2) +
              "x the fastest)" +
              (shapes ? "; its launches used more than one grid or block shape." : ".");
-    f.why = "At the fastest launch's pace these launches would take " + duration(*f.saving_ns) +
-            " less; a spread this wide is more than clock boost or warm caches explain.";
+    f.why = shapes ? "Launches of different shapes do different amounts of work, so part or all of "
+                     "the spread may be the sizes themselves: no time is claimed."
+                   : "At the fastest launch's pace these launches would take " +
+                         duration(*f.saving_ns) +
+                         " less; a spread this wide is more than clock boost or warm caches "
+                         "explain.";
     f.suggestion =
-        shapes ? "The launches differ in shape: the work depends on the data (sequence lengths, "
-                 "batch sizes, routing). Bucket or pad shapes so each bucket reuses one tuned "
-                 "config, give each shape its own scope so the slow ones show, or let the "
+        shapes ? "If this path runs the kernel on inputs of different sizes (one elementwise "
+                 "kernel for every tensor of a layer), give the calls scopes of their own to "
+                 "compare them. If the shapes come from the data (sequence lengths, batch sizes, "
+                 "routing), bucket or pad them so each bucket reuses one tuned config, or let the "
                  "autotune key include the shape."
                : "One shape, different times: look for contention (kernels of other streams or "
                  "processes on the GPU at the same time, NCCL overlapping compute), data-dependent "
