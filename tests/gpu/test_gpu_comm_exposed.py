@@ -71,10 +71,9 @@ DDP = textwrap.dedent("""
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl")
-    layers = []
-    for _ in range(8):
-        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
-    model = DistributedDataParallel(torch.nn.Sequential(*layers).cuda(), device_ids=[local])
+    mlp = torch.nn.Sequential(*(m for _ in range(8)
+                                for m in (torch.nn.Linear(2048, 2048), torch.nn.ReLU())))
+    model = DistributedDataParallel(mlp.cuda(), device_ids=[local])
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(256, 2048, device="cuda")
     for _ in range(60):
