@@ -4,11 +4,15 @@ each entry with its reason, and each listed in README.md's "Names not supported"
 The walk reads Triton's source files (no Triton module is imported): a module's public names
 are what it defines at top level (def, class, assignment) and, for a package's __init__, what it
 imports from within the package. scripts/test runs this against Triton 3.6 and 3.9.
+
+Triton's main branch cannot be installed, so its names, read by the same rule from its sources,
+are kept below (TRITON_MAIN) and checked the same way, and against README's "Triton main" column.
 """
 
 import ast
 import importlib
 import pathlib
+import re
 
 import pytest
 
@@ -41,6 +45,60 @@ NOT_SUPPORTED = {
                                        "takes the dict as it is",
 }
 
+# Triton main's public names (module -> names) by the rule of triton_public_names(), read from
+# triton-lang/triton's third_party/proton/proton at main commit 9f6f9e0866e7 (2026-08-04), the
+# newest main commit whose sources could be read; Triton 3.9 was released after it. Update it
+# when a newer main is read.
+TRITON_MAIN_COMMIT = "9f6f9e0866e70f3dd8cde1a3365681916d20401a"
+TRITON_MAIN = {
+    "": ("DEFAULT_PROFILE_NAME activate context cpu_timed_scope data deactivate enter_scope "
+         "enter_state exit_scope exit_state finalize metadata_state mode profile scope specs start "
+         "state"),
+    "context": "depth",
+    "data": "advance_phase clear get get_msgpack is_phase_complete",
+    "flags": "ProfilerFlags flags",
+    "hooks": "HookManager InstrumentationHook LaunchHook",
+    "hooks.hook": "Hook HookManager",
+    "hooks.instrumentation": "CudaAllocator Instrumentation InstrumentationHook VERSION",
+    "hooks.launch": "LaunchHook enabled id in_hook op_name",
+    "language": ("Event allocate_event disable_semantic enable_semantic end_event enter_scope "
+                 "exit_scope record record_event scope start_event"),
+    "metric": ("FLOPS_DTYPES FLOPS_WIDTHS ROOFLINE_DTYPES scalar_metric_kernel set_metric_kernels "
+               "tensor_metric_kernel transform_tensor_metrics"),
+    "mode": ("BaseMode Default InstrumentationMode MMA Optimize PCSampling buffer_strategies "
+             "buffer_types granularities metric_types optimizations sampling_strategies"),
+    "profile": "DEFAULT_PROFILE_NAME activate deactivate finalize profile start",
+    "proton": "do_setup_and_execute execute_as_main is_pytest main parse_arguments run_profiling",
+    "scope": "MetricValueType cpu_timed_scope enter_scope exit_scope scope thread_local_scopes",
+    "specs": "amd_bps_by_arch amd_fp8_flops_by_arch flops_by_device max_bps max_flops",
+    "state": ("COMPUTE_METADATA_SCOPE_NAME COMPUTE_METADATA_SCOPE_PREFIX enter_state exit_state "
+              "get_metadata_state_name metadata_state state"),
+    "viewer": ("FactorDict apply_diff_profile avg_cpu_time_factor_dict avg_time_factor_dict "
+               "bytes_factor_dict cpu_time_factor_dict default_flop_factor_dict derivable_metrics "
+               "derive_metrics emit_warnings filter_frames format_frames get_min_time_bytes "
+               "get_min_time_flops get_raw_metrics main match_available_metrics parse print_tree read "
+               "remove_frames show_metrics time_factor_dict"),
+}
+
+# Modules and names in triton-lang/triton's published history that are neither on main at
+# TRITON_MAIN_COMMIT nor in 3.9 (prototype branches, pull requests) -> where they come from.
+# README.md names them, so that nobody takes them for names Proton lacks.
+OFF_MAIN = {
+    "trace_replay": "a 2024 prototype branch of intra-kernel tracing",
+    "intra": "a January 2025 prototype branch of intra-kernel profiling",
+    "dev.record": "a 2025 prototype branch of the Proton dialect",
+    "semantic": "a 2025 prototype branch of the Proton dialect",
+    "frequency": "a branch locking GPU clocks through nvidia-smi / rocm-smi",
+    "metrics.parser": "a branch with a derived-metric expression language for the viewer",
+    "metrics.interpreter": "a branch with a derived-metric expression language for the viewer",
+    "data.get_buffered_profiles": "a pull request keeping periodic-flushing phases in memory",
+    "data.get_buffered_profile_stats": "the same pull request",
+    "data.get_buffered_profile_serialized_up_to_phase": "the same pull request",
+    "state.get_state": "a closed pull request on nested launch-metadata states",
+    "state.is_state_active": "the same closed pull request",
+    "language.mark": "a version newer than 3.9, branch unknown: an in-kernel marker",
+}
+
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -68,9 +126,7 @@ def triton_public_names():
     return triton.__version__, names
 
 
-def test_every_public_name_of_triton_profiler_exists_or_is_listed():
-    version, modules = triton_public_names()
-    assert "specs" in modules and "max_flops" in modules["specs"]  # the walk found something
+def missing_from_proton(modules):
     missing = []
     for module, names in modules.items():
         if module in NOT_SUPPORTED:
@@ -80,6 +136,13 @@ def test_every_public_name_of_triton_profiler_exists_or_is_listed():
             key = f"{module}.{name}" if module else name
             if not hasattr(ours, name) and key not in NOT_SUPPORTED:
                 missing.append(key)
+    return missing
+
+
+def test_every_public_name_of_triton_profiler_exists_or_is_listed():
+    version, modules = triton_public_names()
+    assert "specs" in modules and "max_flops" in modules["specs"]  # the walk found something
+    missing = missing_from_proton(modules)
     assert not missing, f"triton.profiler {version} names missing from proton: {missing}"
 
 
@@ -89,6 +152,54 @@ def test_every_name_not_supported_is_in_the_readme_with_a_reason():
     for key, why in NOT_SUPPORTED.items():
         assert why, key
         assert f"`{key}`" in table, f"{key} is not in README.md's 'Names not supported' table"
+
+
+def test_every_public_name_of_triton_main_exists_or_is_listed():
+    modules = {module: names.split() for module, names in TRITON_MAIN.items()}
+    missing = missing_from_proton(modules)
+    assert not missing, f"Triton main ({TRITON_MAIN_COMMIT[:12]}) names missing from proton: {missing}"
+
+
+def main_keys():
+    """Triton main's modules and "module.name" keys (a bare name for the package's own)."""
+    return {module for module in TRITON_MAIN if module} | {
+        f"{module}.{name}" if module else name
+        for module, names in TRITON_MAIN.items() for name in names.split()}
+
+
+def readme_rows():
+    """README's "Names not supported" table: each row's cells, keyed by every `name` in its first."""
+    text = README.read_text()
+    lines = text[text.index("### Names not supported"):].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        for name in re.findall(r"`([^`]+)`", cells[0].split(" (")[0]):
+            rows[name] = cells
+    return rows
+
+
+def test_readmes_triton_main_column_agrees_with_triton_main():
+    rows, on_main = readme_rows(), main_keys()
+    wrong = []
+    for key in NOT_SUPPORTED:
+        _, _, in39, main, _ = rows[key]
+        said = in39 if main.startswith("as 3.9") else main
+        if said.startswith("—") == (key in on_main):
+            wrong.append(f"{key}: README says {main!r}")
+    assert not wrong, f"README's Triton main column disagrees with {TRITON_MAIN_COMMIT[:12]}: {wrong}"
+
+
+def test_names_off_triton_main_are_in_the_readme():
+    text = README.read_text()
+    section = text[text.index("### Names not supported"):text.index("## Environment variables")]
+    assert not set(OFF_MAIN) & main_keys()
+    for key, where in OFF_MAIN.items():
+        assert where, key
+        assert f"`{key}`" in section, f"{key} is not in README.md's 'Names not supported' section"
 
 
 def test_names_added_for_the_drop_in():
