@@ -11,6 +11,13 @@
 // the collectives' maxima, which bounds any rank's collective time from above. What remains is a
 // lower bound of the slowest rank's compute: a frame fires only when that bound alone is
 // imbalanced, and the rank it names (the frame's argmax) then holds at least that much compute.
+//
+// A rank that waits in a collective keeps NCCL's kernel spinning on its GPU, and its compute
+// beside it runs slower: in a DDP step where rank 1 computed 20 GEMMs more, rank 0's backward
+// GEMMs ran 1.2x slower while its all-reduce waited for rank 1. So a finding whose rank is also
+// the rank that waited longest in the collectives of its frame (the frame itself or the nearest
+// enclosing one holding collectives), by at least the finding's excess, is a consequence, not a
+// cause: it stays, low, with no time claimed, and says so.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,18 +30,25 @@ namespace proton::analysis {
 
 namespace {
 
-// Per node, the sums over the collective kernel nodes at or below it of their mean and max.
+// The rank that waited longest in a collective, and by how much over the mean.
+struct Wait {
+  double rank = kNoValue;
+  double excess = 0;
+};
+
+// Per node, the sums over the collective kernel nodes at or below it of their mean and max, and
+// the longest wait among them.
 struct CollectiveTime {
   std::vector<double> mean;
   std::vector<double> max;
-  bool any = false;
+  std::vector<Wait> wait;
 };
 
-CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t high) {
-  CollectiveTime c{std::vector<double>(view.nodes.size(), 0.0),
-                   std::vector<double>(view.nodes.size(), 0.0), false};
+CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t high, int32_t arg) {
+  const size_t n = view.nodes.size();
+  CollectiveTime c{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<Wait>(n)};
   // Children come after their parents: a reverse sweep is a post-order walk.
-  for (size_t i = view.nodes.size(); i-- > 0;) {
+  for (size_t i = n; i-- > 0;) {
     auto node = static_cast<int32_t>(i);
     if (is_collective(view, node)) {
       double m = view.value(node, mean);
@@ -42,13 +56,20 @@ CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t hi
       // A collective's children (none in Proton's files) are inside its time already.
       c.mean[i] = std::isnan(m) ? 0 : m;
       c.max[i] = std::isnan(x) ? 0 : x;
-      c.any = true;
+      c.wait[i] = {view.value(node, arg), c.max[i] - c.mean[i]};
     }
     int32_t parent = view.nodes[i].parent;
     if (parent >= 0 && !is_collective(view, parent)) {
-      c.mean[static_cast<size_t>(parent)] += c.mean[i];
-      c.max[static_cast<size_t>(parent)] += c.max[i];
+      auto p = static_cast<size_t>(parent);
+      c.mean[p] += c.mean[i];
+      c.max[p] += c.max[i];
+      if (c.wait[i].excess > c.wait[p].excess) c.wait[p] = c.wait[i];
     }
+  }
+  // Top down: a frame without collectives takes the nearest enclosing frame's wait.
+  for (size_t i = 1; i < n; ++i) {
+    auto parent = static_cast<size_t>(view.nodes[i].parent);
+    if (c.mean[i] == 0 && c.max[i] == 0 && parent < n) c.wait[i] = c.wait[parent];
   }
   return c;
 }
@@ -65,7 +86,7 @@ std::vector<Finding> stragglers(const ProfileView& view) {
   int32_t ranks = view.find_metric("ranks (exc)");
   double run = view.value(0, mean);
   if (!(run > 0)) return {};
-  CollectiveTime comm = collective_time(view, mean, high);
+  CollectiveTime comm = collective_time(view, mean, high, arg);
   std::vector<Finding> found;
   for (size_t i = 1; i < view.nodes.size(); ++i) {
     auto node = static_cast<int32_t>(i);
@@ -92,22 +113,39 @@ std::vector<Finding> stragglers(const ProfileView& view) {
     if (outside) f.number("collective_mean_ns", comm_mean);
     if (!std::isnan(rank)) f.number("slowest_rank", rank);
     if (ran > 0) f.number("ranks", ran);
-    f.saving_ns = slow - typical;
-    f.severity = severity_for(*f.saving_ns, run);
     std::string who = std::isnan(rank) ? std::string("One rank") : "Rank " + count(rank);
     f.seen = outside ? who + " spent at least " + duration(slow) + " here outside collectives, " +
                            fixed(own_ratio, 2) + "x the mean of the ranks that ran it (" +
                            duration(typical) + ")."
                      : who + " took " + duration(slow) + " here, " + fixed(own_ratio, 2) +
                            "x the mean of the ranks that ran it (" + duration(typical) + ").";
-    f.why = "The other ranks wait about " + duration(*f.saving_ns) +
-            " for it at the next collective, each.";
-    f.suggestion =
-        "Balance the work per rank (shard sizes, sequence-length bucketing, data loading), and "
-        "check the slow rank's host and GPU (clocks, other processes, its NCCL links).";
+    const Wait& beside = comm.wait[i];
+    if (!std::isnan(rank) && beside.rank == rank && beside.excess >= slow - typical) {
+      // The rank that waited: its compute ran beside NCCL's spinning kernel.
+      f.word("waited_in_collective", "yes").number("collective_wait_excess_ns", beside.excess);
+      f.severity = Severity::kLow;
+      f.seen += " It is also the rank that waited longest in the collectives of this frame (" +
+                duration(beside.excess) + " over their mean).";
+      f.why =
+          "A rank waiting in a collective keeps its kernel spinning on the GPU, and compute "
+          "beside it runs slower: this is likely the consequence of another rank's delay, "
+          "not a cause. No time is claimed.";
+      f.suggestion =
+          "Look at the straggler findings that name another rank first; if this one stays when "
+          "they are fixed, balance the work per rank and check this rank's host and GPU.";
+    } else {
+      f.saving_ns = slow - typical;
+      f.severity = severity_for(*f.saving_ns, run);
+      f.why = "The other ranks wait about " + duration(*f.saving_ns) +
+              " for it at the next collective, each.";
+      f.suggestion =
+          "Balance the work per rank (shard sizes, sequence-length bucketing, data loading), and "
+          "check the slow rank's host and GPU (clocks, other processes, its NCCL links).";
+    }
     found.push_back(std::move(f));
   }
-  return innermost(view, std::move(found), [](const Finding& f) { return *f.saving_ns; });
+  return innermost(view, std::move(found),
+                   [](const Finding& f) { return f.saving_ns.value_or(0.0); });
 }
 
 }  // namespace proton::analysis

@@ -116,6 +116,36 @@ TEST(Stragglers, AFrameHoldingCollectivesIsJudgedOnItsTimeOutsideThem) {
   EXPECT_NE(found[0].seen.find("outside collectives"), std::string::npos);
 }
 
+TEST(Stragglers, TheWaitingRanksSlowerComputeIsAConsequence) {
+  // As on two H100s: rank 0 waits 20 ms longer in the all-reduce for rank 1, and its backward
+  // GEMMs, running beside NCCL's spinning kernel, take 13 ms against rank 1's 10 ms. Forward
+  // names rank 1 (the cause); the GEMM's finding stays, low, claiming nothing.
+  ProfileView v = ddp(45);
+  int32_t backward = 3;
+  int32_t gemm = 4;
+  stats(v, gemm, 13e6, 13.0 / 11.5, 0);
+  stats(v, backward, 43e6, 43.0 / 31.5, 0);  // 13 + 30 against 10 + 10
+  auto found = stragglers(v);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].frame, (std::vector<std::string>{"step", "forward"}));
+  EXPECT_DOUBLE_EQ(found[0].number_of("slowest_rank"), 1);
+  EXPECT_EQ(found[0].severity, Severity::kHigh);
+  const Finding& consequence = found[1];
+  EXPECT_EQ(consequence.frame, (std::vector<std::string>{"step", "backward", "gemm"}));
+  EXPECT_DOUBLE_EQ(consequence.number_of("slowest_rank"), 0);
+  EXPECT_EQ(consequence.severity, Severity::kLow);
+  EXPECT_FALSE(consequence.saving_ns.has_value());
+  EXPECT_DOUBLE_EQ(consequence.number_of("collective_wait_excess_ns"), 10e6);
+  EXPECT_NE(consequence.why.find("consequence"), std::string::npos);
+  // The same GEMMs slower on rank 1, the rank that did not wait: a straggler of its own.
+  stats(v, gemm, 13e6, 13.0 / 11.5, 1);
+  auto again = stragglers(v);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[1].frame, (std::vector<std::string>{"step", "backward", "gemm"}));
+  EXPECT_TRUE(again[1].saving_ns.has_value());
+  EXPECT_EQ(again[1].severity, Severity::kMedium);
+}
+
 TEST(Stragglers, QuietOnOneRank) {
   ProfileView v = with_root();
   testing::kernel(v, 0, "k", 1, 1e6);
