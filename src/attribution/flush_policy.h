@@ -11,6 +11,8 @@
 //   - tags are held and neither a buffer nor a flush came for `idle_ns` (records of a quiet
 //     program still arrive within a fraction of a second).
 // tag_limit 0 flushes at every check that finds a tag held (the behaviour before the policy).
+// Besides the policy, a consumer may ask for the next check's flush (RecordProcessor::
+// request_flush: collectives awaiting the compute records beside them).
 #pragma once
 
 #include <cstdint>
