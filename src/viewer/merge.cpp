@@ -63,9 +63,7 @@ Profile merge_profiles(const std::vector<const Profile*>& inputs) {
           if (src < 0 || stored[k].empty() || is_absent(stored[k][static_cast<size_t>(src)]))
             continue;
           double v = stored[k][static_cast<size_t>(src)];
-          if (is_absent(value) || (fold == PropertyFold::kMin && v < value) ||
-              (fold == PropertyFold::kMax && v > value))
-            value = v;
+          if (folds_in(fold, value, v)) value = v;
           if (fold == PropertyFold::kFirst) break;
         }
         if (!is_absent(value)) out.add_value(static_cast<int32_t>(i), sum_id, value);

@@ -28,6 +28,11 @@ PropertyFold property_fold(std::string_view name) {
   return PropertyFold::kFirst;
 }
 
+bool folds_in(PropertyFold fold, double kept, double value) {
+  return is_absent(kept) || (fold == PropertyFold::kMin && value < kept) ||
+         (fold == PropertyFold::kMax && value > kept);
+}
+
 std::string_view Node::text_of(std::string_view key) const {
   for (const auto& [k, v] : text) {
     if (k == key) return v;

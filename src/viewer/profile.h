@@ -31,6 +31,9 @@ MetricKind metric_kind_of(std::string_view name);
 // and longest launch), which fold to the smallest and largest over the inputs.
 enum class PropertyFold : uint8_t { kFirst, kMin, kMax };
 PropertyFold property_fold(std::string_view name);
+/// Whether `value` replaces `kept`, the value folded so far, under `fold` (a first value always
+/// goes in: `kept` is then absent).
+bool folds_in(PropertyFold fold, double kept, double value);
 
 struct MetricInfo {
   std::string name;

@@ -256,9 +256,7 @@ bool RankMerger::add_source(const Source& src, const std::string& label, std::st
       for (size_t i = 0; i < own.size(); ++i) {
         Stat& s = st.stats[static_cast<size_t>(to[i])];
         if (is_absent(own[i])) continue;
-        if (!s.stored || (fold == PropertyFold::kMin && own[i] < s.sum) ||
-            (fold == PropertyFold::kMax && own[i] > s.sum))
-          s.sum = own[i];
+        if (folds_in(fold, s.stored ? s.sum : kAbsent, own[i])) s.sum = own[i];
         s.stored = true;
       }
       continue;
