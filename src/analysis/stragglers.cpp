@@ -36,9 +36,10 @@ struct Wait {
   double excess = 0;
 };
 
-// Per node, the sums over the collective kernel nodes at or below it of their mean and max, and
-// the longest wait among them.
+// Per node: whether it is a collective (one name scan per node), the sums over the collective
+// kernel nodes at or below it of their mean and max, and the longest wait among them.
 struct CollectiveTime {
+  std::vector<char> is;
   std::vector<double> mean;
   std::vector<double> max;
   std::vector<Wait> wait;
@@ -46,11 +47,14 @@ struct CollectiveTime {
 
 CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t high, int32_t arg) {
   const size_t n = view.nodes.size();
-  CollectiveTime c{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<Wait>(n)};
+  CollectiveTime c{std::vector<char>(n, 0), std::vector<double>(n, 0.0),
+                   std::vector<double>(n, 0.0), std::vector<Wait>(n)};
+  for (size_t i = 0; i < n; ++i)
+    c.is[i] = is_collective(view, static_cast<int32_t>(i)) ? 1 : 0;
   // Children come after their parents: a reverse sweep is a post-order walk.
   for (size_t i = n; i-- > 0;) {
     auto node = static_cast<int32_t>(i);
-    if (is_collective(view, node)) {
+    if (c.is[i]) {
       double m = view.value(node, mean);
       double x = view.value(node, high);
       // A collective's children (none in Proton's files) are inside its time already.
@@ -59,7 +63,7 @@ CollectiveTime collective_time(const ProfileView& view, int32_t mean, int32_t hi
       c.wait[i] = {view.value(node, arg), c.max[i] - c.mean[i]};
     }
     int32_t parent = view.nodes[i].parent;
-    if (parent >= 0 && !is_collective(view, parent)) {
+    if (parent >= 0 && !c.is[static_cast<size_t>(parent)]) {
       auto p = static_cast<size_t>(parent);
       c.mean[p] += c.mean[i];
       c.max[p] += c.max[i];
@@ -90,7 +94,7 @@ std::vector<Finding> stragglers(const ProfileView& view) {
   std::vector<Finding> found;
   for (size_t i = 1; i < view.nodes.size(); ++i) {
     auto node = static_cast<int32_t>(i);
-    if (is_collective(view, node)) continue;
+    if (comm.is[i]) continue;
     double ratio = view.value(node, imbalance);
     double max = view.value(node, high);
     double avg = view.value(node, mean);
