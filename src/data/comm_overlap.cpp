@@ -32,6 +32,7 @@ CommOverlap::Device& CommOverlap::device(uint64_t key) {
 
 void CommOverlap::note_stream(Device& d, uint32_t stream, uint64_t end_ns, bool comm) {
   d.max_end = std::max(d.max_end, end_ns);
+  d.comm_seen |= comm;
   for (StreamEnd& s : d.streams) {
     if (s.stream == stream) {
       s.end = std::max(s.end, end_ns);
@@ -43,9 +44,10 @@ void CommOverlap::note_stream(Device& d, uint32_t stream, uint64_t end_ns, bool 
 }
 
 void CommOverlap::ask_for_records(Device& d) {
-  // Once per flush_lag_ns of the device's GPU time at most: a stream that stays quiet (NCCL
-  // between steps, or done for good) costs a flush per lag, not one per record.
-  if (d.max_end < d.asked_at + limits_.flush_lag_ns) return;
+  // Nothing awaited on a device that never ran a collective: the usual program's records stop
+  // here. Then once per flush_lag_ns of the device's GPU time at most: a stream that stays quiet
+  // (NCCL between steps, or done for good) costs a flush per lag, not one per record.
+  if (!d.comm_seen || d.max_end < d.asked_at + limits_.flush_lag_ns) return;
   bool behind = !d.waiting.empty() && d.waiting_min_end + limits_.flush_lag_ns <= d.max_end;
   for (const StreamEnd& s : d.streams)
     behind |= s.comm && s.end + limits_.flush_lag_ns <= d.max_end;

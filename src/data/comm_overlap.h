@@ -23,9 +23,9 @@
 //
 // The approximation errs one way: toward more exposed time, never less. A compute record that
 // arrives after its collective was decided (records kept back longer than the window, or past a
-// flush) is not subtracted,
-// and neither are compute records behind the watermark when a collective arrives that late.
-// Exposed time is therefore an upper bound of the time the collective had the device to itself.
+// flush) is not subtracted, and neither are compute records behind the watermark when a
+// collective arrives that late. Exposed time is therefore an upper bound of the time the
+// collective had the device to itself.
 //
 // On the record thread only (under the session's mu); no allocation per record once the
 // device's buffers have grown; memory bounded by Limits (when they fill, the waiting
@@ -123,7 +123,8 @@ class CommOverlap {
     std::vector<Waiting> waiting;  // collectives not yet decided
     uint64_t waiting_min_end = UINT64_MAX;
     uint64_t waiting_min_start = UINT64_MAX;
-    uint64_t asked_at = 0;  // max_end when this device last asked for a flush
+    uint64_t asked_at = 0;   // max_end when this device last asked for a flush
+    bool comm_seen = false;  // some stream of it has carried a collective
   };
 
   Device& device(uint64_t key);
