@@ -14,6 +14,11 @@ import threading
 
 import pytest
 
+# Every multi-GPU job of the suite runs with NVLink multicast off (NCCL, torch's symmetric memory,
+# NVSHMEM): on a shared host a program that uses it can put every GPU out of service.
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                "NVSHMEM_DISABLE_NVLS": "1"}
+
 
 def is_kernel(node):
     """Kernel nodes are the ones that carry device metrics; scope and state frames do not."""

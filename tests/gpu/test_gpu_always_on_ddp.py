@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 if torch.cuda.device_count() < 2:
     pytest.skip("needs two CUDA GPUs", allow_module_level=True)
 
-from conftest import load_profile  # noqa: E402
+from conftest import NO_MULTICAST, load_profile  # noqa: E402
 
 WORKER = textwrap.dedent("""
     import os, sys, time
@@ -63,8 +63,7 @@ def test_proton_ctl_window_in_both_ranks_of_an_nccl_job(tmp_path):
     run_dir = tmp_path / "run"
     stop = tmp_path / "stop"
     (tmp_path / "worker.py").write_text(WORKER)
-    env = dict(os.environ, PROTON_CONTROL_DIR=str(run_dir), NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    env = dict(os.environ, PROTON_CONTROL_DIR=str(run_dir), **NO_MULTICAST)
     env.pop("PROTON_IDLE", None)
     job = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",

@@ -23,6 +23,7 @@ if torch.cuda.device_count() < 2:
     pytest.skip("needs two CUDA GPUs", allow_module_level=True)
 
 import proton.profiles as profiles  # noqa: E402
+from conftest import NO_MULTICAST  # noqa: E402
 
 WORKER = textwrap.dedent("""
     import os, sys
@@ -90,8 +91,7 @@ DDP = textwrap.dedent("""
 
 def run_job(tmp_path, mode, script=WORKER, flags=()):
     (tmp_path / "worker.py").write_text(script)
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
-               NVSHMEM_DISABLE_NVLS="1")
+    env = dict(os.environ, **NO_MULTICAST)
     r = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          "-m", "proton", "-n", mode, *flags, "worker.py", mode],

@@ -14,6 +14,8 @@ torch = pytest.importorskip("torch")
 if torch.cuda.device_count() < 2:
     pytest.skip("needs two CUDA GPUs", allow_module_level=True)
 
+from conftest import NO_MULTICAST  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -22,8 +24,7 @@ def test_ddp_nccl_two_ranks(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ddp_two_gpus.py"), "--out",
                         str(out), "--steps", "12",
                         "--modes", "base,proton,trace", "--rounds", "1"], capture_output=True, text=True, timeout=1800,
-                       env=dict(os.environ, NCCL_NVLS_ENABLE="0",
-                                TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1"))
+                       env=dict(os.environ, **NO_MULTICAST))
     print(r.stdout[-6000:])
     assert r.returncode == 0, r.stderr[-4000:]
     with open(out / "summary.json") as f:
