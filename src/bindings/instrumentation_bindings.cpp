@@ -116,6 +116,12 @@ void bind_instrumentation(nb::module_& m) {
     d["slow_alloc_ns"] = s.slow_alloc_ns;
     d["staging_allocs"] = s.staging_allocs;
     d["staging_alloc_ns"] = s.staging_alloc_ns;
+    d["graph_launches"] = s.graph_launches;
+    d["graph_bytes"] = s.graph_bytes;
+    d["graph_replays"] = s.graph_replays;
+    d["graph_dropped"] = s.graph_dropped;
+    d["graph_unheard"] = s.graph_unheard;
+    d["capture_syncs"] = s.capture_syncs;
     d["decoder_threads"] = instr::InstrRuntime::get().decoder_threads;
     d["errors"] = instr::InstrRuntime::get().errors();
     return d;

@@ -397,6 +397,46 @@ def test_warp_specialized_kernel_per_warpgroup_timeline(out_name, read_profile):
     assert p.node("produce", start=kernel)["metrics"]["count"] == ctas
 
 
+@pytest.mark.parametrize("kernel_time", ["1", "0"], ids=["cupti_exit", "triton_exit"])
+def test_kernel_captured_in_a_cuda_graph_counts_every_replay(out_name, read_profile, monkeypatch,
+                                                             kernel_time):
+    # Captured in PyTorch's default (global) capture mode on its side stream: the launch must
+    # get memory of its own (not a ring slice the replays would overwrite), leave the capture
+    # valid, and every replay's regions land under the capture site's kernel node (each replay
+    # is copied into the ring and counted there as a launch).
+    monkeypatch.setenv("PROTON_INSTR_KERNEL_TIME", kernel_time)
+    replays = 5
+    x, out, grid, kw = K.loop_args(torch, ctas=CTAS, iters=ITERS, block=BLOCK)
+    before = instr.stats()
+    session = proton.start(out_name, backend="instrumentation")
+    K.loop_one_region[grid](x, out, num_warps=WARPS, **kw)  # compiled and run eagerly first
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with proton.scope("captured"):
+        with torch.cuda.graph(graph):
+            K.loop_one_region[grid](x, out, num_warps=WARPS, **kw)
+    out.zero_()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    proton.finalize(session)  # drains every replay the device finished
+    after = instr.stats()
+    expected = sum(x[i * BLOCK:i * BLOCK + CTAS * BLOCK] for i in range(ITERS))
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-4)  # the graph computed
+    delta = {k: after[k] - before[k] for k in ("graph_launches", "graph_replays", "graph_dropped",
+                                               "copy_errors", "launches")}
+    assert delta == {"graph_launches": 1, "graph_replays": replays, "graph_dropped": 0,
+                     "copy_errors": 0, "launches": 1 + replays}, (delta, after["errors"])
+    p = read_profile()
+    kernel = kernel_node(p, "captured", name="loop_one_region")
+    assert p.node("loop", start=kernel)["metrics"]["count"] == replays * CTAS * WARPS
+    eager = kernel_node(p, name="loop_one_region")  # the launch before the capture
+    assert p.node("loop", start=eager)["metrics"]["count"] == CTAS * WARPS
+    if kernel_time == "1":  # CUPTI's records of the replays on the same node
+        assert kernel["metrics"]["count"] == replays, p.render()
+    del graph
+
+
 def test_record_cost_is_calibrated():
     c = instr.calibrate()
     assert 0 <= c["record_cycles"] < 500, c

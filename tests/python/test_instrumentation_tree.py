@@ -191,6 +191,8 @@ def test_loss_report_names_each_loss_and_its_remedy():
     assert instrumentation.loss_report(after, after) == []
     other = instrumentation.loss_report({}, {"other_context_launches": 5})
     assert len(other) == 1 and "5 launches ran on another GPU" in other[0]
+    graphs = instrumentation.loss_report({}, {"graph_dropped": 2})
+    assert len(graphs) == 1 and "2 launches captured into CUDA graphs" in graphs[0]
     # Waits for a full pool lose nothing; long ones are said, with the knob that shortens them.
     waited = instrumentation.loss_report({"full_wait_ns": 10**6}, {"full_wait_ns": 251 * 10**6})
     assert len(waited) == 1 and "waited 250 ms" in waited[0] and "PROTON_INSTR_POOL_MB" in waited[0]

@@ -314,7 +314,7 @@ _WAIT_HINT_MS = 100  # full-pool waits worth a line at finalize
 
 _COUNTERS = ("overflows", "wrapped_units", "overwritten_events", "unmatched_events",
              "corrupt_ctas", "copy_errors", "abandoned_slices", "unknown_kernels",
-             "other_context_launches")
+             "other_context_launches", "graph_dropped")
 # (counter, what it means and what to change), in the order they are said.
 _LOSSES = (
     ("overflows", "{overflows} launches found the device pool full and kept no regions (the "
@@ -336,6 +336,9 @@ _LOSSES = (
     ("other_context_launches", "{other_context_launches} launches ran on another GPU than the one "
                                "the session's pool is on and kept no regions (one device per "
                                "process: profile each device from its own process)"),
+    ("graph_dropped", "{graph_dropped} launches captured into CUDA graphs found the device memory "
+                      "set aside for captured launches used up (the size of a pool: raise "
+                      "PROTON_INSTR_POOL_MB, default 256) and keep no regions at their replays"),
 )
 
 

@@ -31,6 +31,11 @@ struct CudaTable {
   decltype(&::cuEventSynchronize) event_sync = nullptr;
   decltype(&::cuStreamWaitEvent) stream_wait = nullptr;
   decltype(&::cuMemcpy2DAsync_v2) copy_2d_async = nullptr;
+  decltype(&::cuStreamIsCapturing) is_capturing = nullptr;
+  decltype(&::cuThreadExchangeStreamCaptureMode) capture_mode = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_sync = nullptr;
+  decltype(&::cuStreamGetCaptureInfo_v3) capture_info = nullptr;
+  decltype(&::cuMemcpyDtoDAsync_v2) copy_d2d = nullptr;
   decltype(&::cuGetErrorName) error_name = nullptr;      // optional
   decltype(&::cuDeviceGetCount) device_count = nullptr;  // optional
 };
@@ -66,7 +71,12 @@ class CudaDeviceApi final : public DeviceApi {
               bind(lib_, t.event_record, "cuEventRecord", why) &&
               bind(lib_, t.event_sync, "cuEventSynchronize", why) &&
               bind(lib_, t.stream_wait, "cuStreamWaitEvent", why) &&
-              bind(lib_, t.copy_2d_async, "cuMemcpy2DAsync_v2", why);
+              bind(lib_, t.copy_2d_async, "cuMemcpy2DAsync_v2", why) &&
+              bind(lib_, t.is_capturing, "cuStreamIsCapturing", why) &&
+              bind(lib_, t.capture_mode, "cuThreadExchangeStreamCaptureMode", why) &&
+              bind(lib_, t.ctx_sync, "cuCtxSynchronize", why) &&
+              bind(lib_, t.capture_info, "cuStreamGetCaptureInfo_v3", why) &&
+              bind(lib_, t.copy_d2d, "cuMemcpyDtoDAsync_v2", why);
     t.error_name = reinterpret_cast<decltype(&::cuGetErrorName)>(dlsym(lib_, "cuGetErrorName"));
     t.device_count =
         reinterpret_cast<decltype(&::cuDeviceGetCount)>(dlsym(lib_, "cuDeviceGetCount"));
@@ -160,6 +170,36 @@ class CudaDeviceApi final : public DeviceApi {
     return ok(t_.copy_2d_async(&c, static_cast<CUstream>(s)));
   }
   bool synchronize(void* e) override { return ok(t_.event_sync(static_cast<CUevent>(e))); }
+  bool is_capturing(uint64_t stream) override {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    // An invalidated capture counts as one: the stream still records nothing that runs now.
+    return t_.is_capturing(reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  int relax_capture_mode() override {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    t_.capture_mode(&mode);
+    return static_cast<int>(mode);
+  }
+  void restore_capture_mode(int previous) override {
+    auto mode = static_cast<CUstreamCaptureMode>(previous);
+    t_.capture_mode(&mode);
+  }
+  bool synchronize_context() override { return ok(t_.ctx_sync()); }
+  uint64_t capture_graph(uint64_t stream) override {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph graph = nullptr;
+    if (t_.capture_info(reinterpret_cast<CUstream>(stream), &status, &id, &graph, nullptr, nullptr,
+                        nullptr) != CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+      return 0;
+    return reinterpret_cast<uint64_t>(graph);
+  }
+  bool copy_on(uint64_t stream, uint64_t dst, uint64_t src, size_t bytes) override {
+    return ok(t_.copy_d2d(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                          reinterpret_cast<CUstream>(stream)));
+  }
 
  private:
   bool ok(CUresult r) {

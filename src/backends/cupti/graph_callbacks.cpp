@@ -9,6 +9,7 @@
 #include "attribution/graph_registry.h"
 #include "attribution/launch_stage.h"
 #include "backends/cupti/launch_callbacks.h"
+#include "backends/instrumentation/instr_runtime.h"
 
 namespace proton::cupti {
 
@@ -199,6 +200,10 @@ void exec_created(const CUpti_GraphData& g) {
                     : fanout == 0                           ? kZeroKernels
                                                             : fanout;
   GraphExecTable::global().set(reinterpret_cast<uintptr_t>(g.graphExec), stored);
+  // Instrumented launches captured into the graph: their replays are copied back per launch.
+  if (instr::InstrRuntime::graphs_captured())
+    instr::InstrRuntime::get().graph_instantiated(reinterpret_cast<uint64_t>(g.graph),
+                                                  reinterpret_cast<uint64_t>(g.graphExec));
 }
 
 }  // namespace
@@ -227,6 +232,8 @@ void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) no
         break;
       case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
         registry.graph_destroyed(graph_id(g.graph));
+        if (instr::InstrRuntime::graphs_captured())
+          instr::InstrRuntime::get().graph_destroyed(reinterpret_cast<uint64_t>(g.graph));
         break;
       case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
         exec_created(g);
@@ -235,6 +242,8 @@ void on_graph_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) no
         // Its handle may be reused by the next instantiation; its nodes' sites stay until
         // their own destroy events (records of its last launch may still be in flight).
         GraphExecTable::global().erase(reinterpret_cast<uintptr_t>(g.graphExec));
+        if (instr::InstrRuntime::graphs_captured())
+          instr::InstrRuntime::get().graph_exec_destroyed(reinterpret_cast<uint64_t>(g.graphExec));
         break;
       default:
         break;
@@ -277,6 +286,57 @@ bool is_graph_creation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexc
     if (a.cbid == cbid && a.domain == domain) return true;
   }
   return false;
+}
+
+bool graph_launch_target(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params,
+                         uint64_t& exec, uint64_t& stream) noexcept {
+  const void* e = nullptr;
+  const void* s = nullptr;
+  bool per_thread = false;  // a _ptsz entry point: stream 0 is the thread's default stream
+  if (params == nullptr) return false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000: {
+        const auto* p = static_cast<const cudaGraphLaunch_v10000_params*>(params);
+        e = p->graphExec;
+        s = p->stream;
+        break;
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+        const auto* p = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params);
+        e = p->graphExec;
+        s = p->stream;
+        per_thread = true;
+        break;
+      }
+      default:
+        return false;
+    }
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: {
+        const auto* p = static_cast<const cuGraphLaunch_params*>(params);
+        e = p->hGraph;
+        s = p->hStream;
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+        const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(params);
+        e = p->hGraphExec;
+        s = p->hStream;
+        per_thread = true;
+        break;
+      }
+      default:
+        return false;
+    }
+  } else {
+    return false;
+  }
+  exec = reinterpret_cast<uint64_t>(e);
+  stream = reinterpret_cast<uint64_t>(s);
+  if (per_thread && stream == 0) stream = reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  return exec != 0;
 }
 
 uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,

@@ -53,6 +53,11 @@ int set_graph_callbacks(const CuptiApi& api, CUpti_SubscriberHandle subscriber, 
 uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* params) noexcept;
 
+/// Whether (domain, cbid) is a graph launch, with its executable graph and stream (the
+/// per-thread stream's handle for a _ptsz launch on stream 0).
+bool graph_launch_target(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params,
+                         uint64_t& exec, uint64_t& stream) noexcept;
+
 /// Graph-level mode (mode="graph"): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE record per graph
 /// launch instead of one kernel record per node, so every graph launch has fan-out 1.
 ///

@@ -129,6 +129,17 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
 [[gnu::noinline, gnu::cold]] void instr_launch_exit(CUpti_CallbackDomain domain,
                                                     CUpti_CallbackId cbid,
                                                     const CUpti_CallbackData* cb) {
+  uint64_t exec = 0;
+  uint64_t graph_stream = 0;
+  if (graph_launch_target(domain, cbid, cb->functionParams, exec, graph_stream)) {
+    // A graph launch flagged at its enter: its captured instrumented launches' replays.
+    try {
+      instr::InstrRuntime::get().graph_launched(exec, graph_stream);
+    } catch (...) {
+      g_errors.fetch_add(1, std::memory_order_relaxed);  // never unwind through CUPTI
+    }
+    return;
+  }
   uint64_t function = 0;  // 0: not a launch we can read (the kernel is then counted unknown)
   uint64_t stream = 0;
   bool per_thread = false;  // a _ptsz entry point: stream 0 is the thread's default stream
@@ -182,10 +193,23 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   if (work & hot::kExitHostCall) host_call_exit(domain, cbid, cb);
 }
 
+// A graph launch after an instrumented launch was captured into a graph: its exit copies the
+// captured launches' records (graph_capture.cpp). Cold: no graph was captured in most runs.
+[[gnu::noinline, gnu::cold]] void watch_graph_launch(hot::Thread& t, CUpti_CallbackDomain domain,
+                                                     CUpti_CallbackId cbid,
+                                                     const CUpti_CallbackData* cb) {
+  uint64_t exec = 0;
+  uint64_t stream = 0;
+  if (graph_launch_target(domain, cbid, cb->functionParams, exec, stream))
+    t.exit_work |= hot::kExitInstr;
+}
+
 // API enter of a call that is no plain launch (fan-out 0): a host call (host_calls.h), timed and
 // never tagged, or a graph launch, whose fan-out the graph callbacks know.
 [[gnu::noinline]] uint32_t unusual_enter(hot::Thread& t, CUpti_CallbackDomain domain,
                                          CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (instr::InstrRuntime::graphs_captured()) [[unlikely]]
+    watch_graph_launch(t, domain, cbid, cb);
   if (host_call_enter(t, domain, cbid)) return kNoKernels;
   return graph_launch_fanout(domain, cbid, cb->functionParams);
 }
@@ -218,8 +242,12 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   if (t.nest_depth++ != 0) return;  // nested inside a launch already tagged on this thread
   // No kernel records (instrumentation sessions that asked for none): nothing to tag. The flag
   // is on the globals' line the epoch check just read.
-  if (hot::globals.kernel_records_off.load(std::memory_order_relaxed)) [[unlikely]]
+  if (hot::globals.kernel_records_off.load(std::memory_order_relaxed)) [[unlikely]] {
+    // A plain launch reads nothing more: fanout_of() is a switch on the callback id.
+    if (fanout_of(domain, cbid) == 0 && instr::InstrRuntime::graphs_captured()) [[unlikely]]
+      watch_graph_launch(t, domain, cbid, cb);
     return;
+  }
   uint32_t fanout = fanout_of(domain, cbid);
   if (fanout == 0) [[unlikely]] {
     fanout = unusual_enter(t, domain, cbid, cb);

@@ -29,6 +29,18 @@ bool usable_row(const SliceRun& run, const uint8_t* h, uint32_t& data_bytes) {
 
 }  // namespace
 
+SliceRun slice_run(const KernelLayout& layout, uint64_t device, uint64_t rows) {
+  SliceRun run;
+  run.device = device;
+  run.rows = rows;
+  run.slice = layout.scratch_bytes;
+  run.header = kHeaderFixedBytes + 4 * layout.num_warps;
+  run.data_offset = data_offset_for(layout, 0);
+  run.units = static_cast<uint32_t>(profiled_units(layout).size());
+  run.segments = segment_count(layout, run.units);
+  return run;
+}
+
 void plan_unit_bytes(SliceRun& run, std::span<const uint8_t> headers,
                      std::span<const uint32_t> units) {
   run.segment = 0;

@@ -38,6 +38,9 @@ struct SliceRun {
   uint32_t compact_bytes() const { return header + units * unit_bytes; }
 };
 
+/// The run of `rows` CTA slices of a kernel of `layout` at `device` (the plan's fields unset).
+SliceRun slice_run(const KernelLayout& layout, uint64_t device, uint64_t rows);
+
 /// Reads the run's copied headers (`headers`: rows x run.header bytes) and sets segment,
 /// data_bytes and unit_bytes: the largest number of bytes any profiled unit of any valid row
 /// wrote, rounded up to whole events, capped at the segment (a wrapped unit needs all of it).

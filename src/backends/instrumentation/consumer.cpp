@@ -77,7 +77,12 @@ void InstrRuntime::consume() {
     lock.unlock();
     // The context first: an event made on this thread before it is bound belongs to no context
     // (CUDA_ERROR_INVALID_CONTEXT), which lost the whole first batch on the H100.
-    if (rebind) api_->bind_context();
+    // Relaxed capture mode: its waits and copies neither fail nor invalidate a program's
+    // global-mode capture on another thread.
+    if (rebind) {
+      api_->bind_context();
+      api_->relax_capture_mode();
+    }
     lock.lock();
     if (batch_event_ == nullptr) batch_event_ = api_->create_event();
     void* copied = batch_event_;
@@ -139,9 +144,16 @@ void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
     if (e == nullptr) break;
     stream_events_.push_back(e);
   }
+  bool sync_context = false;
   for (size_t i = 0; i < batch_streams_.size(); ++i) {
     const uint64_t stream = batch_streams_[i];
     const char* why = nullptr;
+    if (stream != 0 && api_->is_capturing(stream)) {
+      // Its launches ran before a capture began on the stream: an event recorded there now
+      // would join our copy stream to the capture. Wait for the context instead (rare).
+      sync_context = true;
+      continue;
+    }
     if (i >= stream_events_.size()) {
       why = "event create (consumer thread)";
     } else if (!api_->record(stream_events_[i], stream)) {
@@ -153,6 +165,15 @@ void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
     if (failed == nullptr) failed = why;
     for (auto& job : batch)
       if (job->launched == nullptr && job->stream == stream) job->ok = false;
+  }
+  if (sync_context) {
+    ++capture_syncs_;
+    if (!api_->synchronize_context()) {
+      if (failed == nullptr) failed = "context synchronize (a launch stream began a capture)";
+      for (auto& job : batch)
+        if (job->launched == nullptr && job->stream != 0 && api_->is_capturing(job->stream))
+          job->ok = false;
+    }
   }
 }
 
@@ -179,14 +200,7 @@ void InstrRuntime::plan_runs(Copied& c) {
       header_at += job->rows * header;
       continue;
     }
-    SliceRun run;
-    run.device = device;
-    run.rows = job->rows;
-    run.slice = slice;
-    run.header = header;
-    run.data_offset = data_offset_for(layout, 0);
-    run.units = static_cast<uint32_t>(profiled_units(layout).size());
-    run.segments = segment_count(layout, run.units);
+    SliceRun run = slice_run(layout, device, job->rows);
     run.header_at = header_at;
     header_at += job->rows * header;
     job->run = c.runs.size();
@@ -322,6 +336,8 @@ void InstrRuntime::copy_back(Copied& c, void* copied) {
       job->ok = false;
   std::lock_guard lock(mu_);
   stats_.bytes_copied += copied_bytes;
+  stats_.capture_syncs += capture_syncs_;
+  capture_syncs_ = 0;
   if (failed != nullptr) note_copy_error(failed);
 }
 

@@ -73,19 +73,34 @@ void InstrRuntime::decode_batches(size_t index) {
     lock.lock();
     stats_.decode_ns += t1 - t0 - deliver;
     stats_.deliver_ns += deliver;
-    stats_.decoded += counts.decoded;
-    stats_.samples += counts.samples;
-    stats_.wrapped_units += counts.wrapped_units;
-    stats_.overwritten_events += counts.overwritten_events;
-    stats_.unmatched_events += counts.unmatched_events;
-    stats_.corrupt_ctas += counts.corrupt_ctas;
-    stats_.copy_errors += counts.copy_errors;
-    stats_.unknown_kernels += counts.unknown_kernels;
-    for (auto& e : counts.errors)
-      if (errors_.size() < 8) errors_.push_back(std::move(e));
+    add_counts(counts);
     --c->working;
     if (c->next == c->jobs.size() && c->working == 0) batch_decoded(*c);
   }
+}
+
+void InstrRuntime::count_decoded(const DecodeResult& r, DecodeCounts& counts) {
+  ++counts.decoded;
+  counts.samples += r.regions;  // regions decoded (samples are kept only for a timeline)
+  counts.wrapped_units += r.wrapped_units;
+  counts.overwritten_events += r.overwritten_events;
+  counts.unmatched_events += r.unmatched_events;
+  counts.corrupt_ctas += r.corrupt_ctas;
+  for (auto& e : r.errors)
+    if (counts.errors.size() < 8) counts.errors.push_back(e);
+}
+
+void InstrRuntime::add_counts(DecodeCounts& counts) {
+  stats_.decoded += counts.decoded;
+  stats_.samples += counts.samples;
+  stats_.wrapped_units += counts.wrapped_units;
+  stats_.overwritten_events += counts.overwritten_events;
+  stats_.unmatched_events += counts.unmatched_events;
+  stats_.corrupt_ctas += counts.corrupt_ctas;
+  stats_.copy_errors += counts.copy_errors;
+  stats_.unknown_kernels += counts.unknown_kernels;
+  for (auto& e : counts.errors)
+    if (errors_.size() < 8) errors_.push_back(std::move(e));
 }
 
 void InstrRuntime::batch_decoded(Copied& c) {
@@ -135,14 +150,7 @@ uint64_t InstrRuntime::finish(Job& job, const Copied& c, RegionSink* sink, Decod
     // A slice smaller than one CTA's header: the decoder says so.
     decode_scratch_into({}, k.layout, r);
   }
-  ++counts.decoded;
-  counts.samples += r.regions;  // regions decoded (samples are kept only for a timeline)
-  counts.wrapped_units += r.wrapped_units;
-  counts.overwritten_events += r.overwritten_events;
-  counts.unmatched_events += r.unmatched_events;
-  counts.corrupt_ctas += r.corrupt_ctas;
-  for (auto& e : r.errors)
-    if (counts.errors.size() < 8) counts.errors.push_back(e);
+  count_decoded(r, counts);
   if (sink == nullptr) return 0;
   const uint64_t t0 = now_ns();
   sink->deliver(job.sessions, job.ctx, k, r, api_->device_id(), api_->sm_clock_khz());

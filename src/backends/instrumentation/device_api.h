@@ -53,6 +53,26 @@ class DeviceApi {
                                      size_t width, size_t height, void* stream) = 0;
   /// Blocks the calling (consumer) thread until `event` completed.
   virtual bool synchronize(void* event) = 0;
+  // CUDA-graph stream capture. A launch on a stream being captured is recorded into a graph
+  // and runs at every replay of it, long after its launch call returned.
+  /// Whether `stream` (a launch's, as Triton passes it) is being captured into a graph now.
+  virtual bool is_capturing(uint64_t /*stream*/) { return false; }
+  /// Lets the calling thread allocate and synchronize while another thread captures in global
+  /// mode (which otherwise refuses such calls and invalidates that capture), as PyTorch's
+  /// allocator does; returns the previous mode for restore_capture_mode().
+  virtual int relax_capture_mode() { return 0; }
+  virtual void restore_capture_mode(int /*previous*/) {}
+  /// Waits for all work of the captured context (the consumer, when a launch's stream began a
+  /// capture before the consumer could record an event on it).
+  virtual bool synchronize_context() { return true; }
+  /// The graph a capturing `stream` is building (a handle, as CUPTI's graph callbacks name
+  /// it), 0 when it is not capturing or the driver cannot say.
+  virtual uint64_t capture_graph(uint64_t /*stream*/) { return 0; }
+  /// A device-to-device copy of `bytes` enqueued on a launch's `stream` (after the work the
+  /// program enqueued there so far).
+  virtual bool copy_on(uint64_t /*stream*/, uint64_t /*dst*/, uint64_t /*src*/, size_t /*bytes*/) {
+    return false;
+  }
   /// The driver's name for the last failed call of this API (e.g. "CUDA_ERROR_INVALID_CONTEXT"),
   /// empty when unknown: reported with copy errors so a lost launch says why.
   virtual std::string last_error() { return {}; }

@@ -34,16 +34,6 @@ InstrOptions current_options() {
   return g_options;
 }
 
-uint64_t default_pool_bytes() {
-  if (uint64_t bytes = current_options().pool_bytes; bytes != 0) return bytes;
-  // 256 MB of device memory (no host twin): batches of ~100 launches of a 132-CTA kernel with
-  // room to spare while one is copied back. Fewer, larger batches mean fewer of the consumer's
-  // driver calls beside the launching thread, which block it about once per batch (an H100:
-  // the median per-launch gap over a Python allocator 1.38 us with 64 MB batches of ~30
-  // launches, 0.82 us with these).
-  return uint64_t{256} << 20;
-}
-
 // Half the CPUs this process may run on, within [kMinDecoders, kMaxDecoders]: helpers run
 // only while decoding falls behind the GPU, and then leave the program the other half.
 uint64_t default_decoders() {
@@ -55,6 +45,16 @@ uint64_t default_decoders() {
 }
 
 }  // namespace
+
+uint64_t default_pool_bytes() {
+  if (uint64_t bytes = current_options().pool_bytes; bytes != 0) return bytes;
+  // 256 MB of device memory (no host twin): batches of ~100 launches of a 132-CTA kernel with
+  // room to spare while one is copied back. Fewer, larger batches mean fewer of the consumer's
+  // driver calls beside the launching thread, which block it about once per batch (an H100:
+  // the median per-launch gap over a Python allocator 1.38 us with 64 MB batches of ~30
+  // launches, 0.82 us with these).
+  return uint64_t{256} << 20;
+}
 
 InstrRuntime::InstrRuntime() : InstrRuntime(current_options()) {}
 
@@ -98,6 +98,15 @@ void InstrRuntime::set_device_api(std::unique_ptr<DeviceApi> api) {
     for (const ContextDiscard& d : discards_)
       api_->free_device(d.device);
     if (copy_stream_ != nullptr) api_->destroy_stream(copy_stream_);
+    for (const auto& c : captured_)
+      api_->free_device(c->device);
+  }
+  capture_api_.store(nullptr, std::memory_order_release);
+  captured_.clear();
+  {
+    std::lock_guard graphs(graphs_mu_);
+    graph_launches_.clear();
+    exec_launches_.clear();
   }
   old_discards_.clear();
   discards_.clear();
@@ -134,6 +143,7 @@ bool InstrRuntime::ensure_device(std::string& why) {
       return false;
     }
     one_gpu_ = api_->device_count() == 1;
+    capture_api_.store(api_.get(), std::memory_order_release);
   }
   return true;
 }
@@ -324,6 +334,8 @@ InstrStats InstrRuntime::stats() {
   std::lock_guard lock(mu_);
   InstrStats s = stats_;
   s.deferred_wakes = deferred_wakes_.load(std::memory_order_relaxed);
+  s.graph_unheard = replays_unheard_.load(std::memory_order_relaxed);
+  s.graph_replays = replays_copied_.load(std::memory_order_relaxed);
   for (size_t held : decoder_held_)
     s.decoder_held_bytes += held;
   return s;

@@ -107,6 +107,19 @@ struct InstrStats {
   // thread stuck in between; a thread that ends gives its slice back itself), given up so that
   // the ring goes on.
   uint64_t abandoned_slices = 0;
+  // CUDA graphs (graph_capture.cpp): launches captured into a graph, each given device memory
+  // of its own for the graph's life (graph_bytes); replays of them copied into the ring and
+  // decoded like launches (graph_replays); captured launches past the room set aside for them,
+  // or seen without the launch callbacks that see replays, keep no regions (graph_dropped), nor
+  // do replays once their sessions ended or launched into another capture (graph_unheard).
+  uint64_t graph_launches = 0;
+  uint64_t graph_bytes = 0;
+  uint64_t graph_replays = 0;
+  uint64_t graph_dropped = 0;
+  uint64_t graph_unheard = 0;
+  // Batches whose launch stream was being captured by the time the consumer ordered its copies
+  // after them: it waited for the whole context instead of recording an event into the capture.
+  uint64_t capture_syncs = 0;
 };
 
 /// Where decoded launches go (the session runtime; tests pass their own).
@@ -146,6 +159,20 @@ class InstrRuntime {
 
   void register_kernel(uint64_t function, KernelInfo info);
 
+  /// CUDA graphs (graph_capture.cpp). Whether any instrumented launch was captured into a graph
+  /// in this process: until then graph launches cost the launch callbacks nothing more.
+  static bool graphs_captured() { return s_graphs_captured.load(std::memory_order_relaxed); }
+  /// CUPTI's graph callbacks: executable graph `exec` was instantiated from `graph`.
+  void graph_instantiated(uint64_t graph, uint64_t exec);
+  /// The launch callback, at a graph launch's exit on the launching thread: each captured
+  /// launch of `exec` gets a slice of the ring, filled from its memory by a copy enqueued on
+  /// `stream` after the replay, and is queued as an ordinary launch.
+  void graph_launched(uint64_t exec, uint64_t stream);
+  /// CUPTI's graph callbacks: `graph` / executable graph `exec` is being destroyed (a new one
+  /// may get its handle).
+  void graph_destroyed(uint64_t graph);
+  void graph_exec_destroyed(uint64_t exec);
+
   /// Triton's profile allocator: a device address for `bytes` (aligned to `alignment`).
   uint64_t alloc(uint64_t bytes, uint64_t alignment, uint64_t stream);
   /// Triton's launch-exit hook: queues the copy-back of the slice this thread was given.
@@ -178,6 +205,10 @@ class InstrRuntime {
   /// wait for it).
   std::unique_lock<std::mutex> hold_mutex_for_test() { return std::unique_lock(mu_); }
   uint32_t overflow_wait_ms = 1000;
+  /// Device memory captured launches may hold in all (as much again pinned), 0: the size of a
+  /// session's pool (PROTON_INSTR_POOL_MB, 256 MB by default). Past it, captured launches keep
+  /// no regions (counted in graph_dropped).
+  uint64_t graph_room_bytes = 0;
   /// The staging arena's size (InstrOptions::staging_bytes, default kStagingMb), pinned with the
   /// first pool (tests set it right after set_device_api()).
   static constexpr size_t kStagingMb = 32;
@@ -215,7 +246,8 @@ class InstrRuntime {
   bool ensure_pool(Pool& pool, bool at_launch = true);  // requires mu_
   // The launch side's paths that take mu_: the first launch of a pool, a full ring (waits for
   // the consumer), a paused session or none (the discard slice).
-  uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, bool paused, bool via_callback);
+  uint64_t alloc_slow(uint64_t bytes, uint64_t alignment, uint64_t stream, bool paused,
+                      bool via_callback);
   uint64_t discard_slice(uint64_t need, bool paused);  // requires mu_
   // The calling thread's GPU context when it is known and not `pool`'s, else 0 (at once, with
   // no driver call, for a pool of a process that sees one GPU: ensure_pool).
@@ -255,10 +287,35 @@ class InstrRuntime {
     uint64_t unmatched_events = 0, corrupt_ctas = 0, copy_errors = 0, unknown_kernels = 0;
     std::vector<std::string> errors;
   };
+  static void count_decoded(const DecodeResult& r, DecodeCounts& counts);
+  void add_counts(DecodeCounts& counts);  // requires mu_
+  uint64_t capture_syncs_ = 0;            // consumer thread: added to stats_ after each batch
+  static std::atomic<bool> s_graphs_captured;
   // Decodes and delivers to `sink` (decoder thread, without mu_); returns the ns delivering.
   // `into`: the decoder thread's one result, reused for every launch.
   uint64_t finish(Job& job, const Copied& c, RegionSink* sink, DecodeCounts& counts,
                   DecodeResult& into);
+  // CUDA-graph capture (graph_capture.cpp). A launch on a capturing stream gets device memory
+  // of its own, kept for the process's life (the graph may replay after every session ended);
+  // each replay's records are copied into the ring right after the replay, on its stream, and
+  // go down the usual path. The ring is never handed to a graph.
+  struct Captured;
+  uint64_t alloc_captured(uint64_t need, bool paused, bool via_callback);  // requires mu_
+  void captured_exit(Captured& c, uint64_t function, uint64_t stream, ContextId ctx,
+                     uint64_t sessions, bool launched);
+  bool capturing(uint64_t stream);                   // requires mu_, api_ loaded
+  std::vector<std::unique_ptr<Captured>> captured_;  // mu_; never freed (graphs may replay)
+  std::atomic<DeviceApi*> capture_api_{nullptr};     // api_ once loaded, for the allocator's check
+  // The captured launches of each graph and of each executable graph made from one (CUPTI's
+  // graph callbacks tell which), in capture order. graphs_mu_ guards both; never held across
+  // a driver call.
+  std::mutex graphs_mu_;
+  std::map<uint64_t, std::vector<Captured*>> graph_launches_;
+  std::map<uint64_t, std::vector<Captured*>> exec_launches_;
+  std::atomic<uint64_t> replays_unheard_{0};
+  std::atomic<uint64_t> replays_copied_{0};
+  // A replay's slice: the alignment Triton asks profile scratch for.
+  static constexpr uint64_t kGraphCopyAlignment = 128;
   void* take_event();                       // requires mu_
   void note_copy_error(const char* stage);  // requires mu_
 

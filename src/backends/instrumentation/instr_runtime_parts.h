@@ -38,6 +38,21 @@ struct InstrRuntime::Pool {
   uint64_t size() const { return ring.size(); }
 };
 
+// A launch captured into a CUDA graph (graph_capture.cpp): device memory of its own that every
+// replay of the graph writes, and what a replay's records are queued as. Kept for the
+// process's life: the graph may outlive every session.
+struct InstrRuntime::Captured {
+  uint64_t device = 0;
+  uint64_t bytes = 0;
+  // Set at the launch's exit, before the graph can replay:
+  uint64_t function = 0;
+  ContextId ctx = 0;
+  uint64_t sessions = 0;  // the sessions open at the capture: its replays count in these
+};
+
+/// Each session's device pool when none is given (PROTON_INSTR_POOL_MB, else 256 MB).
+uint64_t default_pool_bytes();
+
 // One batch between the consumer and the decoder: its jobs, its runs of contiguous slices (and
 // their kernels), and the pinned staging the runs' headers and compact rows were copied into.
 struct InstrRuntime::Copied {
@@ -83,7 +98,8 @@ struct ThreadSide {
   void* pool = nullptr;  // InstrRuntime::Pool; null: the discard slice
   SliceRing::Slice slice;
   uint64_t bytes = 0;
-  uint64_t in_flight = 0;  // the ring's bytes in flight at the reservation
+  uint64_t in_flight = 0;    // the ring's bytes in flight at the reservation
+  void* captured = nullptr;  // InstrRuntime::Captured: a launch on a capturing stream
   std::shared_ptr<LaunchQueue> queue;
   ~ThreadSide();
 };

@@ -37,14 +37,25 @@ void InstrRuntime::give_back_unlaunched(ThreadSide& t) {
 }
 
 uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream) {
-  (void)stream;
   if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > 4096)
     throw std::invalid_argument("profile scratch alignment must be a power of two <= 4096");
   ThreadSide& t = t_side;
   if (t.valid) give_back_unlaunched(t);
+  t.captured = nullptr;
   const bool via_callback = exit_via_callback_.load(std::memory_order_relaxed);
   const bool paused =
       via_callback && !hot::globals.launch_callbacks_on.load(std::memory_order_relaxed);
+  // A launch on a stream other than the legacy default one may be captured into a CUDA graph
+  // (graph_capture.cpp): one driver query, no lock, unless it is.
+  if (stream != 0) {
+    if (DeviceApi* api = capture_api_.load(std::memory_order_acquire);
+        api != nullptr && api->is_capturing(stream)) {
+      std::lock_guard lock(mu_);
+      if (api_.get() == api)
+        return alloc_captured((bytes + alignment - 1) / alignment * alignment, paused,
+                              via_callback);
+    }
+  }
   if (!paused) {
     if (Pool* p = active_.load(std::memory_order_acquire)) {
       // One device per pool: a launch from another GPU context (another device) must not be
@@ -62,7 +73,7 @@ uint64_t InstrRuntime::alloc(uint64_t bytes, uint64_t alignment, uint64_t stream
       p->users.fetch_sub(1, std::memory_order_release);
     }
   }
-  return alloc_slow(bytes, alignment, paused, via_callback);
+  return alloc_slow(bytes, alignment, stream, paused, via_callback);
 }
 
 uint64_t InstrRuntime::hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes,
@@ -78,7 +89,7 @@ uint64_t InstrRuntime::hand_out(Pool& pool, const SliceRing::Slice& slice, uint6
   return pool.device + slice.start % pool.size();
 }
 
-uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool paused,
+uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, uint64_t stream, bool paused,
                                   bool via_callback) {
   const uint64_t need = (bytes + alignment - 1) / alignment * alignment;
   const uint64_t entered = now_ns();
@@ -93,6 +104,8 @@ uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, bool pause
   } account{stats_, entered};
   std::string why;
   if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
+  // The process's first launch may be a captured one: nothing below may allocate for it.
+  if (capturing(stream)) return alloc_captured(need, paused, via_callback);
   Pool* pool = nullptr;
   for (auto& [id, p] : pools_) {  // the lowest open session's pool
     if (!p->closing && !paused) {
@@ -191,6 +204,7 @@ uint64_t InstrRuntime::discard_buffer(uint64_t need, uint64_t ctx, bool capture)
   ThreadSide& t = t_side;
   t.valid = true;
   t.pool = nullptr;  // the exit queues nothing
+  t.captured = nullptr;
   return it->device;
 }
 
@@ -209,6 +223,12 @@ void InstrRuntime::launch_exit(uint64_t function, uint64_t stream, ContextId ctx
   ThreadSide& t = t_side;
   if (!t.valid) return;  // not an instrumented launch
   t.valid = false;
+  if (t.captured != nullptr) {
+    auto* captured = static_cast<Captured*>(t.captured);
+    t.captured = nullptr;
+    captured_exit(*captured, function, stream, ctx, sessions, launched);
+    return;
+  }
   auto* pool = static_cast<Pool*>(t.pool);
   if (pool == nullptr) return;  // discard slice: already counted as an overflow
   if (!pool->ring.mark_queued(t.slice.key)) {

@@ -40,6 +40,7 @@ class FakeDevice final : public DeviceApi {
   }
   uint32_t sm_clock_khz() override { return 1000000; }
   uint64_t alloc_device(size_t bytes) override {
+    unsafe_if_capturing();
     ++allocs;
     alloc_contexts.push_back(current_context());
     // cuMemAlloc's alignment (256), which the pool's slice alignment relies on.
@@ -49,6 +50,7 @@ class FakeDevice final : public DeviceApi {
   }
   void free_device(uint64_t p) override { std::free(reinterpret_cast<void*>(p)); }
   void* alloc_pinned(size_t bytes) override {
+    unsafe_if_capturing();
     ++pinned_allocs;
     return new uint8_t[bytes];  // not zeroed, as pinned memory (the arena is 32 MB)
   }
@@ -62,7 +64,13 @@ class FakeDevice final : public DeviceApi {
   // CUDA_ERROR_INVALID_CONTEXT for the consumer's first event).
   void* create_event() override { return has_context() ? new int(0) : nullptr; }
   void destroy_event(void* e) override { delete static_cast<int*>(e); }
-  bool record(void*, uint64_t) override { return has_context() && !fail_records; }
+  bool record(void*, uint64_t stream) override {
+    {
+      std::lock_guard lock(capture_mu);
+      if (capturing.count(stream) != 0) ++records_on_capturing;
+    }
+    return has_context() && !fail_records;
+  }
   bool wait(void*, void*) override { return has_context(); }
   bool copy_2d_to_host_async(void* dst, size_t dst_pitch, uint64_t src, size_t src_pitch,
                              size_t width, size_t height, void*) override {
@@ -76,10 +84,71 @@ class FakeDevice final : public DeviceApi {
     return true;
   }
   bool synchronize(void*) override {
+    unsafe_if_capturing();
     if (int ms = sync_delay_ms.load(); ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     return has_context();
   }
+  // Stream capture: streams in `capturing` build a graph instead of running what is enqueued;
+  // the tests replay it by writing the captured scratch and calling what CUPTI's callbacks call.
+  bool is_capturing(uint64_t stream) override {
+    capture_queries.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(capture_mu);
+    return capturing.count(stream) != 0;
+  }
+  int relax_capture_mode() override {
+    int previous = t_mode;
+    t_mode = kRelaxed;
+    return previous;
+  }
+  void restore_capture_mode(int previous) override { t_mode = previous; }
+  bool synchronize_context() override {
+    ++context_syncs;
+    unsafe_if_capturing();
+    return has_context();
+  }
+  // The graph a capturing stream builds: one per stream, named after it.
+  uint64_t capture_graph(uint64_t stream) override {
+    std::lock_guard lock(capture_mu);
+    return capturing.count(stream) != 0 ? kGraphBase + stream : 0;
+  }
+  static constexpr uint64_t kGraphBase = 0x6000;
+  // Runs at once: the fake's streams are in order with the host.
+  bool copy_on(uint64_t stream, uint64_t dst, uint64_t src, size_t bytes) override {
+    {
+      std::lock_guard lock(capture_mu);
+      if (capturing.count(stream) != 0) ++copies_on_capturing;
+    }
+    if (fail_copies) return false;
+    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+    ++stream_copies;
+    return true;
+  }
+  void begin_capture(uint64_t stream) {
+    std::lock_guard lock(capture_mu);
+    capturing.insert(stream);
+  }
+  void end_capture(uint64_t stream) {
+    std::lock_guard lock(capture_mu);
+    capturing.erase(stream);
+  }
+  // What a global-mode capture refuses from a thread not in relaxed mode (it would invalidate
+  // the program's capture): counted.
+  void unsafe_if_capturing() {
+    std::lock_guard lock(capture_mu);
+    if (!capturing.empty() && t_mode != kRelaxed) ++unsafe_calls;
+  }
+  static constexpr int kRelaxed = 2;
+  static inline thread_local int t_mode = 0;
+  std::mutex capture_mu;
+  std::set<uint64_t> capturing;
+  std::atomic<int> capture_queries{0};
+  std::atomic<int> unsafe_calls{0};
+  std::atomic<int> context_syncs{0};
+  std::atomic<int> records_on_capturing{0};
+  std::atomic<int> copies_on_capturing{0};
+  std::atomic<int> stream_copies{0};
+
   bool has_context() {
     std::lock_guard lock(bound_mu);
     return bound.count(std::this_thread::get_id()) != 0;

@@ -53,12 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // headers read, plan made from them, compact rows built and decoded.
   std::span<const uint8_t> rows(data + 4, size - 4);
   std::vector<uint32_t> units = profiled_units(layout);
-  SliceRun run;
-  run.slice = layout.scratch_bytes;
-  run.header = 40 + 4 * layout.num_warps;
-  run.data_offset = data_offset_for(layout, 0);
-  run.units = static_cast<uint32_t>(units.size());
-  run.rows = rows.size() / run.slice;
+  SliceRun run = slice_run(layout, 0, rows.size() / layout.scratch_bytes);
   std::vector<uint8_t> headers(run.rows * run.header);
   for (uint64_t i = 0; i < run.rows; ++i)
     std::memcpy(headers.data() + i * run.header, rows.data() + i * run.slice, run.header);

@@ -1,0 +1,73 @@
+// The CUPTI launch callback's side of instrumented launches captured into CUDA graphs: a graph
+// launch through the subscriber callback (hand-built callback data) copies the captured
+// launches' records at its exit, with kernel records on or off.
+#include <cupti.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/cupti/launch_callbacks.h"
+#include "backends/instrumentation/instr_runtime.h"
+#include "common/hot.h"
+#include "instrumentation/runtime_helpers.h"
+
+namespace proton::instr {
+namespace {
+
+using testing::CollectingSink;
+using testing::FakeDevice;
+using testing::one_region;
+using testing::ScratchBuilder;
+
+constexpr uint64_t kFn = 0xC0DE;
+constexpr uint64_t kCaptureStream = 7;
+constexpr uint64_t kSession = uint64_t{1} << 1;  // session 1's bit (its slot)
+
+void graph_launch_call(CUpti_ApiCallbackSite site, cudaGraphLaunch_v10000_params& params) {
+  CUpti_CallbackData data{};
+  data.callbackSite = site;
+  data.correlationId = 500;
+  data.functionName = "cudaGraphLaunch";
+  data.functionParams = &params;
+  cupti::on_launch_api(nullptr, CUPTI_CB_DOMAIN_RUNTIME_API,
+                       CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &data);
+}
+
+TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit) {
+  CollectingSink sink;
+  ScratchBuilder b = one_region();
+  FakeDevice* dev = testing::start_with_kernel(&sink, 1, 1 << 20, kFn, b);
+  InstrRuntime& rt = InstrRuntime::get();
+  const bool was_on = hot::globals.launch_callbacks_on.load();
+  const bool records_off = hot::globals.kernel_records_off.load();
+  hot::globals.launch_callbacks_on.store(true);
+  rt.set_exit_via_callback(true);
+  dev->begin_capture(kCaptureStream);
+  const uint64_t p = rt.alloc(b.bytes().size(), 128, kCaptureStream);
+  std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
+  hot::this_thread().exit_work = 0;  // the exit below stands for the callback's
+  rt.launch_exit(kFn, kCaptureStream, 42, kSession);
+  dev->end_capture(kCaptureStream);
+  rt.graph_instantiated(FakeDevice::kGraphBase + kCaptureStream, 90);
+  cudaGraphLaunch_v10000_params params{reinterpret_cast<cudaGraphExec_t>(uintptr_t{90}),
+                                       reinterpret_cast<cudaStream_t>(uintptr_t{11})};
+  for (bool off : {true, false}) {
+    hot::globals.kernel_records_off.store(off);
+    cupti::reset_launch_nesting();
+    graph_launch_call(CUPTI_API_ENTER, params);
+    EXPECT_NE(hot::this_thread().exit_work & hot::kExitInstr, 0) << "records off: " << off;
+    graph_launch_call(CUPTI_API_EXIT, params);
+  }
+  hot::globals.kernel_records_off.store(records_off);
+  rt.drain();
+  EXPECT_EQ(dev->stream_copies.load(), 2);
+  ASSERT_EQ(sink.got.size(), 2u);
+  EXPECT_EQ(sink.got[0].ctx, 42u);
+  EXPECT_EQ(hot::this_thread().exit_work, 0);
+  rt.set_exit_via_callback(false);
+  hot::globals.launch_callbacks_on.store(was_on);
+  testing::end_session(1);
+}
+
+}  // namespace
+}  // namespace proton::instr
