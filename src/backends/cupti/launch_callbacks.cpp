@@ -3,7 +3,9 @@
 
 #include <array>
 #include <atomic>
+#include <vector>
 
+#include "attribution/graph_attribution.h"
 #include "attribution/launch_stage.h"
 #include "backends/cupti/graph_callbacks.h"
 #include "backends/cupti/host_calls.h"
@@ -11,6 +13,8 @@
 #include "backends/cupti/pc_sampling.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/hot.h"
+#include "common/name_table.h"
+#include "context/context_tree.h"
 #include "context/thread_context.h"
 
 namespace proton::cupti {
@@ -123,6 +127,19 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   }
 }
 
+// Where a replayed graph kernel's regions go: where its kernel record goes (the record
+// processor's GraphAttribution), "replay site / <captured_at> / capture site". Once per replay
+// site of a captured launch (graph_capture.cpp caches it).
+ContextId replay_place(ContextId replay, ContextId capture) {
+  ContextTree& tree = ContextTree::global();
+  ContextId ctx = tree.child(replay, NameTable::global().intern(GraphAttribution::kCaptureFrame));
+  std::vector<NameId> names;
+  tree.path(capture, names);
+  for (NameId name : names)
+    ctx = tree.child(ctx, name);
+  return ctx;
+}
+
 // Instrumentation: the launch now returning was given a profile-scratch slice (its allocator
 // ran just before, on this thread); queue the slice's copy-back, now that the kernel is
 // submitted. Out of line: only instrumented launches come here.
@@ -134,7 +151,8 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   if (graph_launch_target(domain, cbid, cb->functionParams, exec, graph_stream)) {
     // A graph launch flagged at its enter: its captured instrumented launches' replays.
     try {
-      instr::InstrRuntime::get().graph_launched(exec, graph_stream);
+      instr::InstrRuntime::get().graph_launched(exec, graph_stream, ThreadContext::launch_context(),
+                                                &replay_place);
     } catch (...) {
       g_errors.fetch_add(1, std::memory_order_relaxed);  // never unwind through CUPTI
     }

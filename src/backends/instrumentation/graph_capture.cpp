@@ -151,15 +151,24 @@ void InstrRuntime::graph_exec_destroyed(uint64_t exec) {
   exec_launches_.erase(exec);
 }
 
-void InstrRuntime::graph_launched(uint64_t exec, uint64_t stream) {
+void InstrRuntime::graph_launched(uint64_t exec, uint64_t stream, ContextId replay,
+                                  ReplayPlace place) {
   // The launching thread, at the graph launch's exit (its own launches' exits are done).
-  thread_local std::vector<Captured*> launches;
+  thread_local std::vector<std::pair<Captured*, ContextId>> launches;
   launches.clear();
   {
     std::lock_guard graphs(graphs_mu_);
     auto it = exec_launches_.find(exec);
     if (it == exec_launches_.end()) return;
-    launches = it->second;
+    for (Captured* c : it->second) {
+      // Where the replayed kernel's own record goes: "replay site / <captured_at> / capture
+      // site", placed once per replay site.
+      if (place != nullptr && (c->last_place == 0 || c->last_replay != replay)) {
+        c->last_replay = replay;
+        c->last_place = place(replay, c->ctx);
+      }
+      launches.emplace_back(c, place != nullptr ? c->last_place : c->ctx);
+    }
   }
   DeviceApi* api = capture_api_.load(std::memory_order_acquire);
   if (api == nullptr) return;
@@ -170,7 +179,7 @@ void InstrRuntime::graph_launched(uint64_t exec, uint64_t stream) {
     return;
   }
   const uint64_t open = open_mask_.load(std::memory_order_relaxed);
-  for (Captured* c : launches) {
+  for (auto [c, ctx] : launches) {
     if ((c->sessions & open) == 0) {
       replays_unheard_.fetch_add(1, std::memory_order_relaxed);
       continue;
@@ -185,7 +194,7 @@ void InstrRuntime::graph_launched(uint64_t exec, uint64_t stream) {
       std::lock_guard lock(mu_);
       note_copy_error("copying a CUDA-graph replay's records into the ring");
     }
-    launch_exit(c->function, stream, c->ctx, c->sessions, copied);
+    launch_exit(c->function, stream, ctx, c->sessions, copied);
   }
   // alloc() asked for a launch's exit on this thread's line: this is that exit.
   hot::this_thread().exit_work &= static_cast<uint8_t>(~hot::kExitInstr);

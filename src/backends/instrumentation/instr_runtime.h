@@ -166,8 +166,12 @@ class InstrRuntime {
   void graph_instantiated(uint64_t graph, uint64_t exec);
   /// The launch callback, at a graph launch's exit on the launching thread: each captured
   /// launch of `exec` gets a slice of the ring, filled from its memory by a copy enqueued on
-  /// `stream` after the replay, and is queued as an ordinary launch.
-  void graph_launched(uint64_t exec, uint64_t stream);
+  /// `stream` after the replay, and is queued as an ordinary launch at
+  /// `place(replay, capture site)`, the context a kernel record of the replay goes to (null:
+  /// the capture site).
+  using ReplayPlace = ContextId (*)(ContextId replay, ContextId capture);
+  void graph_launched(uint64_t exec, uint64_t stream, ContextId replay = 0,
+                      ReplayPlace place = nullptr);
   /// CUPTI's graph callbacks: `graph` / executable graph `exec` is being destroyed (a new one
   /// may get its handle).
   void graph_destroyed(uint64_t graph);

@@ -48,6 +48,10 @@ struct InstrRuntime::Captured {
   uint64_t function = 0;
   ContextId ctx = 0;
   uint64_t sessions = 0;  // the sessions open at the capture: its replays count in these
+  // The last replay context placed and where it went (a loop replays from one place): the
+  // launching thread's, under graphs_mu_.
+  ContextId last_replay = 0;
+  ContextId last_place = 0;
 };
 
 /// Each session's device pool when none is given (PROTON_INSTR_POOL_MB, else 256 MB).

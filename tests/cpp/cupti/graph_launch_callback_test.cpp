@@ -1,6 +1,7 @@
 // The CUPTI launch callback's side of instrumented launches captured into CUDA graphs: a graph
 // launch through the subscriber callback (hand-built callback data) copies the captured
-// launches' records at its exit, with kernel records on or off.
+// launches' records at its exit, with kernel records on or off, and places them where the
+// replay's kernel records go: "replay site / <captured_at> / capture site".
 #include <cupti.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +10,9 @@
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/hot.h"
+#include "context/thread_context.h"
 #include "instrumentation/runtime_helpers.h"
+#include "test_util.h"
 
 namespace proton::instr {
 namespace {
@@ -34,6 +37,8 @@ void graph_launch_call(CUpti_ApiCallbackSite site, cudaGraphLaunch_v10000_params
 }
 
 TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit) {
+  proton::testing::MainThreadFixture main;
+  auto& tc = ThreadContext::current();
   CollectingSink sink;
   ScratchBuilder b = one_region();
   FakeDevice* dev = testing::start_with_kernel(&sink, 1, 1 << 20, kFn, b);
@@ -46,11 +51,14 @@ TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit)
   const uint64_t p = rt.alloc(b.bytes().size(), 128, kCaptureStream);
   std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
   hot::this_thread().exit_work = 0;  // the exit below stands for the callback's
-  rt.launch_exit(kFn, kCaptureStream, 42, kSession);
+  tc.enter_scope(proton::testing::id("capture_site"));
+  rt.launch_exit(kFn, kCaptureStream, ThreadContext::launch_context(), kSession);
+  tc.exit_scope(proton::testing::id("capture_site"));
   dev->end_capture(kCaptureStream);
   rt.graph_instantiated(FakeDevice::kGraphBase + kCaptureStream, 90);
   cudaGraphLaunch_v10000_params params{reinterpret_cast<cudaGraphExec_t>(uintptr_t{90}),
                                        reinterpret_cast<cudaStream_t>(uintptr_t{11})};
+  tc.enter_scope(proton::testing::id("replay_site"));
   for (bool off : {true, false}) {
     hot::globals.kernel_records_off.store(off);
     cupti::reset_launch_nesting();
@@ -58,11 +66,13 @@ TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit)
     EXPECT_NE(hot::this_thread().exit_work & hot::kExitInstr, 0) << "records off: " << off;
     graph_launch_call(CUPTI_API_EXIT, params);
   }
+  tc.exit_scope(proton::testing::id("replay_site"));
   hot::globals.kernel_records_off.store(records_off);
   rt.drain();
   EXPECT_EQ(dev->stream_copies.load(), 2);
   ASSERT_EQ(sink.got.size(), 2u);
-  EXPECT_EQ(sink.got[0].ctx, 42u);
+  EXPECT_EQ(proton::testing::path_of(sink.got[0].ctx), "replay_site/<captured_at>/capture_site");
+  EXPECT_EQ(sink.got[1].ctx, sink.got[0].ctx);
   EXPECT_EQ(hot::this_thread().exit_work, 0);
   rt.set_exit_via_callback(false);
   hot::globals.launch_callbacks_on.store(was_on);
