@@ -2,7 +2,9 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "attribution/graph_exec_table.h"
@@ -288,81 +290,52 @@ bool is_graph_creation(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) noexc
   return false;
 }
 
+namespace {
+
+// The four graph-launch entry points' parameters are the same two handles in the same order
+// (the executable graph, then the stream): read through one layout.
+struct GraphLaunchParams {
+  const void* exec;
+  const void* stream;
+};
+constexpr size_t kTwoHandles = sizeof(GraphLaunchParams);
+static_assert(sizeof(cudaGraphLaunch_v10000_params) == kTwoHandles &&
+              sizeof(cudaGraphLaunch_ptsz_v10000_params) == kTwoHandles &&
+              sizeof(cuGraphLaunch_params) == kTwoHandles &&
+              sizeof(cuGraphLaunch_ptsz_params) == kTwoHandles);
+static_assert(offsetof(cudaGraphLaunch_v10000_params, graphExec) == 0 &&
+              offsetof(cudaGraphLaunch_ptsz_v10000_params, graphExec) == 0 &&
+              offsetof(cuGraphLaunch_params, hGraph) == 0 &&
+              offsetof(cuGraphLaunch_ptsz_params, hGraphExec) == 0);
+
+}  // namespace
+
 bool graph_launch_target(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params,
                          uint64_t& exec, uint64_t& stream) noexcept {
-  const void* e = nullptr;
-  const void* s = nullptr;
   bool per_thread = false;  // a _ptsz entry point: stream 0 is the thread's default stream
-  if (params == nullptr) return false;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000: {
-        const auto* p = static_cast<const cudaGraphLaunch_v10000_params*>(params);
-        e = p->graphExec;
-        s = p->stream;
-        break;
-      }
-      case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
-        const auto* p = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params);
-        e = p->graphExec;
-        s = p->stream;
-        per_thread = true;
-        break;
-      }
-      default:
-        return false;
-    }
+    per_thread = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+    if (!per_thread && cbid != CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) return false;
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch: {
-        const auto* p = static_cast<const cuGraphLaunch_params*>(params);
-        e = p->hGraph;
-        s = p->hStream;
-        break;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
-        const auto* p = static_cast<const cuGraphLaunch_ptsz_params*>(params);
-        e = p->hGraphExec;
-        s = p->hStream;
-        per_thread = true;
-        break;
-      }
-      default:
-        return false;
-    }
+    per_thread = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+    if (!per_thread && cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) return false;
   } else {
     return false;
   }
-  exec = reinterpret_cast<uint64_t>(e);
-  stream = reinterpret_cast<uint64_t>(s);
+  GraphLaunchParams p{nullptr, nullptr};
+  if (params != nullptr) std::memcpy(&p, params, sizeof p);
+  exec = reinterpret_cast<uint64_t>(p.exec);
+  stream = reinterpret_cast<uint64_t>(p.stream);
   if (per_thread && stream == 0) stream = reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
-  return exec != 0;
+  return true;
 }
 
 uint32_t graph_launch_fanout(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const void* params) noexcept {
-  const void* exec = nullptr;
-  bool graph_launch = true;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) {
-      if (params != nullptr)
-        exec = static_cast<const cudaGraphLaunch_v10000_params*>(params)->graphExec;
-    } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000) {
-      if (params != nullptr)
-        exec = static_cast<const cudaGraphLaunch_ptsz_v10000_params*>(params)->graphExec;
-    } else {
-      graph_launch = false;
-    }
-  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch) {
-      if (params != nullptr) exec = static_cast<const cuGraphLaunch_params*>(params)->hGraph;
-    } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
-      if (params != nullptr)
-        exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
-    } else {
-      graph_launch = false;
-    }
-  }
+  uint64_t exec_handle = 0;
+  uint64_t stream = 0;
+  const bool graph_launch = graph_launch_target(domain, cbid, params, exec_handle, stream);
+  const void* exec = reinterpret_cast<const void*>(exec_handle);
   // Not a graph launch: a graph-creating API (not a launch: no tag), or a multi-device
   // cooperative launch (one kernel per device, count unknown).
   if (!graph_launch && is_graph_creation(domain, cbid)) {

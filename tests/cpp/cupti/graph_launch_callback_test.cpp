@@ -17,14 +17,10 @@
 namespace proton::instr {
 namespace {
 
-using testing::CollectingSink;
-using testing::FakeDevice;
-using testing::one_region;
-using testing::ScratchBuilder;
+namespace fake = testing;  // the instrumentation runtime's fixtures (fake device, sink)
 
 constexpr uint64_t kFn = 0xC0DE;
 constexpr uint64_t kCaptureStream = 7;
-constexpr uint64_t kSession = uint64_t{1} << 1;  // session 1's bit (its slot)
 
 void graph_launch_call(CUpti_ApiCallbackSite site, cudaGraphLaunch_v10000_params& params) {
   CUpti_CallbackData data{};
@@ -39,9 +35,9 @@ void graph_launch_call(CUpti_ApiCallbackSite site, cudaGraphLaunch_v10000_params
 TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit) {
   proton::testing::MainThreadFixture main;
   auto& tc = ThreadContext::current();
-  CollectingSink sink;
-  ScratchBuilder b = one_region();
-  FakeDevice* dev = testing::start_with_kernel(&sink, 1, 1 << 20, kFn, b);
+  fake::CollectingSink sink;
+  fake::ScratchBuilder b = fake::one_region();
+  fake::FakeDevice* dev = fake::start_with_kernel(&sink, 1, 1 << 20, kFn, b);
   InstrRuntime& rt = InstrRuntime::get();
   const bool was_on = hot::globals.launch_callbacks_on.load();
   const bool records_off = hot::globals.kernel_records_off.load();
@@ -52,10 +48,10 @@ TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit)
   std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
   hot::this_thread().exit_work = 0;  // the exit below stands for the callback's
   tc.enter_scope(proton::testing::id("capture_site"));
-  rt.launch_exit(kFn, kCaptureStream, ThreadContext::launch_context(), kSession);
+  rt.launch_exit(kFn, kCaptureStream, ThreadContext::launch_context(), fake::kSessionOneBit);
   tc.exit_scope(proton::testing::id("capture_site"));
   dev->end_capture(kCaptureStream);
-  rt.graph_instantiated(FakeDevice::kGraphBase + kCaptureStream, 90);
+  rt.graph_instantiated(fake::FakeDevice::kGraphBase + kCaptureStream, 90);
   cudaGraphLaunch_v10000_params params{reinterpret_cast<cudaGraphExec_t>(uintptr_t{90}),
                                        reinterpret_cast<cudaStream_t>(uintptr_t{11})};
   tc.enter_scope(proton::testing::id("replay_site"));
@@ -76,7 +72,7 @@ TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit)
   EXPECT_EQ(hot::this_thread().exit_work, 0);
   rt.set_exit_via_callback(false);
   hot::globals.launch_callbacks_on.store(was_on);
-  testing::end_session(1);
+  fake::end_session(1);
 }
 
 }  // namespace

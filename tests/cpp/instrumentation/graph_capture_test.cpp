@@ -26,7 +26,7 @@ using testing::start_with_kernel;
 constexpr uint64_t kFn = 0xC0DE;
 constexpr uint64_t kStream = 7;
 constexpr ContextId kSite = 42;
-constexpr uint64_t kSession = uint64_t{1} << 1;  // session 1's bit (its slot)
+constexpr uint64_t kSession = testing::kSessionOneBit;
 
 /// A launch of `b` on `stream` (its scratch written as the kernel would) and its exit.
 uint64_t launch_once(const ScratchBuilder& b, uint64_t stream, uint64_t sessions = kSession) {

@@ -15,6 +15,9 @@
 
 namespace proton::instr::testing {
 
+/// Session 1's bit in what the runtime delivers (its slot in the session runtime's mask).
+inline constexpr uint64_t kSessionOneBit = uint64_t{1} << 1;
+
 struct Delivery {
   uint64_t sessions;
   ContextId ctx;
