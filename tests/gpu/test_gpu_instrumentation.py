@@ -397,7 +397,7 @@ def test_warp_specialized_kernel_per_warpgroup_timeline(out_name, read_profile):
     assert p.node("produce", start=kernel)["metrics"]["count"] == ctas
 
 
-@pytest.mark.parametrize("kernel_time", ["1", "0"], ids=["cupti_exit", "triton_exit"])
+@pytest.mark.parametrize("kernel_time", ["1", "0"], ids=["kernel_time", "regions_only"])
 def test_kernel_captured_in_a_cuda_graph_counts_every_replay(out_name, read_profile, monkeypatch,
                                                              kernel_time):
     # Captured in PyTorch's default (global) capture mode on its side stream: the launch must
