@@ -95,9 +95,29 @@ bool RecordProcessor::attribute(const KernelRecord& r) {
   return true;
 }
 
+void RecordProcessor::paused(uint64_t at_ns) {
+  std::lock_guard lock(mu_);
+  if (!pauses_.empty() && pauses_.back().second == UINT64_MAX) return;  // paused already
+  if (pauses_.size() == kPausesKept) pauses_.pop_front();
+  pauses_.emplace_back(at_ns, UINT64_MAX);
+}
+
+void RecordProcessor::resumed(uint64_t at_ns) {
+  std::lock_guard lock(mu_);
+  if (!pauses_.empty() && pauses_.back().second == UINT64_MAX) pauses_.back().second = at_ns;
+}
+
+bool RecordProcessor::in_pause(uint64_t start_ns) const {
+  for (const auto& [from, to] : pauses_)
+    if (start_ns >= from && start_ns < to) return true;
+  return false;
+}
+
 void RecordProcessor::unattributed(const KernelRecord& r) {
   SessionMask active = LaunchStage::active_sessions.load(std::memory_order_relaxed);
-  if (active == 0) return;  // ran while every session was paused: nobody wants it
+  // Ran while every session was paused (no launch is tagged then): nobody wants it, also when
+  // its record comes after a session resumed.
+  if (active == 0 || in_pause(r.start_ns)) return;
   ++stats_.unattributed;
   LaunchTag tag{};
   tag.correlation = r.correlation;

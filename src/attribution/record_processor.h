@@ -10,7 +10,7 @@
 // A record whose tag is not there yet is kept and retried with the next batch (tags are
 // pushed before the launch, so this only happens when the launch was not intercepted); if
 // still unmatched, or at settle(), it is attributed to the root of the active sessions and
-// counted as unattributed.
+// counted as unattributed, unless its kernel started while every session was paused.
 //
 // CUDA graphs (GraphAttribution): a kernel record with a graph node id is delivered under its
 // replay's context extended by the node's capture-site path; tags of launches made during
@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <span>
 #include <vector>
@@ -65,6 +66,12 @@ class RecordProcessor {
   void process(std::span<const KernelRecord> records);
   /// Records the backend lost, for the sessions active now.
   void report_dropped(uint64_t count);
+  /// Every session was paused at `at_ns` / one resumed at `at_ns` (the backend's clock, that of
+  /// KernelRecord::start_ns). A paused backend tags no launch, so a kernel launched while paused
+  /// comes without a tag; one that started inside a pause is dropped even when its record is
+  /// processed after the resume (it went to the root of the sessions active then).
+  void paused(uint64_t at_ns);
+  void resumed(uint64_t at_ns);
   /// Hands a record that needs no launch tag (PC samples, counter values and samples) to the
   /// sink for `sessions`, serialised with kernel batches (a PC sample's attribution reads the
   /// kernel time delivered so far; counter values join kernels by correlation). Thread-safe.
@@ -144,6 +151,11 @@ class RecordProcessor {
   GraphAttribution graphs_;
   std::vector<uint64_t> captured_;  // scratch: launches made during stream capture
   Stats stats_;
+  // The latest pauses, [start, end) on the backend's clock (end UINT64_MAX while paused); a
+  // record is processed within a few flushes of its kernel, so a few pauses back is enough.
+  static constexpr size_t kPausesKept = 16;
+  std::deque<std::pair<uint64_t, uint64_t>> pauses_;
+  bool in_pause(uint64_t start_ns) const;     // requires mu_
   std::atomic<bool> flush_requested_{false};  // not guarded: request_flush / take_flush_request
 };
 

@@ -297,8 +297,16 @@ void Runtime::set_active(SessionId id, bool on) {
   LaunchStage::trace_active.store((after & LaunchStage::trace_sessions.load()) != 0,
                                   std::memory_order_release);
   if (!backend_running_) return;
-  if (before == 0 && after != 0) backend_->resume();
-  if (before != 0 && after == 0) backend_->pause();
+  // The pause spans from before the callbacks go to after they are back: every launch they did
+  // not tag started inside it.
+  if (before == 0 && after != 0) {
+    backend_->resume();
+    processor_.resumed(backend_->timestamp_ns());
+  }
+  if (before != 0 && after == 0) {
+    processor_.paused(backend_->timestamp_ns());
+    backend_->pause();
+  }
 }
 
 void Runtime::activate(SessionId id) {

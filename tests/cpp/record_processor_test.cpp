@@ -99,6 +99,34 @@ TEST_F(Processor, UnknownCorrelationWaitsOneBatchThenGoesToRoot) {
   EXPECT_EQ(proc_.stats().unattributed, 1u);
 }
 
+TEST_F(Processor, AKernelThatStartedWhilePausedIsDroppedAfterTheResumeToo) {
+  // Launched while every session was paused (no tag), its record processed after a session
+  // resumed: it must not land at the root of the resumed session.
+  proc_.paused(100);
+  proc_.resumed(200);
+  KernelRecord during = record(40);
+  during.start_ns = 150;
+  KernelRecord after = record(41);
+  after.start_ns = 250;
+  KernelRecord before = record(42);
+  before.start_ns = 50;
+  std::vector<KernelRecord> batch = {during, after, before};
+  proc_.process(batch);
+  proc_.settle();
+  ASSERT_EQ(sink_.got.size(), 2u);
+  EXPECT_EQ(sink_.got[0].correlation, 41u);
+  EXPECT_EQ(sink_.got[1].correlation, 42u);
+  EXPECT_EQ(proc_.stats().unattributed, 2u);
+  // Still paused: anything that started since is dropped.
+  proc_.paused(300);
+  KernelRecord late = record(43);
+  late.start_ns = 10'000;
+  std::vector<KernelRecord> second = {late};
+  proc_.process(second);
+  proc_.settle();
+  EXPECT_EQ(sink_.got.size(), 2u);
+}
+
 TEST_F(Processor, LateTagIsFoundOnRetry) {
   std::vector<KernelRecord> first = {record(7)};
   proc_.process(first);

@@ -85,6 +85,29 @@ TEST_F(Sessions, DeactivatedSessionsMissKernels) {
   EXPECT_EQ(child(jb[0], "only_a"), nullptr);
 }
 
+TEST_F(Sessions, AKernelLaunchedWhilePausedStaysOutAfterTheResume) {
+  // A paused backend tags no launch: the kernel's record comes untagged, and here only after a
+  // session resumed. It started inside the pause, so it is nobody's, not the root's.
+  SessionId s = rt_.start(config("paused"));
+  launch("before", 1);
+  rt_.deactivate(s, /*flush=*/true);
+  KernelRecord r;
+  r.correlation = ++correlation_;
+  r.start_ns = fake_->timestamp_ns();
+  r.end_ns = r.start_ns + 5;
+  r.name = id("while_paused");
+  fake_->complete(r);
+  rt_.activate(s);
+  fake_->flush();  // the record thread's flushes: the record, then its retry without a tag
+  fake_->flush();
+  launch("after", 1);
+  rt_.finalize_all("");
+  json j = read("paused");
+  EXPECT_NE(child(j[0], "before"), nullptr);
+  EXPECT_NE(child(j[0], "after"), nullptr);
+  EXPECT_EQ(child(j[0], "while_paused"), nullptr) << j.dump();
+}
+
 TEST_F(Sessions, StartingTheSamePathReactivates) {
   SessionId s = rt_.start(config("same"));
   rt_.deactivate(s, false);
