@@ -209,9 +209,9 @@ class InstrRuntime {
   /// wait for it).
   std::unique_lock<std::mutex> hold_mutex_for_test() { return std::unique_lock(mu_); }
   uint32_t overflow_wait_ms = 1000;
-  /// Device memory captured launches may hold in all (as much again pinned), 0: the size of a
-  /// session's pool (PROTON_INSTR_POOL_MB, 256 MB by default). Past it, captured launches keep
-  /// no regions (counted in graph_dropped).
+  /// Device memory captured launches may hold in all, 0: the size of a session's pool
+  /// (PROTON_INSTR_POOL_MB, 256 MB by default). Past it, captured launches keep no regions
+  /// (counted in graph_dropped).
   uint64_t graph_room_bytes = 0;
   /// The staging arena's size (InstrOptions::staging_bytes, default kStagingMb), pinned with the
   /// first pool (tests set it right after set_device_api()).
