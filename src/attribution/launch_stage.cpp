@@ -93,15 +93,16 @@ void LaunchStage::scope_event(ContextId scope, bool enter) {
                               enter ? kTagScopeEnter : kTagScopeExit, 0, self.tags.thread});
 }
 
-void LaunchStage::scope_metrics(ContextId scope, uint32_t op) {
+bool LaunchStage::scope_metrics(ContextId scope, uint32_t set) {
   SessionMask traced = active_sessions.load(std::memory_order_relaxed) &
                        trace_sessions.load(std::memory_order_relaxed);
-  if (traced == 0) return;
+  if (traced == 0) return false;
   hot::Thread& self = hot::this_thread();
   if (self.tags.block == nullptr) [[unlikely]]
     register_thread(self);
   ThreadStage::push(self.tags, LaunchTag{0, traced, trace_clock(), scope, kRootContext, 0,
-                                         kTagScopeMetrics, op, self.tags.thread});
+                                         kTagScopeMetrics, set, self.tags.thread});
+  return true;
 }
 
 void LaunchStage::host_call(const HostCall& call) {

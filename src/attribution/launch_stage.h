@@ -157,9 +157,11 @@ class LaunchStage {
   /// Stages a CPU scope opening or closing on the calling thread for the active trace
   /// sessions, in order with its launches (installed as ThreadContext's scope observer).
   static void scope_event(ContextId scope, bool enter);
-  /// Stages metrics added to the innermost open scope of the calling thread (`op`, a LaunchOps
-  /// entry) for the active trace sessions: their trace shows them on that scope's event.
-  static void scope_metrics(ContextId scope, uint32_t op);
+  /// Stages metrics added to the innermost open scope of the calling thread (`set`, a
+  /// ScopeMetricSets entry whose reference the staged tag takes over) for the active trace
+  /// sessions: their trace shows them on that scope's event. False: no trace session is active,
+  /// nothing was staged and the caller keeps its reference.
+  static bool scope_metrics(ContextId scope, uint32_t set);
   /// Stages a host call that blocked the calling thread (attribution/host_call.h) for the active
   /// sessions, with the thread's context as a launch would have it. Rare calls only (a
   /// synchronize, a blocking copy): not the launch path. Throws std::bad_alloc only on the

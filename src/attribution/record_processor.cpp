@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "context/scope_metric_sets.h"
+
 namespace proton {
 
 void RecordProcessor::drain_tags() {
@@ -15,6 +17,8 @@ void RecordProcessor::drain_tags() {
     tag.flags |= stamp;
     if (tag.flags & (kTagScopeEnter | kTagScopeExit | kTagScopeMetrics)) {
       sink_.deliver(tag.sessions, ScopeEvent{tag});
+      // The staged reference: every trace that keeps the metrics took its own.
+      if (tag.flags & kTagScopeMetrics) ScopeMetricSets::global().release(tag.op);
       return;
     }
     if (tag.flags & kTagHostCall) {

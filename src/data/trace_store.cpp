@@ -6,7 +6,7 @@
 
 #include "common/name_table.h"
 #include "context/context_tree.h"
-#include "context/launch_ops.h"
+#include "context/scope_metric_sets.h"
 #include "data/metric.h"
 
 namespace proton {
@@ -16,6 +16,21 @@ TraceStore::TraceStore(uint64_t budget_bytes, Spill spill)
   max_chunks_ = budget_bytes == 0
                     ? kResidentChunks
                     : std::max<size_t>(2, static_cast<size_t>(budget_bytes / kChunkBytes));
+}
+
+TraceStore::~TraceStore() {
+  for (const auto& c : chunks_)
+    release_sets(*c);
+  ScopeMetricSets& sets = ScopeMetricSets::global();
+  for (const auto& [thread, stack] : open_scopes_)
+    for (const OpenScope& open : stack)
+      sets.release(open.op);
+}
+
+void TraceStore::release_sets(const Chunk& c) {
+  ScopeMetricSets& sets = ScopeMetricSets::global();
+  for (const TraceEvent& e : c)
+    if (e.kind == TraceEvent::kScope && e.op != 0) sets.release(e.op);
 }
 
 TraceStore::Chunk* TraceStore::tail() {
@@ -30,6 +45,7 @@ TraceStore::Chunk* TraceStore::tail() {
       for (const TraceEvent& e : *oldest)
         dropped_until_ns_ = std::max(dropped_until_ns_, e.start_ns);
     }
+    release_sets(*oldest);  // written out or dropped: its scopes' metrics are no longer read
     oldest->clear();
     spare_ = std::move(oldest);
   }
@@ -51,19 +67,20 @@ void TraceStore::scope_enter(uint32_t thread, ContextId scope, uint64_t ns) {
   open_scopes_[thread].push_back(OpenScope{scope, ns, next_scope_id_++});
 }
 
-void TraceStore::scope_metrics(uint32_t thread, uint32_t op) {
+void TraceStore::scope_metrics(uint32_t thread, uint32_t set) {
   auto it = open_scopes_.find(thread);
-  if (op == 0 || it == open_scopes_.end() || it->second.empty()) return;
+  if (set == 0 || it == open_scopes_.end() || it->second.empty()) return;
   OpenScope& open = it->second.back();
+  ScopeMetricSets& sets = ScopeMetricSets::global();
   if (open.op == 0) {
-    open.op = op;
+    sets.retain(set);
+    open.op = set;
     return;
   }
   // A second add to one scope (rare: a scope's metrics usually come at once): combined into one
-  // entry as the tree combines them.
-  LaunchOps& ops = LaunchOps::global();
-  std::vector<std::pair<NameId, MetricValue>> merged = ops.get(open.op).metrics;
-  for (const auto& added : ops.get(op).metrics) {
+  // set as the tree combines them.
+  ScopeMetricSets::Metrics merged = sets.get(open.op);
+  for (const auto& added : sets.get(set)) {
     NameId name = added.first;
     const MetricValue& value = added.second;
     auto same =
@@ -78,7 +95,8 @@ void TraceStore::scope_metrics(uint32_t thread, uint32_t op) {
       same->second = value;  // types that do not combine: the newest value stands
     }
   }
-  open.op = ops.intern(kNoName, std::move(merged));
+  sets.release(open.op);
+  open.op = sets.add(std::move(merged));
 }
 
 void TraceStore::scope_exit(uint32_t thread, ContextId scope, uint64_t ns) {

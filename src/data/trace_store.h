@@ -43,9 +43,10 @@ struct TraceEvent {
   uint32_t device = 0;               // kernel: device id
   uint32_t stream = 0;               // kernel: stream id
   uint32_t thread = 0;               // launching thread / scope's thread (small index)
-  // kernel: the launch-metadata entry of its launch (LaunchOps id, 0 = none); scope: the
-  // metrics added to it (a LaunchOps entry, 0 = none). The writer looks them up when it formats
-  // the event, which it may do at any time (LaunchOps entries are never freed).
+  // kernel: the launch-metadata entry of its launch (LaunchOps id, 0 = none; never freed);
+  // scope: the metrics added to it (a ScopeMetricSets entry the store holds while it keeps the
+  // event, 0 = none). The writer looks them up when it formats the event (a spilled chunk is
+  // written before the store gives its sets back).
   uint32_t op = 0;
   uint8_t kind = kKernel;
   uint8_t device_type = 0;  // DeviceType of a kernel
@@ -78,14 +79,19 @@ class TraceStore {
   /// `budget_bytes` 0 streams full chunks to `spill`; otherwise keeps the newest events that
   /// fit in budget_bytes (at least two chunks) and never calls `spill`.
   TraceStore(uint64_t budget_bytes, Spill spill);
+  /// Gives back the scope-metric sets its events and open scopes hold.
+  ~TraceStore();
+  TraceStore(const TraceStore&) = delete;
+  TraceStore& operator=(const TraceStore&) = delete;
 
   void add(const TraceEvent& e);
   /// CPU scopes arrive as enter/exit pairs per thread; a completed pair becomes one event.
   void scope_enter(uint32_t thread, ContextId scope, uint64_t ns);
   void scope_exit(uint32_t thread, ContextId scope, uint64_t ns);
-  /// Metrics (a LaunchOps entry) added to the innermost scope open on `thread`; several on one
-  /// scope combine by their rules, as in the tree.
-  void scope_metrics(uint32_t thread, uint32_t op);
+  /// Metrics (a ScopeMetricSets entry: the store takes a reference of its own) added to the
+  /// innermost scope open on `thread`; several on one scope combine by their rules, as in the
+  /// tree. A scope event's `op` is that set, held until the event leaves the store.
+  void scope_metrics(uint32_t thread, uint32_t set);
   /// Closes every scope still open at `ns` (finalize); they are flagged as unfinished.
   void close_open_scopes(uint64_t ns);
 
@@ -102,6 +108,7 @@ class TraceStore {
  private:
   using Chunk = std::vector<TraceEvent>;
   Chunk* tail();  // a chunk with room, spilling or dropping the oldest one when needed
+  static void release_sets(const Chunk& c);  // the scope-metric sets of its scope events
 
   uint64_t budget_bytes_;
   size_t max_chunks_;  // chunks kept before the oldest is spilled or dropped
@@ -112,7 +119,7 @@ class TraceStore {
     ContextId context;
     uint64_t start_ns;
     uint64_t id;      // scope instance, numbered from 1 in entry order (the trace's scope_id)
-    uint32_t op = 0;  // its metrics so far (LaunchOps id)
+    uint32_t op = 0;  // its metrics so far (a ScopeMetricSets entry this store holds)
   };
   std::unordered_map<uint32_t, std::vector<OpenScope>> open_scopes_;
   uint64_t next_scope_id_ = 1;

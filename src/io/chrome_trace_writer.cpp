@@ -15,6 +15,7 @@
 #include "common/version.h"
 #include "context/context_tree.h"
 #include "context/launch_ops.h"
+#include "context/scope_metric_sets.h"
 #include "data/metric.h"
 #include "format/json_writer.h"
 #include "format/metric_value_writer.h"
@@ -197,37 +198,34 @@ const ChromeTraceWriter::OpArgs& ChromeTraceWriter::op_args(uint32_t op) {
   return it->second;
 }
 
-const ChromeTraceWriter::ScopeMetricArgs& ChromeTraceWriter::scope_metric_args(uint32_t op) {
-  auto [it, inserted] = scope_ops_.try_emplace(op);
-  if (inserted) {
-    // Sorted by name, each as a string, as triton.profiler writes them (names without their
-    // "(exc)"/"(pty)" tag, as in the tree).
-    std::vector<std::pair<std::string_view, const MetricValue*>> sorted;
-    for (const auto& [metric, value] : LaunchOps::global().get(op).metrics)
-      sorted.emplace_back(metric_output_name(NameTable::global().name(metric)), &value);
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::string& label = it->second.label;
-    std::string& metrics = it->second.metrics;
-    label = ": ";
-    metrics.push_back('{');
-    std::string text;
-    for (size_t i = 0; i < sorted.size(); ++i) {
-      if (i > 0 && sorted[i].first == sorted[i - 1].first) continue;  // one key per name
-      text.clear();
-      append_metric_text(text, *sorted[i].second);
-      if (i) {
-        label += ", ";
-        metrics.push_back(',');
-      }
-      label.append("<").append(sorted[i].first).append(", ").append(text).append(">");
-      JsonWriter::append_string(metrics, sorted[i].first);
-      metrics.push_back(':');
-      JsonWriter::append_string(metrics, text);
+const ChromeTraceWriter::ScopeMetricArgs& ChromeTraceWriter::scope_metric_args(uint32_t set) {
+  // Sorted by name, each as a string, as triton.profiler writes them (names without their
+  // "(exc)"/"(pty)" tag, as in the tree).
+  std::vector<std::pair<std::string_view, const MetricValue*>> sorted;
+  for (const auto& [metric, value] : ScopeMetricSets::global().get(set))
+    sorted.emplace_back(metric_output_name(NameTable::global().name(metric)), &value);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string& label = scope_args_.label;
+  std::string& metrics = scope_args_.metrics;
+  label = ": ";
+  metrics.assign(1, '{');
+  std::string text;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i > 0 && sorted[i].first == sorted[i - 1].first) continue;  // one key per name
+    text.clear();
+    append_metric_text(text, *sorted[i].second);
+    if (i) {
+      label += ", ";
+      metrics.push_back(',');
     }
-    metrics.push_back('}');
+    label.append("<").append(sorted[i].first).append(", ").append(text).append(">");
+    JsonWriter::append_string(metrics, sorted[i].first);
+    metrics.push_back(':');
+    JsonWriter::append_string(metrics, text);
   }
-  return it->second;
+  metrics.push_back('}');
+  return scope_args_;
 }
 
 // A CPU scope. With metrics added to it, triton.profiler's metric event: named

@@ -106,7 +106,8 @@ class ChromeTraceWriter {
     std::string label;    // ": <name, value>, ..." appended to the scope's name (unescaped)
     std::string metrics;  // {"name":"value",...}
   };
-  const ScopeMetricArgs& scope_metric_args(uint32_t op);
+  // Built per event, not cached: a set's id is reused once the stores let go of it.
+  const ScopeMetricArgs& scope_metric_args(uint32_t set);
   void append_scope(const TraceEvent& e);
   // Captured scopes of replayed CUDA graphs on their own lane per stream
   // (chrome_trace_graph_lanes.cpp).
@@ -133,12 +134,12 @@ class ChromeTraceWriter {
   uint64_t bytes_written_ = 0;
   bool first_event_ = true;
   uint64_t next_flow_id_ = 1;
-  std::unordered_map<ContextId, std::string> stacks_;        // call_stack JSON arrays per context
-  std::unordered_map<NameId, std::string> names_;            // quoted, escaped names
-  std::unordered_map<uint32_t, OpArgs> ops_;                 // per launch-metadata op
-  std::unordered_map<uint32_t, ScopeMetricArgs> scope_ops_;  // per set of scope metrics
-  std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;         // device -> streams seen
-  std::set<uint32_t> cpu_lanes_;                             // thread indices seen
+  std::unordered_map<ContextId, std::string> stacks_;  // call_stack JSON arrays per context
+  std::unordered_map<NameId, std::string> names_;      // quoted, escaped names
+  std::unordered_map<uint32_t, OpArgs> ops_;           // per launch-metadata op
+  ScopeMetricArgs scope_args_;                        // the last scope event's, its capacity reused
+  std::map<uint32_t, std::set<uint32_t>> gpu_lanes_;  // device -> streams seen
+  std::set<uint32_t> cpu_lanes_;                      // thread indices seen
   // device -> (SM, CTA, warp) key -> lane (chrome_trace_regions.cpp)
   struct RegionLane {
     uint64_t tid = 0;

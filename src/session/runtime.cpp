@@ -12,6 +12,7 @@
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/clock.h"
 #include "context/launch_ops.h"
+#include "context/scope_metric_sets.h"
 #include "context/thread_context.h"
 #include "io/atomic_file.h"
 #include "io/chrome_trace_writer.h"
@@ -425,8 +426,9 @@ void Runtime::add_metrics(std::span<const std::pair<NameId, MetricValue>> metric
   }
   if (!metrics.empty() && LaunchStage::tracing()) {
     // A trace shows them on the scope's own event: staged in order with its enter and exit.
-    LaunchStage::scope_metrics(
-        ctx, LaunchOps::global().intern(kNoName, {metrics.begin(), metrics.end()}));
+    ScopeMetricSets& sets = ScopeMetricSets::global();
+    const uint32_t set = sets.add({metrics.begin(), metrics.end()});
+    if (!LaunchStage::scope_metrics(ctx, set)) sets.release(set);
   }
   std::shared_lock lock(sessions_mu_);
   for (; active != 0; active &= active - 1) {

@@ -17,6 +17,7 @@
 #include "common/version.h"
 #include "context/context_tree.h"
 #include "context/launch_ops.h"
+#include "context/scope_metric_sets.h"
 #include "data/trace_store.h"
 #include "io/chrome_trace_writer.h"
 #include "io/run_info.h"
@@ -502,6 +503,35 @@ TEST_F(Traces, ScopeEventsCarryTheirIdAndTheirMetrics) {
   EXPECT_EQ((*child(read("sm")[0], "step"))["metrics"]["flops"], 16);
 }
 
+// A value added to a scope every step (a loss, a step number) is a new set of metrics each
+// time: the trace holds a set per scope event it keeps and gives each back when the event
+// leaves (written or dropped), so the process does not keep one per step.
+TEST_F(Traces, ScopeMetricsOfEveryStepAreGivenBackWithTheirEvents) {
+  ScopeMetricSets& sets = ScopeMetricSets::global();
+  const size_t live_before = sets.live();
+  const size_t ops_before = LaunchOps::global().size();
+  SessionConfig c = config("steps", "trace");
+  SessionId s = rt_.start(c);
+  auto& tc = ThreadContext::current();
+  constexpr int kSteps = 2000;
+  for (int i = 0; i < kSteps; ++i) {
+    tc.enter_scope(id("step"));
+    rt_.add_metrics(std::vector<std::pair<NameId, MetricValue>>{{id("loss"), 1.0 + i}});
+    tc.exit_scope(id("step"));
+    if (i % 500 == 499) fake_->flush();  // the record thread's flushes
+  }
+  fake_->flush();
+  EXPECT_EQ(LaunchOps::global().size(), ops_before);  // nothing interned per step
+  EXPECT_LE(sets.live(), live_before + kSteps);       // held by the trace's events
+  rt_.finalize(s, "");
+  EXPECT_EQ(sets.live(), live_before);  // the trace is written: every set given back
+  auto events = check_chrome_rules(read_json("steps.chrome_trace"));
+  size_t metric_events = 0;
+  for (const json& e : events["X"])
+    metric_events += e["cat"] == "metric" ? 1 : 0;
+  EXPECT_EQ(metric_events, static_cast<size_t>(kSteps));
+}
+
 // The writer alone over synthetic events: a scope event's op holds its metrics, its
 // correlation field its instance id; lists print as "[a,b]".
 TEST(ChromeTraceWriterUnit, ScopeMetricEventsFromSyntheticEvents) {
@@ -523,14 +553,15 @@ TEST(ChromeTraceWriterUnit, ScopeMetricEventsFromSyntheticEvents) {
   metric.name = id("inner");
   metric.thread = 4;
   metric.correlation = 41;
-  metric.op = LaunchOps::global().intern(
-      kNoName, {{id("v"), std::vector<int64_t>{1, 2}}, {id("cpu_time (ns)(exc)"), int64_t{7}}});
+  metric.op = ScopeMetricSets::global().add(
+      {{id("v"), std::vector<int64_t>{1, 2}}, {id("cpu_time (ns)(exc)"), int64_t{7}}});
   TraceEvent plain = metric;
   plain.correlation = 42;
   plain.op = 0;
   std::vector<TraceEvent> batch{metric, plain};
   w.append(batch);
   w.finish(TraceSummary{});
+  ScopeMetricSets::global().release(metric.op);
   std::ifstream in(path);
   json trace = json::parse(in);
   fs::remove(path);
