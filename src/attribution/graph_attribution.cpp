@@ -32,8 +32,7 @@ std::string unknown_graph_notice(uint64_t graph) {
          "see them)";
 }
 
-GraphAttribution::GraphAttribution(GraphRegistry& registry)
-    : registry_(registry), capture_frame_(NameTable::global().intern(kCaptureFrame)) {}
+GraphAttribution::GraphAttribution(GraphRegistry& registry) : registry_(registry) {}
 
 const GraphAttribution::CachedNode& GraphAttribution::node(uint64_t id) {
   auto [it, inserted] = nodes_.try_emplace(id);
@@ -41,18 +40,21 @@ const GraphAttribution::CachedNode& GraphAttribution::node(uint64_t id) {
   return it->second;
 }
 
+ContextId replayed_path(ContextId replay, ContextId capture, std::vector<NameId>& scratch) {
+  ContextTree& tree = ContextTree::global();
+  ContextId ctx = tree.child(replay, NameTable::global().intern(GraphAttribution::kCaptureFrame));
+  scratch.clear();
+  tree.path(capture, scratch);
+  for (NameId name : scratch)
+    ctx = tree.child(ctx, name);
+  return ctx;
+}
+
 ContextId GraphAttribution::path(ContextId replay, ContextId capture) {
   uint64_t key = (uint64_t{replay} << 32) | capture;
   auto [it, inserted] = paths_.try_emplace(key, kRootContext);
-  if (!inserted) return it->second;
-  ContextTree& tree = ContextTree::global();
-  ContextId ctx = tree.child(replay, capture_frame_);
-  scratch_.clear();
-  tree.path(capture, scratch_);
-  for (NameId name : scratch_)
-    ctx = tree.child(ctx, name);
-  it->second = ctx;
-  return ctx;
+  if (inserted) it->second = replayed_path(replay, capture, scratch_);
+  return it->second;
 }
 
 LaunchTag GraphAttribution::replay_tag(const LaunchTag& launch, const KernelRecord& r) {

@@ -75,7 +75,6 @@ class GraphAttribution {
   ContextId path(ContextId replay, ContextId capture);  // replay / <captured_at> / capture
 
   GraphRegistry& registry_;
-  NameId capture_frame_;
   std::unordered_map<uint64_t, CachedNode> nodes_;  // node id -> site (cleared by settle)
   std::unordered_map<uint64_t, ContextId> paths_;   // (replay << 32 | capture) -> path
   std::vector<NameId> scratch_;
@@ -86,6 +85,10 @@ class GraphAttribution {
   std::deque<uint64_t> unknown_;  // unknown-fan-out launches, oldest first
   uint64_t unknown_site_records_ = 0;
 };
+
+/// Where a kernel replayed from a graph goes: "replay / <captured_at> / capture-site path"
+/// (`scratch` holds the capture path while it is built). Interns the path's nodes.
+ContextId replayed_path(ContextId replay, ContextId capture, std::vector<NameId>& scratch);
 
 /// The one line printed, once per process, when kernels of a graph captured before profiling
 /// started arrive. It carries triton.profiler's phrase for that case ("Cannot find graph for

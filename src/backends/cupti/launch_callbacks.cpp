@@ -13,8 +13,6 @@
 #include "backends/cupti/pc_sampling.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/hot.h"
-#include "common/name_table.h"
-#include "context/context_tree.h"
 #include "context/thread_context.h"
 
 namespace proton::cupti {
@@ -127,17 +125,11 @@ std::atomic<uint64_t> g_errors{0};  // relaxed counter
   }
 }
 
-// Where a replayed graph kernel's regions go: where its kernel record goes (the record
-// processor's GraphAttribution), "replay site / <captured_at> / capture site". Once per replay
+// Where a replayed graph kernel's regions go: where its kernel record goes. Once per replay
 // site of a captured launch (graph_capture.cpp caches it).
 ContextId replay_place(ContextId replay, ContextId capture) {
-  ContextTree& tree = ContextTree::global();
-  ContextId ctx = tree.child(replay, NameTable::global().intern(GraphAttribution::kCaptureFrame));
-  std::vector<NameId> names;
-  tree.path(capture, names);
-  for (NameId name : names)
-    ctx = tree.child(ctx, name);
-  return ctx;
+  std::vector<NameId> scratch;
+  return replayed_path(replay, capture, scratch);
 }
 
 // Instrumentation: the launch now returning was given a profile-scratch slice (its allocator
