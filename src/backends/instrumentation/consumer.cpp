@@ -144,14 +144,14 @@ void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
     if (e == nullptr) break;
     stream_events_.push_back(e);
   }
-  bool sync_context = false;
+  // Streams whose launches ran before a capture began on them: an event recorded there now
+  // would join our copy stream to the capture, so the context is waited for instead (rare).
+  std::vector<uint64_t> capturing_streams;
   for (size_t i = 0; i < batch_streams_.size(); ++i) {
     const uint64_t stream = batch_streams_[i];
     const char* why = nullptr;
     if (stream != 0 && api_->is_capturing(stream)) {
-      // Its launches ran before a capture began on the stream: an event recorded there now
-      // would join our copy stream to the capture. Wait for the context instead (rare).
-      sync_context = true;
+      capturing_streams.push_back(stream);
       continue;
     }
     if (i >= stream_events_.size()) {
@@ -166,12 +166,14 @@ void InstrRuntime::order_after_launches(std::deque<std::unique_ptr<Job>>& batch,
     for (auto& job : batch)
       if (job->launched == nullptr && job->stream == stream) job->ok = false;
   }
-  if (sync_context) {
+  if (!capturing_streams.empty()) {
     ++capture_syncs_;
     if (!api_->synchronize_context()) {
       if (failed == nullptr) failed = "context synchronize (a launch stream began a capture)";
       for (auto& job : batch)
-        if (job->launched == nullptr && job->stream != 0 && api_->is_capturing(job->stream))
+        if (job->launched == nullptr &&
+            std::find(capturing_streams.begin(), capturing_streams.end(), job->stream) !=
+                capturing_streams.end())
           job->ok = false;
     }
   }

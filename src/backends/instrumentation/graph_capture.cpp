@@ -46,6 +46,12 @@ class RelaxedCapture {
 
 }  // namespace
 
+void InstrRuntime::drop_captured(const char* why) {
+  ++stats_.graph_dropped;
+  if (std::find(errors_.begin(), errors_.end(), why) == errors_.end() && errors_.size() < 8)
+    errors_.push_back(why);
+}
+
 bool InstrRuntime::capturing(uint64_t stream) {
   // The legacy default stream cannot be captured: the usual launch asks nothing.
   return stream != 0 && api_ && api_->is_capturing(stream);
@@ -53,20 +59,21 @@ bool InstrRuntime::capturing(uint64_t stream) {
 
 uint64_t InstrRuntime::alloc_captured(uint64_t need, bool paused, bool via_callback) {
   RelaxedCapture relaxed(*api_);
-  const Pool* open = nullptr;
-  for (const auto& [id, p] : pools_) {
-    if (!p->closing) {
-      open = p.get();
-      break;
-    }
-  }
-  if (open != nullptr && !paused && open->ctx != 0) {
+  const Pool* open = paused ? nullptr : lowest_open_pool();
+  if (open != nullptr) {
     // Several GPUs: as on the ring, one device per process.
-    if (const uint64_t ctx = api_->current_context(); ctx != 0 && ctx != open->ctx)
-      return other_context_slice(need, ctx);
+    if (const uint64_t ctx = other_context(*open)) return other_context_slice(need, ctx);
+  }
+  if (open != nullptr && !via_callback) {
+    // Its replays would never be seen: the allocation would be for nothing.
+    static constexpr const char* kUnseen =
+        "instrumented launches captured into CUDA graphs: their replays are seen by CUPTI's "
+        "launch callbacks, which this process does not have; their regions are not recorded";
+    drop_captured(kUnseen);
+    return discard_buffer(need, api_->current_context(), /*capture=*/true);
   }
   const uint64_t room = graph_room_bytes != 0 ? graph_room_bytes : default_pool_bytes();
-  if (open != nullptr && !paused && stats_.graph_bytes + need <= room) {
+  if (open != nullptr && stats_.graph_bytes + need <= room) {
     auto c = std::make_unique<Captured>();
     c->bytes = need;
     c->device = api_->alloc_device(need);
@@ -77,7 +84,7 @@ uint64_t InstrRuntime::alloc_captured(uint64_t need, bool paused, bool via_callb
       t.pool = nullptr;
       t.captured = c.get();
       // The exit comes from the launch callback, as for a slice of the ring.
-      if (via_callback) hot::this_thread().exit_work |= hot::kExitInstr;
+      hot::this_thread().exit_work |= hot::kExitInstr;
       captured_.push_back(std::move(c));
       return captured_.back()->device;
     }
@@ -87,7 +94,7 @@ uint64_t InstrRuntime::alloc_captured(uint64_t need, bool paused, bool via_callb
                         (why.empty() ? std::string() : ": " + why));
     }
   }
-  if (open == nullptr || paused) {
+  if (open == nullptr) {
     ++stats_.paused;
   } else {
     ++stats_.graph_dropped;
@@ -105,21 +112,12 @@ void InstrRuntime::captured_exit(Captured& c, uint64_t function, uint64_t stream
   c.function = function;
   c.ctx = ctx;
   c.sessions = sessions & open_mask_.load(std::memory_order_relaxed);
-  const char* lost = nullptr;
-  uint64_t graph = 0;
-  if (!exit_via_callback_.load(std::memory_order_relaxed)) {
-    lost =
-        "instrumented launches captured into CUDA graphs: their replays are seen by CUPTI's "
-        "launch callbacks, which this process does not have; their regions are not recorded";
-  } else if ((graph = api_->capture_graph(stream)) == 0) {
-    lost =
+  const uint64_t graph = api_->capture_graph(stream);
+  if (graph == 0) {
+    static constexpr const char* kUnnamed =
         "an instrumented launch captured into a CUDA graph the driver did not name: its "
         "replays' regions are not recorded";
-  }
-  if (lost != nullptr) {
-    ++stats_.graph_dropped;
-    if (std::find(errors_.begin(), errors_.end(), lost) == errors_.end() && errors_.size() < 8)
-      errors_.push_back(lost);
+    drop_captured(kUnnamed);
     return;
   }
   {

@@ -181,6 +181,12 @@ void InstrRuntime::open(uint32_t session, uint64_t pool_bytes, uint64_t deliver_
   }
 }
 
+InstrRuntime::Pool* InstrRuntime::lowest_open_pool() {
+  for (auto& [id, p] : pools_)
+    if (!p->closing) return p.get();
+  return nullptr;
+}
+
 void InstrRuntime::choose_active_pool() {
   Pool* active = nullptr;
   uint64_t mask = 0;

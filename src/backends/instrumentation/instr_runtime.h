@@ -264,6 +264,7 @@ class InstrRuntime {
   uint64_t discard_buffer(uint64_t need, uint64_t ctx, bool capture);
   uint64_t hand_out(Pool& pool, const SliceRing::Slice& slice, uint64_t bytes, bool via_callback);
   void choose_active_pool();    // requires mu_
+  Pool* lowest_open_pool();     // requires mu_: the pool launches draw from (null: none)
   LaunchQueue& thread_queue();  // the calling thread's queue, registered at its first launch
   friend struct ThreadSide;
   static void give_back_unlaunched(ThreadSide& t);  // a slice no kernel wrote
@@ -307,7 +308,9 @@ class InstrRuntime {
   uint64_t alloc_captured(uint64_t need, bool paused, bool via_callback);  // requires mu_
   void captured_exit(Captured& c, uint64_t function, uint64_t stream, ContextId ctx,
                      uint64_t sessions, bool launched);
-  bool capturing(uint64_t stream);                   // requires mu_, api_ loaded
+  bool capturing(uint64_t stream);  // requires mu_, api_ loaded
+  // Requires mu_: a captured launch whose replays keep no regions, counted, `why` said once.
+  void drop_captured(const char* why);
   std::vector<std::unique_ptr<Captured>> captured_;  // mu_; never freed (graphs may replay)
   std::atomic<DeviceApi*> capture_api_{nullptr};     // api_ once loaded, for the allocator's check
   // The captured launches of each graph and of each executable graph made from one (CUPTI's

@@ -106,13 +106,7 @@ uint64_t InstrRuntime::alloc_slow(uint64_t bytes, uint64_t alignment, uint64_t s
   if (!ensure_device(why)) throw std::runtime_error("backend='instrumentation': " + why);
   // The process's first launch may be a captured one: nothing below may allocate for it.
   if (capturing(stream)) return alloc_captured(need, paused, via_callback);
-  Pool* pool = nullptr;
-  for (auto& [id, p] : pools_) {  // the lowest open session's pool
-    if (!p->closing && !paused) {
-      pool = p.get();
-      break;
-    }
-  }
+  Pool* pool = paused ? nullptr : lowest_open_pool();
   const bool ready = pool != nullptr && ensure_pool(*pool);
   if (ready) {  // one device per pool, as on the lock-free path
     if (const uint64_t ctx = other_context(*pool)) return other_context_slice(need, ctx);
@@ -204,7 +198,6 @@ uint64_t InstrRuntime::discard_buffer(uint64_t need, uint64_t ctx, bool capture)
   ThreadSide& t = t_side;
   t.valid = true;
   t.pool = nullptr;  // the exit queues nothing
-  t.captured = nullptr;
   return it->device;
 }
 
