@@ -5,8 +5,6 @@
 #include <cupti.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "backends/cupti/launch_callbacks.h"
 #include "backends/instrumentation/instr_runtime.h"
 #include "common/hot.h"
@@ -44,12 +42,10 @@ TEST(GraphLaunchCallback, CopiesEachLaunchOfAGraphWithCapturedLaunchesAtItsExit)
   hot::globals.launch_callbacks_on.store(true);
   rt.set_exit_via_callback(true);
   dev->begin_capture(kCaptureStream);
-  const uint64_t p = rt.alloc(b.bytes().size(), 128, kCaptureStream);
-  std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
-  hot::this_thread().exit_work = 0;  // the exit below stands for the callback's
   tc.enter_scope(proton::testing::id("capture_site"));
-  rt.launch_exit(kFn, kCaptureStream, ThreadContext::launch_context(), fake::kSessionOneBit);
+  fake::launch(b, kFn, 1, kCaptureStream, ThreadContext::launch_context(), fake::kSessionOneBit);
   tc.exit_scope(proton::testing::id("capture_site"));
+  hot::this_thread().exit_work = 0;  // the exit above stood for the callback's
   dev->end_capture(kCaptureStream);
   rt.graph_instantiated(fake::FakeDevice::kGraphBase + kCaptureStream, 90);
   cudaGraphLaunch_v10000_params params{reinterpret_cast<cudaGraphExec_t>(uintptr_t{90}),

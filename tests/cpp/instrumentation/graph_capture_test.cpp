@@ -29,12 +29,8 @@ constexpr ContextId kSite = 42;
 constexpr uint64_t kSession = testing::kSessionOneBit;
 
 /// A launch of `b` on `stream` (its scratch written as the kernel would) and its exit.
-uint64_t launch_once(const ScratchBuilder& b, uint64_t stream, uint64_t sessions = kSession) {
-  InstrRuntime& rt = InstrRuntime::get();
-  const uint64_t p = rt.alloc(b.bytes().size(), 128, stream);
-  std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
-  rt.launch_exit(kFn, stream, kSite, sessions);
-  return p;
+uint64_t launch_once(const ScratchBuilder& b, uint64_t stream) {
+  return testing::launch(b, kFn, 1, stream, kSite, kSession);
 }
 
 class GraphCapture : public ::testing::Test {

@@ -84,15 +84,18 @@ inline void end_session(uint32_t id) {
   InstrRuntime::get().set_sink(nullptr);
 }
 
-/// `n` launches of kernel `function` on `stream` whose warps wrote what `b` holds.
-inline void launch(const ScratchBuilder& b, uint64_t function, int n, uint64_t stream,
-                   ContextId ctx, uint64_t sessions) {
+/// `n` launches of kernel `function` on `stream` whose warps wrote what `b` holds; returns the
+/// last one's scratch address.
+inline uint64_t launch(const ScratchBuilder& b, uint64_t function, int n, uint64_t stream,
+                       ContextId ctx, uint64_t sessions) {
   InstrRuntime& rt = InstrRuntime::get();
+  uint64_t p = 0;
   for (int i = 0; i < n; ++i) {
-    uint64_t p = rt.alloc(b.bytes().size(), 128, stream);
+    p = rt.alloc(b.bytes().size(), 128, stream);
     std::memcpy(reinterpret_cast<void*>(p), b.bytes().data(), b.bytes().size());
     rt.launch_exit(function, stream, ctx, sessions);
   }
+  return p;
 }
 
 }  // namespace proton::instr::testing
